@@ -1,0 +1,29 @@
+// Model-only forward throughput of the default TorchScript model, per batch size and thread
+// count (no decoding). Set VECBENCH_MODEL to use another model file.
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+
+#include "vecbench/torchscript_model.hpp"
+
+using namespace vecbench;
+
+namespace {
+
+void BM_ModelForward(benchmark::State& st) {
+  const int batch = static_cast<int>(st.range(0));
+  VirtualDevice d;
+  d.threads = static_cast<int>(st.range(1));
+  TorchModelOptions o;
+  const char* env = std::getenv("VECBENCH_MODEL");
+  o.path = env ? env : VECBENCH_DEFAULT_MODEL;
+  auto model = torchscript_factory(o)(d);
+  model->warmup(batch, 3);
+  const std::size_t s = static_cast<std::size_t>(model->input_size());
+  std::vector<float> in(static_cast<std::size_t>(batch) * 3 * s * s, 100.0f), out(static_cast<std::size_t>(batch) * 2048);
+  for (auto _ : st) model->forward(in.data(), batch, out.data());
+  st.SetItemsProcessed(st.iterations() * batch);
+}
+BENCHMARK(BM_ModelForward)->Args({1, 1})->Args({1, 2})->Args({8, 2})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(3.0);
+
+}  // namespace

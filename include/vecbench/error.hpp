@@ -1,0 +1,36 @@
+// Error types: every error names the file (or setting) and the cause.
+#pragma once
+#include <stdexcept>
+#include <string>
+
+namespace vecbench {
+
+/// Base of all vecbench errors.
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// A bad input image or input list: `file` is the path, `cause` a one-line reason.
+struct InputError : Error {
+  InputError(std::string file_, std::string cause_)
+      : Error(file_ + ": " + cause_), file(std::move(file_)), cause(std::move(cause_)) {}
+  std::string file;
+  std::string cause;
+};
+
+/// A file that cannot be read or written.
+struct IoError : Error {
+  IoError(const std::string& file, const std::string& cause) : Error(file + ": " + cause) {}
+};
+
+/// A bad setting (CLI flag or experiment key): `key` names it.
+struct ConfigError : Error {
+  ConfigError(const std::string& key, const std::string& cause) : Error(key + ": " + cause) {}
+};
+
+/// Raised by a model replica (load, warm-up or forward); the run stops cleanly.
+struct ReplicaError : Error {
+  using Error::Error;
+};
+
+}  // namespace vecbench

@@ -1,0 +1,86 @@
+// Atomic file writes (temp file + rename) and safe output names.
+#pragma once
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <system_error>
+#include <unistd.h>
+
+#include "vecbench/error.hpp"
+
+namespace vecbench {
+
+namespace fs = std::filesystem;
+
+/// Writes `size` bytes to `path` atomically: the data goes to a hidden temp file in the same
+/// directory, is flushed to disk, then renamed over `path`. A reader never sees a partial file,
+/// and a kill at any point leaves either the old file, no file, or the complete new one.
+inline void atomic_write(const fs::path& path, const void* data, std::size_t size) {
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  const fs::path tmp = path.parent_path() /
+                       ("." + path.filename().string() + ".tmp." + std::to_string(::getpid()));
+  {
+    std::FILE* f = std::fopen(tmp.c_str(), "wb");
+    if (!f) throw IoError(tmp.string(), "cannot create file");
+    const bool ok = std::fwrite(data, 1, size, f) == size && std::fflush(f) == 0 &&
+                    ::fsync(::fileno(f)) == 0;
+    std::fclose(f);
+    if (!ok) {
+      fs::remove(tmp, ec);
+      throw IoError(tmp.string(), "write failed (disk full?)");
+    }
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw IoError(path.string(), "cannot rename temp file into place");
+  }
+}
+
+inline void atomic_write(const fs::path& path, const std::string& text) {
+  atomic_write(path, text.data(), text.size());
+}
+
+/// Removes leftovers of atomic writes killed mid-way (".NAME.tmp.PID") below `dir`.
+inline std::size_t remove_stale_temp_files(const fs::path& dir) {
+  std::size_t n = 0;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return 0;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() > 1 && name[0] == '.' && name.find(".tmp.") != std::string::npos &&
+        it->is_regular_file(ec)) {
+      fs::remove(it->path(), ec);
+      ++n;
+    }
+  }
+  return n;
+}
+
+/// Maps an input path to a relative output path that cannot escape the output directory:
+/// the path is made relative to `root` when it lies below it; otherwise root-name, "." and ".."
+/// components are dropped or replaced ("..", "~" become "_up_"), and empty results become "_".
+inline fs::path safe_relative_name(const fs::path& input, const fs::path& root) {
+  fs::path p = input.lexically_normal();
+  if (!root.empty()) {
+    const fs::path rel = p.lexically_relative(root.lexically_normal());
+    if (!rel.empty() && *rel.begin() != "..") p = rel;
+  }
+  fs::path out;
+  for (const auto& part : p.relative_path()) {
+    const std::string s = part.string();
+    if (s.empty() || s == ".") continue;
+    if (s == ".." || s == "~") {
+      out /= "_up_";
+    } else {
+      out /= s;
+    }
+  }
+  if (out.empty()) out = "_";
+  return out;
+}
+
+}  // namespace vecbench

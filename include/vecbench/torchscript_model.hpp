@@ -1,0 +1,36 @@
+// The LibTorch (TorchScript) model backend, behind the small Model interface. This header does
+// not include LibTorch: the implementation lives in src/torch_model.cpp, one translation unit.
+#pragma once
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "vecbench/model.hpp"
+
+namespace vecbench {
+
+/// How replicas are loaded.
+struct TorchModelOptions {
+  std::string path;            ///< TorchScript file from tools/export_inception.py
+  bool optimize = true;        ///< torch::jit::optimize_for_inference (freeze + fold) after loading
+  bool channels_last = false;  ///< feed NHWC-strided input (channels_last memory format)
+  std::string precision = "fp32";  ///< CUDA only: fp32, fp16 or bf16 (autocast of input and model)
+};
+
+/// A factory of TorchScript replicas: each call loads the file onto the device
+/// (torch::jit::load(path, device)), optimizes it, and sets the calling thread's intra-op
+/// thread count to the device's share.
+ModelFactory torchscript_factory(const TorchModelOptions& opt);
+
+/// The `vecbench_meta.json` stored in a model file by the export tool (empty object if none).
+/// Throws IoError naming the file if it cannot be loaded.
+nlohmann::json read_model_meta(const std::string& path);
+
+/// Number of CUDA devices LibTorch sees (0 on a CPU build).
+int cuda_device_count();
+
+/// Versions and devices of the backend: libtorch, cuda, cudnn, gpus[{name, memory_bytes}],
+/// and the BLAS/OpenMP set-up (at::get_parallel_info()).
+nlohmann::json backend_info();
+
+}  // namespace vecbench

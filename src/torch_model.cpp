@@ -1,0 +1,198 @@
+// The only translation unit that includes LibTorch.
+#include "vecbench/torchscript_model.hpp"
+
+#include <torch/script.h>
+#include <ATen/Parallel.h>
+#include <torch/version.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+
+#include "vecbench/error.hpp"
+
+#ifdef VECBENCH_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <ATen/cuda/CUDAContext.h>
+#endif
+
+namespace vecbench {
+namespace {
+
+using clk = std::chrono::steady_clock;
+double since(clk::time_point t) { return std::chrono::duration<double>(clk::now() - t).count(); }
+
+nlohmann::json parse_meta(const std::string& text) {
+  if (text.empty()) return nlohmann::json::object();
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  return j.is_discarded() ? nlohmann::json::object() : j;
+}
+
+torch::jit::Module load_module(const std::string& path, const torch::Device& device, std::string* meta) {
+  std::ifstream probe(path, std::ios::binary);
+  if (!probe) throw IoError(path, "model file not found (build the default model or pass --model)");
+  torch::jit::ExtraFilesMap extra{{"vecbench_meta.json", ""}};
+  try {
+    auto m = torch::jit::load(path, device, extra);
+    if (meta) *meta = extra["vecbench_meta.json"];
+    return m;
+  } catch (const c10::Error& e) {
+    throw IoError(path, std::string("not a loadable TorchScript file: ") + e.what_without_backtrace());
+  }
+}
+
+class TorchScriptModel : public Model {
+ public:
+  TorchScriptModel(const VirtualDevice& dev, const TorchModelOptions& opt)
+      : dev_(dev), opt_(opt), device_(dev.torch_device()) {
+    (void)at::get_num_threads();  // force lazy init before setting this thread's count
+    at::set_num_threads(dev.threads);
+    std::string meta_text;
+#ifdef VECBENCH_WITH_CUDA
+    if (dev.is_cuda()) {
+      c10::cuda::CUDAGuard g(static_cast<c10::DeviceIndex>(dev.ordinal));
+      stream_ = std::make_unique<c10::cuda::CUDAStream>(
+          c10::cuda::getStreamFromPool(false, static_cast<c10::DeviceIndex>(dev.ordinal)));
+      if (dev.memory_cap_gb > 0) {
+        const auto props = at::cuda::getDeviceProperties(dev.ordinal);
+        const double frac = dev.memory_cap_gb * dev.virtual_count * 1e9 / static_cast<double>(props->totalGlobalMem);
+        c10::cuda::CUDACachingAllocator::setMemoryFraction(std::min(1.0, frac), dev.ordinal);
+      }
+    }
+#else
+    if (dev.is_cuda()) throw ReplicaError("this vecbench was built without CUDA");
+#endif
+    module_ = load_module(opt.path, device_, &meta_text);
+    module_.eval();
+    meta_ = parse_meta(meta_text);
+    feature_dim_ = meta_.value("feature_dim", 2048);
+    input_size_ = meta_.value("input_size", 299);
+    if (opt.optimize) {
+      try {
+        module_ = torch::jit::optimize_for_inference(module_);
+      } catch (const c10::Error& e) {
+        throw ReplicaError(opt.path + ": optimize_for_inference failed: " + e.what_without_backtrace());
+      }
+    }
+  }
+
+  int feature_dim() const override { return feature_dim_; }
+  int input_size() const override { return input_size_; }
+
+  ForwardTiming forward(const float* in, int n, float* out) override {
+    if (at::get_num_threads() != dev_.threads) at::set_num_threads(dev_.threads);  // naive: replicas share a thread
+    c10::InferenceMode guard;
+    ForwardTiming t;
+    const int64_t s = input_size_;
+    auto x = torch::from_blob(const_cast<float*>(in), {n, 3, s, s}, torch::kFloat);
+    torch::Tensor y;
+    try {
+#ifdef VECBENCH_WITH_CUDA
+      if (dev_.is_cuda()) {
+        c10::cuda::CUDAStreamGuard sg(*stream_);
+        auto t0 = clk::now();
+        if (!pinned_.defined() || pinned_.numel() < x.numel())
+          pinned_ = torch::empty({x.numel()}, torch::TensorOptions().dtype(torch::kFloat).pinned_memory(true));
+        auto staged = pinned_.narrow(0, 0, x.numel()).view(x.sizes());
+        staged.copy_(x);
+        auto xd = staged.to(device_, /*non_blocking=*/true);
+        if (opt_.channels_last) xd = xd.contiguous(at::MemoryFormat::ChannelsLast);
+        if (opt_.precision == "fp16") xd = xd.to(torch::kHalf);
+        if (opt_.precision == "bf16") xd = xd.to(torch::kBFloat16);
+        stream_->synchronize();
+        t.h2d_s = since(t0);
+        t0 = clk::now();
+        y = output_of(module_.forward({xd}));
+        stream_->synchronize();
+        t.forward_s = since(t0);
+        t0 = clk::now();
+        y = y.to(torch::kCPU, torch::kFloat).contiguous();
+        t.d2h_s = since(t0);
+      } else
+#endif
+      {
+        auto t0 = clk::now();
+        if (opt_.channels_last) x = x.contiguous(at::MemoryFormat::ChannelsLast);
+        y = output_of(module_.forward({x})).contiguous();
+        t.forward_s = since(t0);
+      }
+    } catch (const c10::Error& e) {
+      throw ReplicaError(dev_.name() + ": forward failed: " + e.what_without_backtrace());
+    }
+    if (y.dim() != 2 || y.size(0) != n || y.size(1) != feature_dim_ || y.scalar_type() != torch::kFloat)
+      throw ReplicaError(opt_.path + ": model returned shape " + std::to_string(y.dim() == 2 ? y.size(1) : -1) +
+                         " per image, expected float [N," + std::to_string(feature_dim_) + "]");
+    std::memcpy(out, y.data_ptr<float>(), sizeof(float) * static_cast<std::size_t>(n) * feature_dim_);
+    return t;
+  }
+
+  std::size_t peak_memory_bytes() const override {
+#ifdef VECBENCH_WITH_CUDA
+    if (dev_.is_cuda()) {
+      const auto st = c10::cuda::CUDACachingAllocator::getDeviceStats(dev_.ordinal);
+      return static_cast<std::size_t>(st.allocated_bytes[0].peak);
+    }
+#endif
+    return 0;
+  }
+
+ private:
+  static torch::Tensor output_of(const c10::IValue& v) {
+    if (v.isTuple()) return v.toTupleRef().elements().at(0).toTensor();
+    return v.toTensor();
+  }
+  VirtualDevice dev_;
+  TorchModelOptions opt_;
+  torch::Device device_;
+  torch::jit::Module module_;
+  nlohmann::json meta_;
+  int feature_dim_ = 2048;
+  int input_size_ = 299;
+  torch::Tensor pinned_;
+#ifdef VECBENCH_WITH_CUDA
+  std::unique_ptr<c10::cuda::CUDAStream> stream_;
+#endif
+};
+
+}  // namespace
+
+ModelFactory torchscript_factory(const TorchModelOptions& opt) {
+  return [opt](const VirtualDevice& dev) -> std::unique_ptr<Model> {
+    return std::make_unique<TorchScriptModel>(dev, opt);
+  };
+}
+
+nlohmann::json read_model_meta(const std::string& path) {
+  std::string text;
+  load_module(path, torch::Device("cpu"), &text);
+  return parse_meta(text);
+}
+
+int cuda_device_count() {
+#ifdef VECBENCH_WITH_CUDA
+  return static_cast<int>(torch::cuda::device_count());
+#else
+  return 0;
+#endif
+}
+
+nlohmann::json backend_info() {
+  nlohmann::json j;
+  j["libtorch"] = TORCH_VERSION;
+  j["cuda"] = nullptr;
+  j["cudnn"] = nullptr;
+  j["gpus"] = nlohmann::json::array();
+#ifdef VECBENCH_WITH_CUDA
+  j["cuda"] = std::to_string(CUDA_VERSION / 1000) + "." + std::to_string(CUDA_VERSION / 10 % 100);
+  for (int k = 0; k < cuda_device_count(); ++k) {
+    const auto* p = at::cuda::getDeviceProperties(k);
+    j["gpus"].push_back({{"name", p->name}, {"memory_bytes", p->totalGlobalMem}});
+  }
+#endif
+  j["parallel_info"] = at::get_parallel_info();
+  return j;
+}
+
+}  // namespace vecbench

@@ -1,0 +1,287 @@
+// The vectorizer end to end on the real (synthetic-weight) model: features equal an independent
+// Python/NumPy reference on real photos, all strategies agree, and `vecbench vectorize` handles
+// bad inputs, resume, output formats and hostile paths.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <opencv2/imgcodecs.hpp>
+
+#include "vecbench/inputs.hpp"
+#include "vecbench/runner.hpp"
+#include "vecbench/torchscript_model.hpp"
+#include "vecbench/writer.hpp"
+
+using namespace vecbench;
+
+namespace {
+
+const std::string kModel = VECBENCH_DEFAULT_MODEL;
+const std::string kPhotos = "/usr/share/doc/opencv-doc/examples/data";
+
+fs::path tmpdir(const std::string& name) {
+  const fs::path d = fs::temp_directory_path() / ("vecbench_test_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+std::vector<std::string> some_photos(std::size_t n) {
+  std::vector<std::string> v;
+  for (const char* f : {"lena.jpg", "baboon.jpg", "fruits.jpg", "building.jpg", "messi5.jpg", "box.png", "HappyFish.jpg", "orange.jpg"})
+    if (fs::exists(fs::path(kPhotos) / f) && v.size() < n) v.push_back((fs::path(kPhotos) / f).string());
+  return v;
+}
+
+struct Cmd {
+  int rc;
+  std::string out;
+};
+Cmd run(const std::string& cmd) {
+  const std::string full = cmd + " 2>&1";
+  std::FILE* f = ::popen(full.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, f)) out.append(buf, n);
+  const int st = ::pclose(f);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+double rel_l2(const float* a, const float* b, std::size_t n) {
+  double d = 0, r = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    d += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+    r += static_cast<double>(b[i]) * b[i];
+  }
+  return std::sqrt(d / r);
+}
+
+std::unique_ptr<MemorySink> features(const ImageSource& src, const std::string& strategy, const std::string& devices, int batch,
+                    int threads) {
+  auto sink = std::make_unique<MemorySink>(src.size());
+  DeviceOptions o;
+  o.threads_per_replica = threads;
+  RunSettings s;
+  s.batch_size = batch;
+  s.warmup_batches = 1;
+  TorchModelOptions mo;
+  mo.path = kModel;
+  run_strategy(strategy, src, all_indices(src.size()), expand_devices(devices, o), torchscript_factory(mo), *sink, s, 299);
+  return sink;
+}
+
+}  // namespace
+
+TEST(Model, MetaIsStoredAndPrinted) {
+  const auto meta = read_model_meta(kModel);
+  EXPECT_EQ(meta.value("arch", ""), "tf2015");
+  EXPECT_EQ(meta.value("weight_source", ""), "seed:0");
+  EXPECT_EQ(meta.value("weight_sha256", "").size(), 64u);
+  const auto r = run(std::string(VECBENCH_EXE) + " model info --model " + kModel);
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("tf2015"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(meta.value("weight_sha256", "")), std::string::npos) << r.out;
+  EXPECT_THROW(read_model_meta("/nonexistent/model.pt"), IoError);
+}
+
+TEST(Features, EqualIndependentNumpyReferenceOnRealPhotos) {
+  const auto photos = some_photos(5);
+  ASSERT_GE(photos.size(), 3u) << "opencv-doc photos missing (apt-get install opencv-doc)";
+  const fs::path d = tmpdir("npref");
+  std::ofstream list(d / "list.txt");
+  for (const auto& p : photos) list << p << "\n";
+  list.close();
+  for (const std::string mode : {"tf-legacy", "bilinear"}) {
+    std::string cmd = std::string(VECBENCH_PYTHON) + " " + VECBENCH_SOURCE_DIR + "/tests/py/np_reference.py " + kModel +
+                      " " + (d / "ref.npy").string() + " --resize " + mode;
+    for (const auto& p : photos) cmd += " " + p;
+    const auto r = run(cmd);
+    ASSERT_EQ(r.rc, 0) << r.out;
+    const auto ref = npy::as_f32(npy::load(d / "ref.npy"));
+    ASSERT_EQ(ref.size(), photos.size() * 2048);
+    InputOptions in;
+    in.resize = parse_resize_mode(mode);
+    auto src = make_source((d / "list.txt").string(), in);
+    const auto got_p = features(*src, "sequential", "cpu", 1, 1);
+    const MemorySink& got = *got_p;
+    for (std::size_t i = 0; i < photos.size(); ++i) {
+      ASSERT_EQ(got.features(i).size(), 2048u) << got.error(i);
+      const double e = rel_l2(got.features(i).data(), ref.data() + i * 2048, 2048);
+      EXPECT_LE(e, 1e-4) << mode << " " << photos[i];
+    }
+  }
+  fs::remove_all(d);
+}
+
+TEST(Features, AreO1NotHuge) {
+  SyntheticSource src(2);
+  const auto got_p = features(src, "sequential", "cpu", 2, 2);
+  const MemorySink& got = *got_p;
+  double sum = 0;
+  for (float v : got.features(0)) {
+    ASSERT_TRUE(std::isfinite(v));
+    sum += std::fabs(v);
+  }
+  const double mean = sum / 2048;
+  EXPECT_GT(mean, 1e-3);
+  EXPECT_LT(mean, 100.0);
+}
+
+TEST(Strategies, BitIdenticalOnCpuWithSameThreadsPerReplica) {
+  const auto photos = some_photos(6);
+  ImageList l;
+  l.paths = photos;
+  FileSource src(l, ResizeMode::tf_legacy);
+  const auto ref_p = features(src, "sequential", "cpu", 1, 1);
+  const MemorySink& ref = *ref_p;
+  for (const std::string s : {"naive", "sharded", "data-parallel", "mirrored"}) {
+    const auto got_p = features(src, s, "cpu/2", 1, 1);
+    const MemorySink& got = *got_p;
+    for (std::size_t i = 0; i < src.size(); ++i) {
+      ASSERT_EQ(got.times_seen(i), 1) << s;
+      EXPECT_EQ(got.features(i), ref.features(i)) << s << " image " << i;
+    }
+  }
+}
+
+TEST(Vectorize, BadInputsAreReportedAndTheRunGoesOn) {
+  const fs::path d = tmpdir("bad");
+  const fs::path in = d / "in";
+  fs::create_directories(in);
+  const auto photos = some_photos(2);
+  fs::copy_file(photos[0], in / "good.jpg");
+  std::ofstream(in / "empty.jpg").close();
+  std::ofstream(in / "text.png") << "this is text";
+  {
+    std::ifstream g(photos[1], std::ios::binary);
+    std::string b((std::istreambuf_iterator<char>(g)), std::istreambuf_iterator<char>());
+    std::ofstream(in / "cut.jpg", std::ios::binary) << b.substr(0, b.size() / 3);
+  }
+  std::ofstream(in / "junk.bmp") << "BM garbage garbage";
+  std::ofstream list(d / "list.txt");
+  list << "in/good.jpg\nin/empty.jpg\nin/text.png\nin/cut.jpg\nin/junk.bmp\nin/missing.jpg\n";
+  list.close();
+  const auto r = run(std::string(VECBENCH_EXE) + " vectorize --images " + (d / "list.txt").string() + " --out " +
+                     (d / "out").string() + " --format npy --warmup 0");
+  EXPECT_EQ(r.rc, 2) << r.out;  // some failed
+  for (const char* s : {"empty.jpg: empty file", "text.png: not an image", "cut.jpg: truncated JPEG", "junk.bmp: corrupt",
+                        "missing.jpg: no such file"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+  EXPECT_TRUE(fs::exists(d / "out" / "in" / "good.jpg.npy"));
+  std::ifstream m(d / "out" / "manifest.jsonl");
+  std::string line;
+  int ok = 0, err = 0;
+  while (std::getline(m, line)) {
+    auto j = nlohmann::json::parse(line);
+    (j["status"] == "ok" ? ok : err)++;
+    if (j["status"] == "error") {
+      EXPECT_FALSE(j["error"].get<std::string>().empty());
+    }
+  }
+  EXPECT_EQ(ok, 1);
+  EXPECT_EQ(err, 5);
+  fs::remove_all(d);
+}
+
+TEST(Vectorize, VcAndNpyRoundTripToTheSameValues) {
+  const fs::path d = tmpdir("formats");
+  const auto photos = some_photos(3);
+  std::ofstream list(d / "list.txt");
+  for (const auto& p : photos) list << p << "\n";
+  list.close();
+  for (const std::string f : {"vc", "npy", "shards"}) {
+    const auto r = run(std::string(VECBENCH_EXE) + " vectorize --images " + (d / "list.txt").string() + " --out " +
+                       (d / f).string() + " --format " + f + " --strategy sequential --warmup 0 --shard-rows 2");
+    ASSERT_EQ(r.rc, 0) << r.out;
+  }
+  // Names: absolute input paths outside the list's folder are mapped inside the output folder.
+  for (const auto& p : photos) {
+    const fs::path rel = safe_relative_name(p, d);
+    const auto vc = read_vc(d / "vc" / (rel.string() + ".vc"));
+    const auto np = npy::as_f32(npy::load(d / "npy" / (rel.string() + ".npy")));
+    ASSERT_EQ(vc.size(), 2048u);
+    ASSERT_EQ(np.size(), 2048u);
+    for (std::size_t k = 0; k < 2048; ++k) ASSERT_EQ(vc[k], np[k]) << p << " " << k;  // %.18e is exact
+  }
+  // Shards: 3 rows over shard-00000 (2 rows) and shard-00001 (1 row), found through the manifest.
+  std::ifstream m(d / "shards" / "manifest.jsonl");
+  std::string line;
+  int rows = 0;
+  while (std::getline(m, line)) {
+    const auto j = nlohmann::json::parse(line);
+    const auto shard = npy::load(d / "shards" / j["shard"].get<std::string>());
+    ASSERT_EQ(shard.shape[1], 2048u);
+    const auto all = npy::as_f32(shard);
+    const std::size_t row = j["row"];
+    const fs::path rel = safe_relative_name(j["input"].get<std::string>(), d);
+    const auto np = npy::as_f32(npy::load(d / "npy" / (rel.string() + ".npy")));
+    for (std::size_t k = 0; k < 2048; ++k) ASSERT_EQ(all[row * 2048 + k], np[k]);
+    ++rows;
+  }
+  EXPECT_EQ(rows, 3);
+  fs::remove_all(d);
+}
+
+TEST(Vectorize, ResumeAfterAnInterruptedRun) {
+  const fs::path d = tmpdir("resume");
+  const auto photos = some_photos(6);
+  std::ofstream list(d / "list.txt");
+  for (const auto& p : photos) list << p << "\n";
+  list.close();
+  const std::string base = std::string(VECBENCH_EXE) + " vectorize --images " + (d / "list.txt").string() + " --out " +
+                           (d / "out").string() + " --format npy --strategy sequential --warmup 0";
+  // Kill the first run once some outputs exist (SIGKILL: no chance to clean up).
+  const std::string killer = "( " + base + " & pid=$!; for i in $(seq 1 600); do n=$(find " + (d / "out").string() +
+                             " -name '*.npy' 2>/dev/null | grep -vc '\\.tmp\\.'); if [ \"$n\" -ge 2 ]; then kill -9 $pid; break; fi; sleep 0.05; done; wait $pid )";
+  run(killer);
+  std::size_t done_before = 0;
+  for (const auto& e : fs::recursive_directory_iterator(d / "out")) {
+    const std::string n = e.path().filename().string();
+    if (n.find(".tmp.") != std::string::npos) continue;  // a temp file may be left; never a partial .npy
+    if (e.path().extension() == ".npy") {
+      EXPECT_EQ(npy::load(e.path()).count(), 2048u) << n;  // every visible output is complete
+      ++done_before;
+    }
+  }
+  ASSERT_GE(done_before, 2u);
+  ASSERT_LT(done_before, photos.size()) << "the run finished before it was killed; the test proves nothing";
+  const auto r = run(base);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("skipped=" + std::to_string(done_before)), std::string::npos) << r.out;
+  std::size_t after = 0;
+  for (const auto& e : fs::recursive_directory_iterator(d / "out")) {
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << "stale temp file left";
+    after += e.path().extension() == ".npy";
+  }
+  EXPECT_EQ(after, photos.size());
+  fs::remove_all(d);
+}
+
+TEST(Vectorize, OutputNamesNeverEscapeTheOutputDirectory) {
+  EXPECT_EQ(safe_relative_name("../../etc/passwd", "/data").string(), "_up_/_up_/etc/passwd");
+  EXPECT_EQ(safe_relative_name("/etc/passwd", "/data").string(), "etc/passwd");
+  EXPECT_EQ(safe_relative_name("/data/a/b.jpg", "/data").string(), "a/b.jpg");
+  EXPECT_EQ(safe_relative_name("/data/../x.jpg", "/data").string(), "x.jpg");
+  EXPECT_EQ(safe_relative_name("~/x.jpg", "").string(), "_up_/x.jpg");
+  EXPECT_EQ(safe_relative_name("/", "").string(), "_");
+  const fs::path d = tmpdir("escape");
+  fs::create_directories(d / "lists");
+  cv::imwrite((d / "pic.png").string(), cv::Mat(20, 20, CV_8UC3, cv::Scalar(1, 2, 3)));
+  std::ofstream(d / "lists" / "l.txt") << "../pic.png\n" << (d / "pic.png").string() << "\n";
+  const auto r = run(std::string(VECBENCH_EXE) + " vectorize --images " + (d / "lists" / "l.txt").string() + " --out " +
+                     (d / "out").string() + " --format npy --warmup 0 --strategy sequential");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  std::size_t n = 0;
+  for (const auto& e : fs::recursive_directory_iterator(d / "out"))
+    if (e.path().extension() == ".npy") {
+      ++n;
+      const auto rel = e.path().lexically_relative(d / "out");
+      EXPECT_NE(*rel.begin(), "..");
+    }
+  EXPECT_EQ(n, 2u);
+  EXPECT_FALSE(fs::exists(d / "pic.png.npy"));
+  fs::remove_all(d);
+}

@@ -1,0 +1,345 @@
+// vecbench: command-line front end (CLI11 subcommands).
+#include <CLI/CLI.hpp>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+
+#include "vecbench/compare.hpp"
+#include "vecbench/experiment_runner.hpp"
+#include "vecbench/inputs.hpp"
+#include "vecbench/meta.hpp"
+#include "vecbench/report.hpp"
+#include "vecbench/runner.hpp"
+#include "vecbench/torchscript_model.hpp"
+#include "vecbench/writer.hpp"
+#ifdef VECBENCH_WITH_OPENCV
+#include <opencv2/core/version.hpp>
+#include "vecbench/imageset.hpp"
+#endif
+
+using namespace vecbench;
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+extern "C" void on_signal(int sig) {
+  if (g_stop.exchange(true)) {  // second Ctrl-C: die now (complete files are already in place)
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+  }
+}
+
+std::string default_model() { return VECBENCH_DEFAULT_MODEL; }
+
+/// Options shared by `vectorize` and `predecode`.
+struct VectorizeArgs {
+  std::string images;
+  std::string out;
+  std::string model = default_model();
+  std::string format = "npy";
+  std::string strategy = "data-parallel";
+  std::string devices = "cpu";
+  std::string resize;  // empty: the model's default
+  std::string exif = "ignore";
+  int batch = 1;
+  int threads = 0;
+  int decode_threads = 1;
+  int prefetch = 4;
+  int warmup = 3;
+  std::size_t shard_rows = 1024;
+  bool fast_decode = false;
+  bool no_resume = false;
+  bool no_optimize = false;
+  bool channels_last = false;
+  std::string json_out;
+};
+
+int cmd_vectorize(const VectorizeArgs& a) {
+  nlohmann::json meta = read_model_meta(a.model);
+  InputOptions in;
+  in.resize = parse_resize_mode(!a.resize.empty() ? a.resize : meta.value("resize_default", std::string("tf-legacy")));
+  in.fast_decode = a.fast_decode;
+  in.exif = a.exif;
+  auto source = make_source(a.images, in);
+  WriterOptions w;
+  w.format = parse_output_format(a.format);
+  w.out_dir = a.out;
+  w.shard_rows = a.shard_rows;
+  w.resume = !a.no_resume;
+  OutputWriter writer(*source, w);
+  auto todo = writer.pending();
+  DeviceOptions dopt;
+  dopt.threads_per_replica = a.threads;
+  dopt.cuda_devices = cuda_device_count();
+  const auto devs = expand_devices(a.devices, dopt);
+  RunSettings s;
+  s.batch_size = a.batch;
+  s.decode_threads = a.decode_threads;
+  s.prefetch_batches = a.prefetch;
+  s.warmup_batches = a.warmup;
+  s.stop = &g_stop;
+  TorchModelOptions mo;
+  mo.path = a.model;
+  mo.optimize = !a.no_optimize;
+  mo.channels_last = a.channels_last;
+  std::cerr << "vecbench: " << source->size() << " inputs (" << source->kind() << "), " << todo.size()
+            << " to do, " << (source->size() - todo.size()) << " already done; model " << meta.value("arch", "?")
+            << " (" << meta.value("weight_source", "?") << "), resize " << to_string(in.resize) << "; strategy "
+            << a.strategy << " on " << a.devices << " =";
+  for (const auto& d : devs) std::cerr << " " << d.name() << "(" << d.threads << " thr)";
+  std::cerr << "; batch " << a.batch << "\n";
+  RunStats st;
+  if (!todo.empty())
+    st = run_strategy(a.strategy, *source, todo, devs, torchscript_factory(mo), writer, s,
+                      meta.value("input_size", 299));
+  writer.finish();
+  std::printf("vectorize images=%zu ok=%zu failed=%zu skipped=%zu wall_s=%.3f img_per_s=%.3f%s\n", source->size(),
+              st.images_ok, st.images_failed, source->size() - todo.size(), st.wall_s, st.images_per_s(),
+              g_stop ? " (interrupted)" : "");
+  if (!a.json_out.empty()) atomic_write(a.json_out, run_stats_json(st).dump(2) + "\n");
+  if (g_stop) return 130;
+  return st.images_failed > 0 ? 2 : 0;
+}
+
+int cmd_predecode(const std::string& images, const std::string& out, const std::string& resize, int size) {
+  InputOptions in;
+  in.resize = parse_resize_mode(resize);
+  auto src = make_source(images, in);
+  const std::size_t per = static_cast<std::size_t>(size) * size * 3;
+  std::vector<std::uint8_t> all;
+  std::vector<float> chw(per);
+  std::size_t ok = 0, failed = 0;
+  StageTimes t;
+  for (std::size_t i = 0; i < src->size(); ++i) {
+    try {
+      src->load(i, size, chw.data(), t);
+    } catch (const std::exception& e) {
+      std::cerr << "vecbench: error: " << e.what() << "\n";
+      ++failed;
+      continue;
+    }
+    const std::size_t plane = static_cast<std::size_t>(size) * size;
+    const std::size_t base = all.size();
+    all.resize(base + per);
+    for (std::size_t p = 0; p < plane; ++p)
+      for (std::size_t c = 0; c < 3; ++c)
+        all[base + p * 3 + c] = static_cast<std::uint8_t>(std::lround(std::clamp(chw[c * plane + p], 0.0f, 255.0f)));
+    ++ok;
+  }
+  npy::save_u8(out, all.data(), {ok, static_cast<std::size_t>(size), static_cast<std::size_t>(size), 3});
+  std::printf("predecode images=%zu failed=%zu out=%s\n", ok, failed, out.c_str());
+  return failed > 0 ? 2 : 0;
+}
+
+int cmd_devices(const std::vector<std::string>& specs) {
+  const int ncuda = cuda_device_count();
+  const auto info = backend_info();
+  std::printf("host: %d CPU cores; CUDA devices: %d; LibTorch %s\n", hardware_cores(), ncuda,
+              info.value("libtorch", "?").c_str());
+  for (const auto& g : info["gpus"]) std::printf("  %s\n", g.dump().c_str());
+  std::vector<std::string> list = specs;
+  if (list.empty()) {
+    list = {"cpu", "cpu/2", "cpu/3"};
+    if (ncuda > 0) list.insert(list.end(), {"cuda", "cuda:0", "cuda:0/3"});
+  }
+  DeviceOptions o;
+  o.cuda_devices = ncuda;
+  for (const auto& s : list) {
+    std::printf("%-10s ->", s.c_str());
+    try {
+      for (const auto& d : expand_devices(s, o)) std::printf(" %s[%d thr]", d.name().c_str(), d.threads);
+      std::printf("\n");
+    } catch (const std::exception& e) {
+      std::printf(" error: %s\n", e.what());
+    }
+  }
+  return 0;
+}
+
+int cmd_model_info(const std::string& path) {
+  const auto meta = read_model_meta(path);
+  std::printf("model: %s\n", path.c_str());
+  if (meta.empty()) {
+    std::printf("  (no vecbench_meta.json in this file: not made by tools/export_inception.py)\n");
+    return 0;
+  }
+  for (const auto& [k, v] : meta.items()) std::printf("  %-16s %s\n", k.c_str(), v.is_string() ? v.get<std::string>().c_str() : v.dump().c_str());
+  return 0;
+}
+
+
+/// The embedded default experiment (experiments/quick.json at build time).
+const char* kQuickExperiment =
+#include "quick_experiment.inc"
+    ;
+
+nlohmann::json full_meta(int argc, char** argv, const std::string& model) {
+  nlohmann::json m = base_meta(argc, argv, VECBENCH_VERSION, VECBENCH_GIT_SHA, VECBENCH_SOURCE_DIR);
+  const auto b = backend_info();
+  m["gpus"] = b["gpus"];
+  m["versions"] = {{"libtorch", b["libtorch"]}, {"cuda", b["cuda"]}, {"cudnn", b["cudnn"]},
+#ifdef VECBENCH_WITH_OPENCV
+                   {"opencv", CV_VERSION},
+#else
+                   {"opencv", nullptr},
+#endif
+                   {"compiler", VECBENCH_COMPILER}};
+  m["parallel_info"] = b["parallel_info"];
+  auto mm = read_model_meta(model);
+  mm["path"] = model;
+  m["model"] = mm;
+  return m;
+}
+
+std::unique_ptr<ImageSource> experiment_source(const ImageSetSpec& im, ResizeMode mode) {
+  InputOptions in;
+  in.resize = mode;
+  if (im.synthetic) return std::make_unique<SyntheticSource>(im.synthetic);
+  if (!im.predecoded.empty()) return make_source(im.predecoded, in);
+  if (!im.dir.empty()) return make_source(im.dir, in);
+  if (!im.list.empty()) return make_source(im.list, in);
+#ifdef VECBENCH_WITH_OPENCV
+  return make_source(generate_image_set(im.generate).string(), in);
+#else
+  throw ConfigError("images.generate", "needs OpenCV, which this build lacks");
+#endif
+}
+
+int cmd_run(const std::string& path, const std::string& results_dir, const std::string& model_override, int reps,
+            int argc, char** argv) {
+  Experiment e = path.empty() ? parse_experiment(nlohmann::json::parse(kQuickExperiment), "embedded quick.json")
+                              : load_experiment(path);
+  if (reps > 0) e.repetitions = reps;
+  const std::string model = !model_override.empty() ? model_override : e.model == "default" ? default_model() : e.model;
+  ExperimentEnv env;
+  env.meta = full_meta(argc, argv, model);
+  const auto& mm = env.meta["model"];
+  env.model_resize = parse_resize_mode(mm.value("resize_default", std::string("tf-legacy")));
+  env.input_size = mm.value("input_size", 299);
+  env.cuda_devices = cuda_device_count();
+  TorchModelOptions mo;
+  mo.path = model;
+  mo.optimize = e.optimize;
+  env.make_factory = [mo] { return torchscript_factory(mo); };
+  env.make_source = [&e](ResizeMode m) { return experiment_source(e.images, m); };
+  env.work_dir = fs::path(results_dir) / e.name / (".tmp-" + std::to_string(::getpid()));
+  env.stop = &g_stop;
+  std::cerr << "vecbench: experiment '" << e.name << "' (" << (path.empty() ? "embedded quick.json" : path) << "), model "
+            << model << "\n";
+  const nlohmann::json result = run_experiment(e, env);
+  const fs::path out = result_path(results_dir, e.name);
+  atomic_write(out, result.dump(2) + "\n");
+  std::cout << "\n" << result_table(result) << "\nresult: " << out.string() << "\n";
+  for (const auto& r : result["runs"])
+    if (r["status"] == "error") return 1;
+  return g_stop ? 130 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  CLI::App app{"vecbench " VECBENCH_VERSION
+               ": Inception-v3 pool_3 feature vectors from image lists, and the execution strategies "
+               "that make N devices faster than one."};
+  app.require_subcommand(0, 1);
+  app.set_version_flag("--version", std::string("vecbench ") + VECBENCH_VERSION + " (" + VECBENCH_GIT_SHA + ")");
+
+  VectorizeArgs va;
+  auto* vec = app.add_subcommand("vectorize", "Turn images into 2048-float pool_3 vectors");
+  vec->add_option("--images", va.images, "Image directory, list file (one path per line), pre-decoded .npy, or synthetic:N")->required();
+  vec->add_option("--out", va.out, "Output directory")->required();
+  vec->add_option("--model", va.model, "TorchScript model from tools/export_inception.py")->capture_default_str();
+  vec->add_option("--format", va.format, "vc (one text file per image, as the seed), npy (one .npy per image), shards (N x 2048 .npy shards + manifest), none")->capture_default_str();
+  vec->add_option("--strategy", va.strategy, "naive | sequential | sharded | data-parallel | mirrored")->capture_default_str();
+  vec->add_option("--devices", va.devices, "cpu, cpu/N, cuda, cuda:K, cuda:K/N (comma-separated)")->capture_default_str();
+  vec->add_option("--batch", va.batch, "Images per forward call (per device)")->capture_default_str();
+  vec->add_option("--threads", va.threads, "Intra-op threads per replica (0: split the cores)")->capture_default_str();
+  vec->add_option("--decode-threads", va.decode_threads, "data-parallel: decode threads")->capture_default_str();
+  vec->add_option("--prefetch", va.prefetch, "data-parallel: ready batches queued ahead")->capture_default_str();
+  vec->add_option("--warmup", va.warmup, "Untimed warm-up forwards per replica")->capture_default_str();
+  vec->add_option("--resize", va.resize, "tf-legacy | bilinear (default: the model's own)");
+  vec->add_flag("--fast-decode", va.fast_decode, "Decode large JPEGs at 1/2, 1/4 or 1/8 DCT scale (faster, not bit-exact)");
+  vec->add_option("--exif", va.exif, "EXIF orientation: ignore (as TF's DecodeJpeg) or apply")->capture_default_str();
+  vec->add_option("--shard-rows", va.shard_rows, "shards: rows per shard file")->capture_default_str();
+  vec->add_flag("--no-resume", va.no_resume, "Redo inputs whose output already exists");
+  vec->add_flag("--no-optimize", va.no_optimize, "Skip optimize_for_inference after loading");
+  vec->add_flag("--channels-last", va.channels_last, "Feed channels_last input");
+  vec->add_option("--json", va.json_out, "Also write the run's metrics as JSON to this file");
+
+  std::string pd_images, pd_out, pd_resize = "tf-legacy";
+  int pd_size = 299;
+  auto* pre = app.add_subcommand("predecode", "Decode and resize images once into a uint8 [N,S,S,3] .npy (model-side experiments)");
+  pre->add_option("--images", pd_images, "Image directory or list file")->required();
+  pre->add_option("--out", pd_out, "Output .npy")->required();
+  pre->add_option("--resize", pd_resize, "tf-legacy | bilinear")->capture_default_str();
+  pre->add_option("--size", pd_size, "Image side")->capture_default_str();
+
+  std::vector<std::string> dev_specs;
+  auto* devs = app.add_subcommand("devices", "List devices and what each spec expands to");
+  devs->add_option("specs", dev_specs, "Device specs to expand");
+
+  std::string info_model = default_model();
+  auto* model = app.add_subcommand("model", "Model commands");
+  auto* info = model->add_subcommand("info", "Print what a model file is (arch, weights, checksum, layout)");
+  info->add_option("--model", info_model, "Model file")->capture_default_str();
+  model->require_subcommand(1);
+
+  std::string run_path, results_dir = "results", run_model;
+  int run_reps = 0;
+  auto* run = app.add_subcommand("run", "Run an experiment file (default: the embedded quick.json) and write results/<name>/<UTC>.json");
+  run->add_option("experiment", run_path, "Experiment JSON (experiments/*.json)");
+  run->add_option("--results", results_dir, "Results directory")->capture_default_str();
+  run->add_option("--model", run_model, "Override the experiment's model");
+  run->add_option("--repetitions", run_reps, "Override the experiment's repetitions");
+
+  std::string cmp_base, cmp_new;
+  CompareOptions cmp_opt;
+  auto* cmp = app.add_subcommand("compare", "Compare two result files: markdown table, verdicts, exit 1 if any run is SLOWER");
+  cmp->add_option("base", cmp_base, "Base result JSON")->required();
+  cmp->add_option("new", cmp_new, "New result JSON")->required();
+  cmp->add_option("--threshold", cmp_opt.threshold, "Relative change that counts (0.1 = 10%)")->capture_default_str();
+  cmp->add_option("--alpha", cmp_opt.alpha, "Significance level of the rank test")->capture_default_str();
+  cmp->add_option("--min-reps", cmp_opt.min_reps, "Fewer repetitions give UNKNOWN")->capture_default_str();
+  cmp->add_option("--normalize-by", cmp_opt.normalize_by, "Compare ratios to a reference run of the same file, e.g. strategy=sequential");
+
+  std::vector<std::string> rep_inputs;
+  std::string rep_out;
+  auto* rep = app.add_subcommand("report", "Markdown report with scaling tables and PNG plots from result files");
+  rep->add_option("results", rep_inputs, "Result JSON files")->required();
+  rep->add_option("--out", rep_out, "Output directory")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    if (*vec) return cmd_vectorize(va);
+    if (*pre) return cmd_predecode(pd_images, pd_out, pd_resize, pd_size);
+    if (*devs) return cmd_devices(dev_specs);
+    if (*info) return cmd_model_info(info_model);
+    if (*run) return cmd_run(run_path, results_dir, run_model, run_reps, argc, argv);
+    if (*cmp) {
+      const auto report = compare_results(load_result(cmp_base), load_result(cmp_new), cmp_opt);
+      std::cout << compare_markdown(report);
+      return compare_exit_code(report);
+    }
+    if (*rep) {
+      std::vector<ResultFile> files;
+      for (const auto& f : rep_inputs) files.push_back(load_result(f));
+      write_report(files, rep_out, VECBENCH_PYTHON, std::string(VECBENCH_SOURCE_DIR) + "/tools/plot_results.py");
+      std::cout << "report: " << (fs::path(rep_out) / "report.md").string() << "\n";
+      return 0;
+    }
+    std::cout << app.help();
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "vecbench: error: " << e.what() << "\n";
+    return 1;
+  }
+}
