@@ -230,6 +230,7 @@ int cmd_run(const std::string& path, const std::string& results_dir, const std::
   std::cerr << "vecbench: experiment '" << e.name << "' (" << (path.empty() ? "embedded quick.json" : path) << "), model "
             << model << "\n";
   const nlohmann::json result = run_experiment(e, env);
+  (void)result_from_json(result, "the new result");  // the result must match the schema it claims
   const fs::path out = result_path(results_dir, e.name);
   atomic_write(out, result.dump(2) + "\n");
   std::cout << "\n" << result_table(result) << "\nresult: " << out.string() << "\n";

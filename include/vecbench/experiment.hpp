@@ -38,12 +38,16 @@ struct Experiment {
   std::string model = "default";    ///< model file, or "default" (the build's synthetic model)
   bool optimize = true;             ///< optimize_for_inference after loading
   ImageSetSpec images;
-  // The matrix: every combination is one run.
-  std::vector<std::string> strategies = {"sequential"};
-  std::vector<std::string> devices = {"cpu"};
-  std::vector<int> batch_sizes = {1};
-  std::vector<int> threads = {0};   ///< intra-op threads per replica; 0 = split the cores
-  std::vector<std::string> resize = {"default"};  ///< "default" = the model's own mode
+  /// One matrix: every combination of its lists is one run. "matrix" in the file is one such
+  /// object or an array of them (their runs are concatenated, duplicates dropped).
+  struct Matrix {
+    std::vector<std::string> strategies = {"sequential"};
+    std::vector<std::string> devices = {"cpu"};
+    std::vector<int> batch_sizes = {1};
+    std::vector<int> threads = {0};   ///< intra-op threads per replica; 0 = split the cores
+    std::vector<std::string> resize = {"default"};  ///< "default" = the model's own mode
+  };
+  std::vector<Matrix> matrices = {Matrix{}};
   int warmup_batches = 3;           ///< untimed forwards per replica before each repetition
   int repetitions = 3;              ///< timed repetitions of each run
   bool interleave = true;           ///< A B C A B C (drift hits all alike) instead of A A B B
@@ -149,33 +153,42 @@ inline Experiment parse_experiment(const nlohmann::json& j, const std::string& o
       }
     }
     if (j.contains("matrix")) {
-      const auto& m = j["matrix"];
-      detail::check_keys(m, "matrix", {"strategy", "devices", "batch", "threads", "resize"});
-      if (m.contains("strategy")) e.strategies = get_list<std::string>(m["strategy"], "matrix.strategy");
-      if (m.contains("devices")) e.devices = get_list<std::string>(m["devices"], "matrix.devices");
-      if (m.contains("batch")) e.batch_sizes = get_list<int>(m["batch"], "matrix.batch");
-      if (m.contains("threads")) e.threads = get_list<int>(m["threads"], "matrix.threads");
-      if (m.contains("resize")) e.resize = get_list<std::string>(m["resize"], "matrix.resize");
-    }
-    static const std::set<std::string> known = {"naive", "sequential", "sharded", "data-parallel", "mirrored"};
-    for (std::size_t i = 0; i < e.strategies.size(); ++i)
-      if (!known.count(e.strategies[i]))
-        throw ConfigError("matrix.strategy[" + std::to_string(i) + "]", "unknown strategy '" + e.strategies[i] + "'");
-    for (std::size_t i = 0; i < e.batch_sizes.size(); ++i)
-      if (e.batch_sizes[i] < 1 || e.batch_sizes[i] > 4096)
-        throw ConfigError("matrix.batch[" + std::to_string(i) + "]", "must be in 1..4096");
-    for (std::size_t i = 0; i < e.threads.size(); ++i)
-      if (e.threads[i] < 0 || e.threads[i] > 1024)
-        throw ConfigError("matrix.threads[" + std::to_string(i) + "]", "must be in 0..1024");
-    for (std::size_t i = 0; i < e.resize.size(); ++i)
-      if (e.resize[i] != "default") {
-        try {
-          parse_resize_mode(e.resize[i]);
-        } catch (const ConfigError&) {
-          throw ConfigError("matrix.resize[" + std::to_string(i) + "]",
-                            "unknown resize mode '" + e.resize[i] + "' (use default, tf-legacy, bilinear)");
-        }
+      const auto& mj = j["matrix"];
+      if (mj.is_array() && mj.empty()) throw ConfigError("matrix", "must not be empty");
+      e.matrices.clear();
+      const std::size_t count = mj.is_array() ? mj.size() : 1;
+      for (std::size_t mi = 0; mi < count; ++mi) {
+        const auto& m = mj.is_array() ? mj[mi] : mj;
+        const std::string w = mj.is_array() ? "matrix[" + std::to_string(mi) + "]" : "matrix";
+        detail::check_keys(m, w, {"strategy", "devices", "batch", "threads", "resize"});
+        Experiment::Matrix x;
+        if (m.contains("strategy")) x.strategies = get_list<std::string>(m["strategy"], w + ".strategy");
+        if (m.contains("devices")) x.devices = get_list<std::string>(m["devices"], w + ".devices");
+        if (m.contains("batch")) x.batch_sizes = get_list<int>(m["batch"], w + ".batch");
+        if (m.contains("threads")) x.threads = get_list<int>(m["threads"], w + ".threads");
+        if (m.contains("resize")) x.resize = get_list<std::string>(m["resize"], w + ".resize");
+        static const std::set<std::string> known = {"naive", "sequential", "sharded", "data-parallel", "mirrored"};
+        for (std::size_t i = 0; i < x.strategies.size(); ++i)
+          if (!known.count(x.strategies[i]))
+            throw ConfigError(w + ".strategy[" + std::to_string(i) + "]", "unknown strategy '" + x.strategies[i] + "'");
+        for (std::size_t i = 0; i < x.batch_sizes.size(); ++i)
+          if (x.batch_sizes[i] < 1 || x.batch_sizes[i] > 4096)
+            throw ConfigError(w + ".batch[" + std::to_string(i) + "]", "must be in 1..4096");
+        for (std::size_t i = 0; i < x.threads.size(); ++i)
+          if (x.threads[i] < 0 || x.threads[i] > 1024)
+            throw ConfigError(w + ".threads[" + std::to_string(i) + "]", "must be in 0..1024");
+        for (std::size_t i = 0; i < x.resize.size(); ++i)
+          if (x.resize[i] != "default") {
+            try {
+              parse_resize_mode(x.resize[i]);
+            } catch (const ConfigError&) {
+              throw ConfigError(w + ".resize[" + std::to_string(i) + "]",
+                                "unknown resize mode '" + x.resize[i] + "' (use default, tf-legacy, bilinear)");
+            }
+          }
+        e.matrices.push_back(x);
       }
+    }
     auto int_in = [&](const char* key, int& field, int lo, int hi) {
       if (!j.contains(key)) return;
       field = get_as<int>(j[key], key);

@@ -9,6 +9,8 @@
 #include <iostream>
 #include <map>
 #include <regex>
+#include <set>
+#include <sstream>
 #include <unistd.h>
 
 #include "vecbench/experiment.hpp"
@@ -142,17 +144,19 @@ inline nlohmann::json run_experiment(const Experiment& e, const ExperimentEnv& e
   auto resolve_resize = [&](const std::string& r) { return r == "default" ? env.model_resize : parse_resize_mode(r); };
 
   std::vector<PlannedRun> runs;
-  for (const auto& s : e.strategies)
-    for (const auto& d : e.devices)
-      for (int b : e.batch_sizes)
-        for (int t : e.threads)
-          for (const auto& r : e.resize) {
-            PlannedRun p;
-            p.params = {{"strategy", s}, {"devices", d}, {"batch", b}, {"threads", t},
-                        {"resize", to_string(resolve_resize(r))}, {"input", source_for(resolve_resize(r)).kind()}};
-            p.id = detail::run_id(p.params);
-            runs.push_back(std::move(p));
-          }
+  std::set<std::string> ids;
+  for (const auto& mx : e.matrices)
+    for (const auto& s : mx.strategies)
+      for (const auto& d : mx.devices)
+        for (int b : mx.batch_sizes)
+          for (int t : mx.threads)
+            for (const auto& r : mx.resize) {
+              PlannedRun p;
+              p.params = {{"strategy", s}, {"devices", d}, {"batch", b}, {"threads", t},
+                          {"resize", to_string(resolve_resize(r))}, {"input", source_for(resolve_resize(r)).kind()}};
+              p.id = detail::run_id(p.params);
+              if (ids.insert(p.id).second) runs.push_back(std::move(p));
+            }
   for (std::size_t i = 0; i < e.external.size(); ++i) {
     PlannedRun p;
     p.external = true;
@@ -162,8 +166,12 @@ inline nlohmann::json run_experiment(const Experiment& e, const ExperimentEnv& e
     runs.push_back(std::move(p));
   }
 
-  // The sequential reference features, per resize mode (untimed).
+  // The sequential reference features, per resize mode: the first repetition of a
+  // `sequential cpu batch 1` run of the matrix, or else an extra untimed pass.
   std::map<ResizeMode, std::unique_ptr<MemorySink>> refs;
+  auto is_reference_run = [](const nlohmann::json& p) {
+    return p["strategy"] == "sequential" && p["devices"] == "cpu" && p["batch"] == 1 && p["threads"] == 0;
+  };
   auto reference = [&](ResizeMode m) -> const MemorySink& {
     auto& r = refs[m];
     if (!r) {
@@ -199,7 +207,9 @@ inline nlohmann::json run_experiment(const Experiment& e, const ExperimentEnv& e
     }
     if (e.time_budget_s > 0 && seconds_since(t_begin) > e.time_budget_s) {
       p.status = "skipped";
-      p.reason = "time budget of " + std::to_string(e.time_budget_s) + " s exhausted before repetition " + std::to_string(rep);
+      std::ostringstream why;
+      why << "time budget of " << e.time_budget_s << " s exhausted before repetition " << rep + 1;
+      p.reason = why.str();
       continue;
     }
     log << "[" << step << "/" << order.size() << "] " << p.id << " rep " << rep + 1 << "/" << e.repetitions << " ... "
@@ -231,7 +241,8 @@ inline nlohmann::json run_experiment(const Experiment& e, const ExperimentEnv& e
       s.decode_threads = e.decode_threads;
       s.prefetch_batches = e.prefetch_batches;
       s.stop = env.stop;
-      MemorySink mem(src.size());
+      auto mem_p = std::make_unique<MemorySink>(src.size());
+      MemorySink& mem = *mem_p;
       std::vector<ResultSink*> sinks{&mem};
       std::unique_ptr<OutputWriter> writer;
       const fs::path out = env.work_dir / ("run" + std::to_string(i) + "-rep" + std::to_string(rep));
@@ -258,6 +269,7 @@ inline nlohmann::json run_experiment(const Experiment& e, const ExperimentEnv& e
         for (const auto& d : used) ed.push_back({{"name", d.name()}, {"threads", d.threads}});
         p.effective = {{"devices", ed}, {"decode_threads", e.decode_threads}, {"prefetch_batches", e.prefetch_batches},
                        {"warmup_batches", e.warmup_batches}, {"batch", s.batch_size}};
+        if (e.verify && is_reference_run(p.params) && !refs[rm]) refs[rm] = std::move(mem_p);
         if (e.verify) p.verification = verify_features(mem, reference(rm));
       }
       log << st.images_per_s() << " img/s\n";
@@ -281,7 +293,9 @@ inline nlohmann::json run_experiment(const Experiment& e, const ExperimentEnv& e
   nlohmann::json eff = {{"model_resize", to_string(env.model_resize)}, {"input_size", env.input_size},
                         {"cores", hardware_cores()}, {"cuda_devices", env.cuda_devices}};
   nlohmann::json expansions = nlohmann::json::object();
-  for (const auto& d : e.devices) {
+  std::set<std::string> specs;
+  for (const auto& mx : e.matrices) specs.insert(mx.devices.begin(), mx.devices.end());
+  for (const auto& d : specs) {
     try {
       DeviceOptions o;
       o.cuda_devices = env.cuda_devices;

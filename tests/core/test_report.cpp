@@ -1,0 +1,201 @@
+// Reports: device counts, sequential references, report.md tables and values on the golden
+// base file, plots (when /usr/bin/python3 has matplotlib) and skipped plots.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "vecbench/report.hpp"
+
+namespace fs = std::filesystem;
+using namespace vecbench;
+
+namespace {
+
+const fs::path kSource = VECBENCH_SOURCE_DIR;
+const std::string kPlotScript = (kSource / "tools" / "plot_results.py").string();
+const std::string kTail = " batch=1 threads=1 resize=tf-legacy input=files";
+
+std::string python() {
+  const std::string p = VECBENCH_PYTHON;
+  return p.empty() ? "/usr/bin/python3" : p;
+}
+
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& tag)
+      : path(fs::temp_directory_path() /
+             ("vecbench_report_test_" + tag + "_" + std::to_string(::getpid()))) {
+    fs::remove_all(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string report_for(const std::vector<ResultFile>& rs, const TempDir& dir,
+                       const std::string& py) {
+  write_report(rs, dir.path, py, kPlotScript);
+  return slurp(dir.path / "report.md");
+}
+
+ResultFile golden_base() {
+  return load_result(kSource / "tests" / "data" / "compare" / "base.json");
+}
+
+}  // namespace
+
+TEST(ReportDevices, DeviceCountFromSpec) {
+  EXPECT_EQ(device_count("cpu"), 1);
+  EXPECT_EQ(device_count("cpu/3"), 3);
+  EXPECT_EQ(device_count("cuda:0/3"), 3);
+  EXPECT_EQ(device_count("cuda:0,cuda:1"), 2);
+  EXPECT_EQ(device_count("cpu/2,cuda:0"), 3);
+  EXPECT_EQ(device_count(4), 4);
+  EXPECT_EQ(device_count("cpu/x"), 0);
+  EXPECT_EQ(device_count(""), 0);
+  EXPECT_EQ(device_count(json()), 0);
+}
+
+TEST(ReportDevices, BestSequentialRunWithSameBatch) {
+  ResultFile f = golden_base();
+  f.runs[1].summary.images_per_s.median = 11.0;  // threads=2 now the best batch=1 sequential run
+  EXPECT_EQ(best_sequential_run(f, f.runs[2]), &f.runs[1]);
+  f.runs[2].params["batch"] = 8;  // no sequential run with batch=8
+  EXPECT_EQ(best_sequential_run(f, f.runs[2]), nullptr);
+  f.runs[2].params.erase("batch");  // unconstrained
+  EXPECT_EQ(best_sequential_run(f, f.runs[2]), &f.runs[1]);
+}
+
+TEST(ReportMarkdown, TablesSpeedupEfficiencyAndStages) {
+  TempDir dir("tables");
+  const std::string md = report_for({golden_base()}, dir, "/nonexistent/python3");
+  // Plots are skipped with the reason, not an error.
+  EXPECT_NE(md.find("Plots skipped: /nonexistent/python3 "), std::string::npos) << md;
+  // Metadata.
+  EXPECT_NE(md.find("host: `ref-box`; CPU: Golden CPU @ 3.0GHz (8 cores); GPUs: none"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("libtorch 1.13.1"), std::string::npos);
+  EXPECT_NE(md.find("model: arch tf2015, weights seed:0"), std::string::npos);
+  // Scaling tables: speedup over the best batch=1 sequential run (10 img/s), efficiency.
+  EXPECT_NE(md.find("### Scaling: `data-parallel`"), std::string::npos);
+  EXPECT_NE(md.find("| devices | config | img/s median (min-max) | speedup | vs | efficiency | "
+                    "verification | status |"),
+            std::string::npos);
+  EXPECT_NE(md.find("| 2 (cpu/2) |" + kTail +
+                    " | 18.00 (17.80-18.20) | 1.80x | S1 | 0.90 | vs sequential: 40 images, "
+                    "max abs 0, max rel 0 | ok |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| 4 (cpu/4) |" + kTail + " | 30.00 (29.70-30.30) | 3.00x | S1 | 0.75 |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| 2 (cpu/2) |" + kTail +
+                    " | 15.00 (14.80-15.20) | 1.50x | S1 | 0.75 | vs sequential: 40 images, "
+                    "max abs 1.2e-07, max rel 3.6e-07 | ok |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| 1 (cpu) | batch=1 | 12.00 (11.80-12.20) | 1.20x | S1 | 1.20 |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("- S1: `strategy=sequential devices=cpu" + kTail + "` (10.00 img/s)"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| 0.95x | S1 | 0.95 |"), std::string::npos)
+      << md;  // the slower sequential run
+  // Skipped and failed runs keep their reason.
+  EXPECT_NE(md.find("| n/a | n/a | none | n/a | n/a | skipped: no CUDA device available |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| error: replica 5: std::bad_alloc while loading the model |"),
+            std::string::npos)
+      << md;
+  // Stage breakdown in ms per image.
+  EXPECT_NE(
+      md.find("| run | read | decode | resize | assemble | h2d | forward | d2h | write | total |"),
+      std::string::npos);
+  EXPECT_NE(md.find("| `strategy=sequential devices=cpu" + kTail +
+                    "` | 5.00 | 30.00 | 10.00 | 1.00 | 0.00 | 50.00 | 0.00 | 4.00 | 100.00 |"),
+            std::string::npos)
+      << md;
+  // The plot data is a loadable result file.
+  EXPECT_EQ(load_result(dir.path / "plot_data" / "0_golden.json").runs.size(), 8u);
+}
+
+TEST(ReportMarkdown, SpeedupUsesTheBestSequentialRunOfTheSameBatch) {
+  ResultFile f;
+  f.name = "batches";
+  auto add = [&](const std::string& strategy, const std::string& devices, int batch, double ips) {
+    RunResult r;
+    r.params = {{"strategy", strategy}, {"devices", devices}, {"batch", batch}};
+    r.id = "strategy=" + strategy + " devices=" + devices + " batch=" + std::to_string(batch);
+    for (int i = 0; i < 3; ++i)
+      r.samples.push_back(Sample{i, 10, 0, 10 / ips, ips, {}, {}, {}, {}, 0});
+    summarize_run(r);
+    f.runs.push_back(r);
+  };
+  add("sequential", "cpu", 1, 10);
+  add("sequential", "cpu", 8, 20);
+  add("data-parallel", "cpu/2", 8, 30);
+  add("data-parallel", "cpu/4", 1, 36);
+  TempDir dir("batches");
+  const std::string md = report_for({f}, dir, "");
+  EXPECT_NE(md.find("Plots skipped: no python interpreter configured"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 2 (cpu/2) | batch=8 | 30.00 (30.00-30.00) | 1.50x | S2 | 0.75 |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| 4 (cpu/4) | batch=1 | 36.00 (36.00-36.00) | 3.60x | S1 | 0.90 |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("- S2: `strategy=sequential devices=cpu batch=8` (20.00 img/s)"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("No run recorded stage times."), std::string::npos);
+}
+
+TEST(ReportPlots, PngsWhenMatplotlibIsAvailable) {
+  const std::string probe =
+      detail::shell_quote(python()) + " -c 'import matplotlib' >/dev/null 2>&1";
+  if (std::system(probe.c_str()) != 0) GTEST_SKIP() << python() << " cannot import matplotlib";
+  TempDir dir("plots");
+  ResultFile other = golden_base();
+  other.meta.host = "other-box";
+  const std::string md = report_for({golden_base(), other}, dir, python());
+  EXPECT_NE(md.find("![Throughput vs devices](throughput_vs_devices.png)"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("![Stage time per image](stage_times.png)"), std::string::npos) << md;
+  for (const char* png : {"throughput_vs_devices.png", "stage_times.png"}) {
+    SCOPED_TRACE(png);
+    ASSERT_TRUE(fs::is_regular_file(dir.path / png)) << slurp(dir.path / "plot.log");
+    EXPECT_EQ(slurp(dir.path / png).substr(0, 8), "\x89PNG\r\n\x1a\n");
+  }
+}
+
+TEST(ReportMarkdown, NoResultFiles) {
+  TempDir dir("empty");
+  const std::string md = report_for({}, dir, python());
+  EXPECT_NE(md.find("Plots skipped: no result files"), std::string::npos) << md;
+}
+
+TEST(ReportPlots, FailingPlotScriptOnlySkipsThePlots) {
+  TempDir dir("noplots");
+  const std::string md = report_for({golden_base()}, dir, "/bin/false");
+  EXPECT_NE(md.find("Plots skipped: /bin/false " + kPlotScript + " failed (exit 1)"),
+            std::string::npos)
+      << md;
+  EXPECT_FALSE(fs::exists(dir.path / "throughput_vs_devices.png"));
+  EXPECT_NE(md.find("### Scaling: `data-parallel`"), std::string::npos);
+}

@@ -1,0 +1,245 @@
+// Result files: golden files load, round-trip, bad input names file and key, schema versions,
+// summaries, and the reader agrees with schema/result.schema.json on required/unknown keys.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+
+#include "vecbench/result.hpp"
+
+namespace fs = std::filesystem;
+using vecbench::json;
+using vecbench::ResultFormatError;
+
+namespace {
+
+const fs::path kGolden = fs::path(VECBENCH_SOURCE_DIR) / "tests" / "data" / "compare";
+
+json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  return json::parse(in);
+}
+
+/// A fresh directory below the system temp dir, removed at scope end.
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& tag)
+      : path(fs::temp_directory_path() /
+             ("vecbench_result_test_" + tag + "_" + std::to_string(::getpid()))) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+/// The message of the ResultFormatError that parsing `j` (as file `name`) throws, or "".
+std::string parse_error(const json& j, const std::string& name = "bad.json") {
+  try {
+    vecbench::result_from_json(j, name);
+  } catch (const ResultFormatError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+void expect_same(double a, double b) {
+  if (std::isnan(a))
+    EXPECT_TRUE(std::isnan(b));
+  else
+    EXPECT_DOUBLE_EQ(a, b);
+}
+
+}  // namespace
+
+TEST(ResultIo, GoldenFilesLoadAndTheirSummariesMatchSummarizeRun) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(kGolden)) {
+    if (e.path().extension() != ".json") continue;
+    ++n;
+    SCOPED_TRACE(e.path().string());
+    const vecbench::ResultFile f = vecbench::load_result(e.path());
+    EXPECT_EQ(f.schema_version, vecbench::kResultSchemaVersion);
+    for (const auto& run : f.runs) {
+      vecbench::RunResult copy = run;
+      vecbench::summarize_run(copy);
+      expect_same(copy.summary.images_per_s.median, run.summary.images_per_s.median);
+      expect_same(copy.summary.images_per_s.rel_spread, run.summary.images_per_s.rel_spread);
+      expect_same(copy.summary.wall_s.max, run.summary.wall_s.max);
+      EXPECT_EQ(copy.summary.images_per_s.count, run.summary.images_per_s.count);
+      ASSERT_EQ(copy.summary.stage_s_per_image.size(), run.summary.stage_s_per_image.size());
+      for (const auto& [k, v] : run.summary.stage_s_per_image)
+        EXPECT_DOUBLE_EQ(copy.summary.stage_s_per_image[k], v);
+      for (const auto& [k, v] : run.summary.latency_ms)
+        expect_same(copy.summary.latency_ms[k].median, v.median);
+    }
+  }
+  EXPECT_GE(n, 5);
+}
+
+TEST(ResultIo, RoundTripIsLossless) {
+  const json original = read_json(kGolden / "base.json");
+  const vecbench::ResultFile f = vecbench::load_result(kGolden / "base.json");
+  EXPECT_EQ(json::parse(json(f).dump()), original);  // dump: NaN -> null, as in the file
+  ASSERT_EQ(f.runs.size(), 8u);
+  EXPECT_EQ(f.meta.host, "ref-box");
+  EXPECT_EQ(f.meta.versions["libtorch"], "1.13.1");
+  EXPECT_EQ(f.runs[5].status, vecbench::RunStatus::skipped);
+  EXPECT_TRUE(std::isnan(f.runs[5].summary.images_per_s.median));
+  ASSERT_TRUE(f.runs[2].verification.has_value());
+  EXPECT_EQ(f.runs[2].verification->compared_images, 40);
+  EXPECT_EQ(f.runs[2].samples[0].queue_depth.size(), 3u);
+  EXPECT_EQ(vecbench::param_string(f.runs[2].params, "batch"), "1");
+
+  TempDir dir("roundtrip");
+  vecbench::ResultFile g = f;
+  g.meta.extra["os"] = "Debian 12";  // unknown meta keys survive
+  vecbench::save_result(dir.path / "sub" / "r.json", g);
+  const vecbench::ResultFile h = vecbench::load_result(dir.path / "sub" / "r.json");
+  EXPECT_EQ(json(h).dump(), json(g).dump());
+  EXPECT_EQ(h.meta.extra["os"], "Debian 12");
+  for (const auto& e : fs::directory_iterator(dir.path / "sub"))  // the temp file was renamed away
+    EXPECT_EQ(e.path().filename(), "r.json");
+}
+
+TEST(ResultIo, BadValuesNameTheFileAndTheKey) {
+  TempDir dir("bad");
+  json j = read_json(kGolden / "base.json");
+  j["runs"][1]["samples"][2]["wall_s"] = "fast";
+  std::ofstream(dir.path / "broken.json") << j.dump();
+  try {
+    vecbench::load_result(dir.path / "broken.json");
+    FAIL() << "no error";
+  } catch (const ResultFormatError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find((dir.path / "broken.json").string()), std::string::npos) << msg;
+    EXPECT_NE(msg.find("'runs[1].samples[2].wall_s'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("expected a number, got string"), std::string::npos) << msg;
+  }
+
+  const json base = read_json(kGolden / "base.json");
+  auto mutated = [&](const std::function<void(json&)>& f) {
+    json c = base;
+    f(c);
+    return parse_error(c);
+  };
+  EXPECT_NE(mutated([](json& c) { c["runs"][0].erase("id"); }).find("key 'runs[0].id': missing"),
+            std::string::npos);
+  EXPECT_NE(mutated([](json& c) {
+              c["runs"][0]["status"] = "fine";
+            }).find("'runs[0].status': 'fine' is not one of"),
+            std::string::npos);
+  EXPECT_NE(mutated([](json& c) { c["runs"][5]["reason"] = ""; }).find("'runs[5].reason'"),
+            std::string::npos);
+  EXPECT_NE(mutated([](json& c) {
+              c["runs"][0]["samples"][0]["imgs_per_s"] = 1;
+            }).find("'runs[0].samples[0].imgs_per_s': unknown key"),
+            std::string::npos);
+  EXPECT_NE(
+      mutated([](json& c) { c["runs"][3]["id"] = c["runs"][2]["id"]; }).find("duplicate run id"),
+      std::string::npos);
+  EXPECT_NE(mutated([](json& c) { c["meta"].erase("host"); }).find("'meta.host': missing"),
+            std::string::npos);
+  EXPECT_NE(mutated([](json& c) {
+              c["runs"][0]["params"]["batch"] = json::array({1});
+            }).find("'runs[0].params.batch'"),
+            std::string::npos);
+  EXPECT_NE(mutated([](json& c) {
+              c["runs"][0]["samples"][0]["images"] = 2.5;
+            }).find("'runs[0].samples[0].images': expected an integer, got 2.5"),
+            std::string::npos);
+  EXPECT_NE(mutated([](json& c) {
+              c["runs"][2]["samples"][0]["queue_depth"][1] = 3;
+            }).find("'runs[2].samples[0].queue_depth[1]'"),
+            std::string::npos);
+  EXPECT_NE(mutated([](json& c) {
+              c["runs"][0]["summary"]["images_per_s"]["count"] = -1;
+            }).find("must be >= 0"),
+            std::string::npos);
+  EXPECT_NE(parse_error(json::array()).find("expected an object"), std::string::npos);
+}
+
+TEST(ResultIo, RejectsOtherSchemaVersions) {
+  json j = read_json(kGolden / "base.json");
+  j["schema_version"] = 2;
+  const std::string msg = parse_error(j, "future.json");
+  EXPECT_NE(msg.find("future.json: key 'schema_version': 2 is not supported"), std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("reads schema_version 1 only"), std::string::npos) << msg;
+  j["schema_version"] = "1";
+  EXPECT_NE(parse_error(j).find("is not supported"), std::string::npos);
+  j.erase("schema_version");
+  EXPECT_NE(parse_error(j).find("not a vecbench result file"), std::string::npos);
+}
+
+TEST(ResultIo, UnreadableAndInvalidFiles) {
+  TempDir dir("io");
+  EXPECT_THROW(vecbench::load_result(dir.path / "missing.json"), vecbench::IoError);
+  std::ofstream(dir.path / "junk.json") << "{ not json";
+  EXPECT_THROW(vecbench::load_result(dir.path / "junk.json"), ResultFormatError);
+  // nlohmann's get<> goes through from_json (errors then name "<json>").
+  EXPECT_EQ(read_json(kGolden / "few_reps.json").get<vecbench::ResultFile>().runs.size(), 8u);
+  EXPECT_THROW((void)json::object().get<vecbench::ResultFile>(), ResultFormatError);
+}
+
+TEST(ResultIo, SummarizeRun) {
+  vecbench::RunResult r;
+  for (int i = 0; i < 3; ++i) {
+    vecbench::Sample s;
+    s.rep = i;
+    s.images = 10;
+    s.wall_s = 1.0 + i;
+    s.images_per_s = 10.0 / s.wall_s;
+    s.stage_s = {{"decode", 0.5 * (i + 1)}, {"forward", 2.0}};
+    s.latency_ms = {{"p50", 10.0 * (i + 1)}};
+    r.samples.push_back(s);
+  }
+  vecbench::summarize_run(r);
+  EXPECT_DOUBLE_EQ(r.summary.images_per_s.median, 5.0);
+  EXPECT_DOUBLE_EQ(r.summary.images_per_s.min, 10.0 / 3.0);
+  EXPECT_DOUBLE_EQ(r.summary.wall_s.median, 2.0);
+  EXPECT_DOUBLE_EQ(r.summary.latency_ms["p50"].max, 30.0);
+  EXPECT_DOUBLE_EQ(r.summary.stage_s_per_image["decode"], 0.1);  // median of 0.05, 0.1, 0.15
+  EXPECT_DOUBLE_EQ(r.summary.stage_s_per_image["forward"], 0.2);
+}
+
+// The reader and schema/result.schema.json agree: a key the schema requires is required by the
+// reader, an optional one is optional, and objects closed by the schema reject unknown keys.
+TEST(ResultIo, ReaderAgreesWithTheSchemaOnRequiredAndUnknownKeys) {
+  const json schema = read_json(fs::path(VECBENCH_SOURCE_DIR) / "schema" / "result.schema.json");
+  const json base = read_json(kGolden / "base.json");
+  ASSERT_EQ(parse_error(base), "");
+  const std::vector<std::pair<std::string, std::string>> places = {
+      {"", ""},
+      {"/properties/config", "/config"},
+      {"/$defs/meta", "/meta"},
+      {"/$defs/run", "/runs/2"},
+      {"/$defs/run/properties/summary", "/runs/2/summary"},
+      {"/$defs/summary", "/runs/2/summary/images_per_s"},
+      {"/$defs/sample", "/runs/2/samples/0"},
+      {"/$defs/device_sample", "/runs/2/samples/0/devices/0"},
+      {"/$defs/verification", "/runs/2/verification"},
+  };
+  for (const auto& [schema_ptr, data_ptr] : places) {
+    const json& s = schema.at(json::json_pointer(schema_ptr));
+    const json required = s.value("required", json::array());
+    for (const auto& item : s.at("properties").items()) {
+      SCOPED_TRACE(schema_ptr + " key " + item.key());
+      json c = base;
+      c.at(json::json_pointer(data_ptr)).erase(item.key());
+      const bool is_required =
+          std::find(required.begin(), required.end(), item.key()) != required.end();
+      EXPECT_EQ(parse_error(c).empty(), !is_required) << parse_error(c);
+    }
+    json c = base;
+    c.at(json::json_pointer(data_ptr))["no_such_key"] = 1;
+    const bool closed = s.contains("additionalProperties") && s["additionalProperties"] == false;
+    EXPECT_EQ(parse_error(c).empty(), !closed) << schema_ptr << ": " << parse_error(c);
+  }
+}
