@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# ASan+UBSan and TSan builds of the torch/OpenCV-free core tests (pipeline, strategies on the
+# stand-in model, queue, writer, results, compare). Each build takes about a minute on 2 cores.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+JOBS=${JOBS:-$(nproc)}
+run_san() {
+  local name=$1 flags=$2 filter=$3
+  echo "--- $name"
+  cmake -S . -B "build-$name" -DVECBENCH_CORE_ONLY=ON -DVECBENCH_HEADER_TESTS=OFF -DCMAKE_BUILD_TYPE=Debug \
+        -DCMAKE_CXX_FLAGS="$flags -fno-omit-frame-pointer -O1" >/dev/null
+  cmake --build "build-$name" -j"$JOBS" --target vecbench_core_tests
+  "build-$name/tests/vecbench_core_tests" --gtest_filter="$filter" --gtest_brief=1
+}
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export ASAN_OPTIONS=detect_leaks=1
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+run_san asan "-fsanitize=address,undefined -fno-sanitize-recover=all" "*"
+# TSan: the threaded parts (strategies, queue, writer); the report test spawns python, skip it.
+run_san tsan "-fsanitize=thread" "All/*:DataParallel*:Queue*:Writer*:Pipeline*"
+echo "sanitizers: clean"

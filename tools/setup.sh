@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package vecbench needs (idempotent: does nothing when all are there).
+# Runs apt-get as root, through sudo when not root.
+set -euo pipefail
+PACKAGES=(
+  build-essential cmake git pkg-config
+  libtorch-dev python3-torch python3-torchvision
+  libopenblas0-pthread          # without it libtorch resolves BLAS to the slow reference libblas
+  libopencv-dev python3-opencv opencv-doc   # decoding; opencv-doc ships the real sample photos
+  nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
+  python3-numpy python3-pil python3-matplotlib python3-jsonschema
+  clang-format
+)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#PACKAGES[@]} packages already installed"
+  exit 0
+fi
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+echo "setup: done"

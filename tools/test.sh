@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The README's test command: set up, build (Release), run the whole ctest suite, the sanitizer
+# builds of the pipeline tests, and the short regression stage. Exits non-zero on any failure.
+#   tools/test.sh            everything
+#   STAGES="ctest" tools/test.sh     only some stages (setup build ctest sanitizers regression)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+STAGES=${STAGES:-"setup build ctest sanitizers regression"}
+BUILD=${BUILD:-build}
+JOBS=${JOBS:-$(nproc)}
+has() { [[ " $STAGES " == *" $1 "* ]]; }
+t0=$(date +%s)
+stage() { echo; echo "=== $1 ($(( $(date +%s) - t0 )) s)"; }
+
+if has setup; then stage setup; tools/setup.sh; fi
+if has build; then
+  stage build
+  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release
+  cmake --build "$BUILD" -j"$JOBS"
+fi
+if has ctest; then
+  stage ctest
+  (cd "$BUILD" && ctest --output-on-failure -j1)
+fi
+if has sanitizers; then stage sanitizers; tools/sanitizers.sh; fi
+if has regression; then stage regression; tools/regression.sh "$BUILD"; fi
+stage "all stages passed"
