@@ -64,8 +64,17 @@ class TorchScriptModel : public Model {
 #else
     if (dev.is_cuda()) throw ReplicaError("this vecbench was built without CUDA");
 #endif
+    if (opt.precision != "fp32" && opt.precision != "fp16" && opt.precision != "bf16")
+      throw ReplicaError("unknown precision '" + opt.precision + "' (use fp32, fp16 or bf16)");
+    if (opt.precision != "fp32" && !dev.is_cuda())
+      throw ReplicaError(dev.name() + ": precision " + opt.precision + " is for CUDA devices only");
     module_ = load_module(opt.path, device_, &meta_text);
     module_.eval();
+    if (opt.precision == "fp16") module_.to(torch::kHalf);
+    if (opt.precision == "bf16") module_.to(torch::kBFloat16);
+#ifdef VECBENCH_WITH_CUDA
+    if (dev.is_cuda()) at::globalContext().setBenchmarkCuDNN(opt.cudnn_benchmark);
+#endif
     meta_ = parse_meta(meta_text);
     feature_dim_ = meta_.value("feature_dim", 2048);
     input_size_ = meta_.value("input_size", 299);
@@ -108,7 +117,7 @@ class TorchScriptModel : public Model {
         stream_->synchronize();
         t.forward_s = since(t0);
         t0 = clk::now();
-        y = y.to(torch::kCPU, torch::kFloat).contiguous();
+        y = y.to(torch::kFloat).to(torch::kCPU).contiguous();
         t.d2h_s = since(t0);
       } else
 #endif

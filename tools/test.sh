@@ -2,10 +2,10 @@
 # The README's test command: set up, build (Release), run the whole ctest suite, the sanitizer
 # builds of the pipeline tests, and the short regression stage. Exits non-zero on any failure.
 #   tools/test.sh            everything
-#   STAGES="ctest" tools/test.sh     only some stages (setup build ctest sanitizers regression)
+#   STAGES="ctest" tools/test.sh     only some stages (setup build ctest cuda-compile sanitizers regression)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-STAGES=${STAGES:-"setup build ctest sanitizers regression"}
+STAGES=${STAGES:-"setup build ctest cuda-compile sanitizers regression"}
 BUILD=${BUILD:-build}
 JOBS=${JOBS:-$(nproc)}
 has() { [[ " $STAGES " == *" $1 "* ]]; }
@@ -22,6 +22,7 @@ if has ctest; then
   stage ctest
   (cd "$BUILD" && ctest --output-on-failure -j1)
 fi
+if has cuda-compile; then stage cuda-compile; tools/check_cuda_compile.sh; fi
 if has sanitizers; then stage sanitizers; tools/sanitizers.sh; fi
 if has regression; then stage regression; tools/regression.sh "$BUILD"; fi
 stage "all stages passed"

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 
 #include "vecbench/compare.hpp"
@@ -54,6 +55,7 @@ struct VectorizeArgs {
   bool no_resume = false;
   bool no_optimize = false;
   bool channels_last = false;
+  std::string precision = "fp32";
   std::string json_out;
 };
 
@@ -85,6 +87,7 @@ int cmd_vectorize(const VectorizeArgs& a) {
   mo.path = a.model;
   mo.optimize = !a.no_optimize;
   mo.channels_last = a.channels_last;
+  mo.precision = a.precision;
   std::cerr << "vecbench: " << source->size() << " inputs (" << source->kind() << "), " << todo.size()
             << " to do, " << (source->size() - todo.size()) << " already done; model " << meta.value("arch", "?")
             << " (" << meta.value("weight_source", "?") << "), resize " << to_string(in.resize) << "; strategy "
@@ -223,7 +226,13 @@ int cmd_run(const std::string& path, const std::string& results_dir, const std::
   TorchModelOptions mo;
   mo.path = model;
   mo.optimize = e.optimize;
+  mo.precision = e.precision;
+  mo.channels_last = e.channels_last;
   env.make_factory = [mo] { return torchscript_factory(mo); };
+  TorchModelOptions ref = mo;
+  ref.precision = "fp32";
+  ref.channels_last = false;
+  env.make_reference_factory = [ref] { return torchscript_factory(ref); };
   env.make_source = [&e](ResizeMode m) { return experiment_source(e.images, m); };
   env.work_dir = fs::path(results_dir) / e.name / (".tmp-" + std::to_string(::getpid()));
   env.stop = &g_stop;
@@ -237,6 +246,60 @@ int cmd_run(const std::string& path, const std::string& results_dir, const std::
   for (const auto& r : result["runs"])
     if (r["status"] == "error") return 1;
   return g_stop ? 130 : 0;
+}
+
+/// `vecbench tune`: searches strategies, virtual device counts, threads per replica and batch
+/// sizes within a time budget and prints the winning command line.
+int cmd_tune(const std::string& images, const std::string& model_arg, double budget_s, const std::string& results_dir,
+             int argc, char** argv) {
+  const std::string model = model_arg.empty() ? default_model() : model_arg;
+  const int cores = hardware_cores();
+  nlohmann::json exp = {{"name", "tune"}, {"model", model}, {"repetitions", 1}, {"verify", false},
+                        {"warmup_batches", 3}, {"time_budget_s", budget_s}, {"interleave", true}};
+  if (images.empty())
+    exp["images"] = {{"generate", {{"count", 24}, {"seed", 11}}}};
+  else if (images.rfind("synthetic:", 0) == 0)
+    exp["images"] = {{"synthetic", std::stoi(images.substr(10))}};
+  else if (images.size() > 4 && images.substr(images.size() - 4) == ".npy")
+    exp["images"] = {{"predecoded", images}};
+  else
+    exp["images"] = {{fs::is_directory(images) ? "dir" : "list", images}};
+  nlohmann::json matrices = nlohmann::json::array();
+  matrices.push_back({{"strategy", {"sequential"}}, {"devices", {"cpu"}}, {"batch", {1, 8}}});
+  nlohmann::json specs = nlohmann::json::array();
+  for (int n = 2; n <= std::max(2, cores); ++n) specs.push_back("cpu/" + std::to_string(n));
+  matrices.push_back({{"strategy", {"data-parallel"}}, {"devices", specs}, {"batch", {1, 4}}});
+  matrices.push_back({{"strategy", {"data-parallel"}}, {"devices", {"cpu"}}, {"batch", {1, 8}}});
+  matrices.push_back({{"strategy", {"sharded"}}, {"devices", {"cpu/" + std::to_string(std::max(2, cores))}}, {"batch", {1}}});
+  const int nc = cuda_device_count();
+  if (nc > 0) {
+    matrices.push_back({{"strategy", {"data-parallel"}}, {"devices", {"cuda", "cuda:0/2", "cuda:0/3"}}, {"batch", {8, 32, 64}}});
+  }
+  exp["matrix"] = matrices;
+  const std::string path = (fs::temp_directory_path() / ("vecbench_tune_" + std::to_string(::getpid()) + ".json")).string();
+  atomic_write(path, exp.dump(2));
+  int rc = cmd_run(path, results_dir, "", 0, argc, argv);
+  fs::remove(path);
+  // The winner: highest median img/s among ok runs of the newest tune result.
+  fs::path newest;
+  for (const auto& e : fs::directory_iterator(fs::path(results_dir) / "tune"))
+    if (e.path().extension() == ".json" && (newest.empty() || e.path() > newest)) newest = e.path();
+  const auto result = nlohmann::json::parse(std::ifstream(newest));
+  const nlohmann::json* best = nullptr;
+  for (const auto& r : result["runs"])
+    if (r["status"] == "ok" && (!best || r["summary"]["images_per_s"]["median"].get<double>() >
+                                             (*best)["summary"]["images_per_s"]["median"].get<double>()))
+      best = &r;
+  if (!best) {
+    std::cerr << "vecbench tune: no configuration finished within the budget\n";
+    return 1;
+  }
+  const auto& p = (*best)["params"];
+  std::printf("\nbest: %.2f img/s\n  vecbench vectorize --images %s --out OUT --model %s --strategy %s --devices %s --batch %d%s\n",
+              (*best)["summary"]["images_per_s"]["median"].get<double>(), images.empty() ? "IMAGES" : images.c_str(),
+              model.c_str(), p["strategy"].get<std::string>().c_str(), p["devices"].get<std::string>().c_str(),
+              p["batch"].get<int>(), (*best)["effective"]["devices"].size() > 1 ? (" --threads " + std::to_string((*best)["effective"]["devices"][0]["threads"].get<int>())).c_str() : "");
+  return rc;
 }
 
 }  // namespace
@@ -270,6 +333,7 @@ int main(int argc, char** argv) {
   vec->add_flag("--no-resume", va.no_resume, "Redo inputs whose output already exists");
   vec->add_flag("--no-optimize", va.no_optimize, "Skip optimize_for_inference after loading");
   vec->add_flag("--channels-last", va.channels_last, "Feed channels_last input");
+  vec->add_option("--precision", va.precision, "fp32 | fp16 | bf16 (CUDA devices only)")->capture_default_str();
   vec->add_option("--json", va.json_out, "Also write the run's metrics as JSON to this file");
 
   std::string pd_images, pd_out, pd_resize = "tf-legacy";
@@ -298,6 +362,14 @@ int main(int argc, char** argv) {
   run->add_option("--model", run_model, "Override the experiment's model");
   run->add_option("--repetitions", run_reps, "Override the experiment's repetitions");
 
+  std::string tune_images, tune_model;
+  double tune_budget = 180;
+  auto* tune = app.add_subcommand("tune", "Search strategies, virtual devices, threads and batch sizes within a time budget; print the winning command line");
+  tune->add_option("--images", tune_images, "Images to tune on (default: a generated ImageNet-like set)");
+  tune->add_option("--model", tune_model, "Model file (default: the build's model)");
+  tune->add_option("--budget", tune_budget, "Time budget in seconds")->capture_default_str();
+  tune->add_option("--results", results_dir, "Results directory")->capture_default_str();
+
   std::string cmp_base, cmp_new;
   CompareOptions cmp_opt;
   auto* cmp = app.add_subcommand("compare", "Compare two result files: markdown table, verdicts, exit 1 if any run is SLOWER");
@@ -324,6 +396,7 @@ int main(int argc, char** argv) {
     if (*pre) return cmd_predecode(pd_images, pd_out, pd_resize, pd_size);
     if (*devs) return cmd_devices(dev_specs);
     if (*info) return cmd_model_info(info_model);
+    if (*tune) return cmd_tune(tune_images, tune_model, tune_budget, results_dir, argc, argv);
     if (*run) return cmd_run(run_path, results_dir, run_model, run_reps, argc, argv);
     if (*cmp) {
       const auto report = compare_results(load_result(cmp_base), load_result(cmp_new), cmp_opt);

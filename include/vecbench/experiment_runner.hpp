@@ -26,6 +26,8 @@ namespace vecbench {
 struct ExperimentEnv {
   /// Makes a replica factory for the experiment's model.
   std::function<ModelFactory()> make_factory;
+  /// Factory for the fp32 CPU reference pass (defaults to make_factory).
+  std::function<ModelFactory()> make_reference_factory;
   /// Makes the image source for a resize mode.
   std::function<std::unique_ptr<ImageSource>(ResizeMode)> make_source;
   ResizeMode model_resize = ResizeMode::tf_legacy;  ///< the model's default resize mode
@@ -181,7 +183,8 @@ inline nlohmann::json run_experiment(const Experiment& e, const ExperimentEnv& e
       s.warmup_batches = 1;
       s.stop = env.stop;
       log << "vecbench: reference pass (sequential, cpu, batch 1) over " << src.size() << " inputs\n";
-      run_strategy("sequential", src, all_indices(src.size()), expand_devices("cpu"), env.make_factory(), *r, s,
+      const auto factory = env.make_reference_factory ? env.make_reference_factory() : env.make_factory();
+      run_strategy("sequential", src, all_indices(src.size()), expand_devices("cpu"), factory, *r, s,
                    env.input_size);
     }
     return *r;

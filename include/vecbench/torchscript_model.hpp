@@ -14,7 +14,8 @@ struct TorchModelOptions {
   std::string path;            ///< TorchScript file from tools/export_inception.py
   bool optimize = true;        ///< torch::jit::optimize_for_inference (freeze + fold) after loading
   bool channels_last = false;  ///< feed NHWC-strided input (channels_last memory format)
-  std::string precision = "fp32";  ///< CUDA only: fp32, fp16 or bf16 (autocast of input and model)
+  std::string precision = "fp32";  ///< CUDA only: fp32, fp16 or bf16 (model and input converted)
+  bool cudnn_benchmark = true;     ///< CUDA only: let cuDNN autotune convolution algorithms
 };
 
 /// A factory of TorchScript replicas: each call loads the file onto the device
