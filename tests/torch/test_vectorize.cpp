@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <opencv2/imgcodecs.hpp>
@@ -283,5 +284,39 @@ TEST(Vectorize, OutputNamesNeverEscapeTheOutputDirectory) {
     }
   EXPECT_EQ(n, 2u);
   EXPECT_FALSE(fs::exists(d / "pic.png.npy"));
+  fs::remove_all(d);
+}
+
+TEST(Vectorize, CtrlCDrainsFlushesAndResumes) {
+  const fs::path d = tmpdir("sigint");
+  const std::string base = std::string(VECBENCH_EXE) + " vectorize --images synthetic:60 --out " + (d / "out").string() +
+                           " --format shards --shard-rows 4 --strategy data-parallel --devices cpu/2 --warmup 1";
+  // SIGINT once the first shard exists: the run stops taking new batches, finishes what is in
+  // flight, flushes the partial shard and exits 130.
+  const auto r = run("( " + base + " & pid=$!; for i in $(seq 1 600); do [ -f " + (d / "out" / "shard-00000.npy").string() +
+                     " ] && { kill -INT $pid; break; }; sleep 0.05; done; wait $pid; echo rc=$? )");
+  ASSERT_NE(r.out.find("rc=130"), std::string::npos) << r.out;
+  ASSERT_NE(r.out.find("(interrupted)"), std::string::npos) << r.out;
+  std::size_t rows = 0;
+  {
+    std::ifstream m(d / "out" / "manifest.jsonl");
+    std::string line;
+    while (std::getline(m, line)) {
+      const auto j = nlohmann::json::parse(line);
+      const auto shard = npy::load(d / "out" / j["shard"].get<std::string>());  // every listed shard exists
+      EXPECT_LT(j["row"].get<std::size_t>(), shard.shape[0]);
+      ++rows;
+    }
+  }
+  ASSERT_GT(rows, 0u);
+  ASSERT_LT(rows, 60u) << "finished before the interrupt; the test proves nothing";
+  const auto again = run(base);
+  ASSERT_EQ(again.rc, 0) << again.out;
+  EXPECT_NE(again.out.find("skipped=" + std::to_string(rows)), std::string::npos) << again.out;
+  std::set<std::string> inputs;
+  std::ifstream m(d / "out" / "manifest.jsonl");
+  std::string line;
+  while (std::getline(m, line)) EXPECT_TRUE(inputs.insert(nlohmann::json::parse(line)["input"].get<std::string>()).second);
+  EXPECT_EQ(inputs.size(), 60u);  // every input exactly once
   fs::remove_all(d);
 }
