@@ -16,6 +16,6 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export ASAN_OPTIONS=detect_leaks=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 run_san asan "-fsanitize=address,undefined -fno-sanitize-recover=all" "*"
-# TSan: the threaded parts (strategies, queue, writer); the report test spawns python, skip it.
-run_san tsan "-fsanitize=thread" "All/*:DataParallel*:Queue*:Writer*:Pipeline*"
+# TSan: the threaded parts (strategies, queue, writer, ranks as threads); the report test spawns python, skip it.
+run_san tsan "-fsanitize=thread" "All/*:DataParallel*:Queue*:Writer*:Pipeline*:Distributed*"
 echo "sanitizers: clean"

@@ -9,6 +9,7 @@ PACKAGES=(
   libopencv-dev python3-opencv opencv-doc   # decoding; opencv-doc ships the real sample photos
   nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   python3-numpy python3-pil python3-matplotlib python3-jsonschema
+  libopenmpi-dev openmpi-bin    # MPI: mpirun -np R vecbench ... (optional: without it, --shard-index)
   clang-format
 )
 missing=()

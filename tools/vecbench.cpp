@@ -6,10 +6,13 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "vecbench/compare.hpp"
+#include "vecbench/distributed_run.hpp"
 #include "vecbench/experiment_runner.hpp"
 #include "vecbench/inputs.hpp"
+#include "vecbench/merge.hpp"
 #include "vecbench/meta.hpp"
 #include "vecbench/report.hpp"
 #include "vecbench/runner.hpp"
@@ -25,6 +28,46 @@ using namespace vecbench;
 namespace {
 
 std::atomic<bool> g_stop{false};
+
+// ---- Scale-out (MPI ranks, shards): the processes of `vectorize` and `run` -----------------------
+struct DistArgs {
+  std::string mode = "static";
+  std::size_t chunk = 0;
+  double timeout_s = 600;
+  int shard_index = -1, num_shards = 0;
+};
+std::unique_ptr<Comm> g_comm;
+std::unique_ptr<Distribution> g_dist;
+
+void add_dist_options(CLI::App* c, DistArgs& d) {
+  c->add_option("--distribution", d.mode, "Several processes (mpirun): static (rank r takes every R-th input) or dynamic (rank 0 hands out chunks on request)")->capture_default_str();
+  c->add_option("--chunk", d.chunk, "dynamic: inputs per request (0: N/(16 ranks), within [2 x batch x devices, 256])")->capture_default_str();
+  c->add_option("--rank-timeout", d.timeout_s, "dynamic: abort the job when a rank holds a chunk this many seconds")->capture_default_str();
+  c->add_option("--shard-index", d.shard_index, "Without MPI: this process takes every N-th input from this one (default: $SLURM_PROCID)");
+  c->add_option("--num-shards", d.num_shards, "Without MPI: number of processes sharing the inputs (default: $SLURM_NTASKS)");
+}
+
+/// Starts the process group (MPI when launched by mpirun/srun in an MPI build) once.
+Distribution& open_dist(const DistArgs& d, int* argc, char*** argv) {
+  if (!g_dist) {
+    std::function<std::unique_ptr<Comm>()> mpi;
+#ifdef VECBENCH_WITH_MPI
+    mpi = [argc, argv] { return make_mpi_comm(argc, argv); };
+#endif
+    (void)argc;
+    (void)argv;
+    g_comm = open_process_group(d.shard_index, d.num_shards, mpi, std::cerr);
+    g_dist = std::make_unique<Distribution>(*g_comm, DistributionOptions{d.mode, d.chunk, d.timeout_s});
+  }
+  return *g_dist;
+}
+Distribution& current_dist() { return open_dist(DistArgs{}, nullptr, nullptr); }
+/// Ends MPI (if started) and returns `rc`.
+int close_dist(int rc) {
+  g_dist.reset();
+  g_comm.reset();
+  return rc;
+}
 
 extern "C" void on_signal(int sig) {
   if (g_stop.exchange(true)) {  // second Ctrl-C: die now (complete files are already in place)
@@ -55,6 +98,8 @@ struct VectorizeArgs {
   bool no_resume = false;
   bool no_optimize = false;
   bool channels_last = false;
+  bool flush_denormal = false;
+  bool cuda_graphs = false;
   std::string precision = "fp32";
   std::string json_out;
 };
@@ -71,11 +116,19 @@ int cmd_vectorize(const VectorizeArgs& a) {
   w.out_dir = a.out;
   w.shard_rows = a.shard_rows;
   w.resume = !a.no_resume;
+  const Distribution& dist = current_dist();
+  if (dist.active()) {  // per-rank files; only rank 0 cleans up and scans what is done (MPI)
+    w.rank = dist.rank();
+    w.stale_temp_age_s = !dist.comm().connected() ? 600 : dist.rank() == 0 ? 0 : -1;
+    if (dist.comm().connected() && dist.rank() != 0) w.resume = false;
+  }
   OutputWriter writer(*source, w);
-  auto todo = writer.pending();
+  std::size_t share = source->size();
+  auto todo = dist.todo(writer.pending(), source->size(), &share);
   DeviceOptions dopt;
   dopt.threads_per_replica = a.threads;
   dopt.cuda_devices = cuda_device_count();
+  if (dist.active()) dopt.cpu_cores = dist.cpu_cores();
   const auto devs = expand_devices(a.devices, dopt);
   RunSettings s;
   s.batch_size = a.batch;
@@ -88,23 +141,45 @@ int cmd_vectorize(const VectorizeArgs& a) {
   mo.optimize = !a.no_optimize;
   mo.channels_last = a.channels_last;
   mo.precision = a.precision;
-  std::cerr << "vecbench: " << source->size() << " inputs (" << source->kind() << "), " << todo.size()
-            << " to do, " << (source->size() - todo.size()) << " already done; model " << meta.value("arch", "?")
+  mo.flush_denormal = a.flush_denormal;
+  mo.cuda_graphs = a.cuda_graphs;
+  std::ostringstream line;  // one write: ranks share stderr
+  line << "vecbench: " << (dist.active() ? dist.label() + ": " : "") << source->size() << " inputs (" << source->kind() << "), " << todo.size()
+            << " to do, " << (share - todo.size()) << " already done";
+  if (dist.active()) line << " (" << dist.size() << " " << (dist.comm().connected() ? "ranks, " + dist.mode() : "shards") << ")";
+  line << "; model " << meta.value("arch", "?")
             << " (" << meta.value("weight_source", "?") << "), resize " << to_string(in.resize) << "; strategy "
             << a.strategy << " on " << a.devices << " =";
-  for (const auto& d : devs) std::cerr << " " << d.name() << "(" << d.threads << " thr)";
-  std::cerr << "; batch " << a.batch << "\n";
+  for (const auto& d : devs) line << " " << d.name() << "(" << d.threads << " thr)";
+  line << "; batch " << a.batch << "\n";
+  std::cerr << line.str() << std::flush;
   RunStats st;
+  long chunks = -1;
+  ResultSink* sink = &writer;
+  std::unique_ptr<DieAfterSink> die;  // test hook: VECBENCH_TEST_DIE_AFTER=N[@RANK]
+  if (const auto d = die_after_from_env(dist.rank()); d.n > 0) sink = (die = std::make_unique<DieAfterSink>(writer, d, dist.label())).get();
   if (!todo.empty())
-    st = run_strategy(a.strategy, *source, todo, devs, torchscript_factory(mo), writer, s,
-                      meta.value("input_size", 299));
+    st = dist.run(a.strategy, *source, todo, devs, torchscript_factory(mo), *sink, s, meta.value("input_size", 299), &chunks);
   writer.finish();
-  std::printf("vectorize images=%zu ok=%zu failed=%zu skipped=%zu wall_s=%.3f img_per_s=%.3f%s\n", source->size(),
-              st.images_ok, st.images_failed, source->size() - todo.size(), st.wall_s, st.images_per_s(),
-              g_stop ? " (interrupted)" : "");
-  if (!a.json_out.empty()) atomic_write(a.json_out, run_stats_json(st).dump(2) + "\n");
-  if (g_stop) return 130;
-  return st.images_failed > 0 ? 2 : 0;
+  const auto tot = finish_vectorize(dist, st, chunks, g_stop, a.out, w.format != OutputFormat::none, *source);
+  if (!dist.comm().leader()) {
+    std::fprintf(stderr, "vecbench: %s: ok=%zu failed=%zu wall_s=%.3f img_per_s=%.3f\n", dist.label().c_str(), st.images_ok,
+                 st.images_failed, st.wall_s, st.images_per_s());
+    return tot.exit_code;
+  }
+  std::string where;
+  if (dist.active()) where = dist.comm().connected() ? " ranks=" + std::to_string(dist.size()) : " shard=" + std::to_string(dist.rank()) + "/" + std::to_string(dist.size());
+  std::printf("vectorize images=%zu ok=%zu failed=%zu skipped=%zu wall_s=%.3f img_per_s=%.3f%s%s\n",
+              dist.active() && !dist.comm().connected() ? share : source->size(), tot.ok, tot.failed, share - todo.size(),
+              tot.wall_s, tot.images_per_s, where.c_str(), tot.interrupted ? " (interrupted)" : "");
+  if (tot.merged)
+    std::cerr << "vecbench: " << (fs::path(a.out) / "manifest.jsonl").string() << ": " << tot.merged->inputs << " inputs ("
+              << tot.merged->ok << " ok, " << tot.merged->errors << " failed) merged from " << tot.merged->files.size()
+              << " manifests\n";
+  else if (dist.active() && w.format != OutputFormat::none)
+    std::cerr << "vecbench: when every shard is done: vecbench merge " << a.out << "\n";
+  if (!a.json_out.empty()) atomic_write(a.json_out, tot.sample.dump(2) + "\n");
+  return tot.exit_code;
 }
 
 int cmd_predecode(const std::string& images, const std::string& out, const std::string& resize, int size) {
@@ -228,24 +303,43 @@ int cmd_run(const std::string& path, const std::string& results_dir, const std::
   mo.optimize = e.optimize;
   mo.precision = e.precision;
   mo.channels_last = e.channels_last;
+  mo.cuda_graphs = e.cuda_graphs;
   env.make_factory = [mo] { return torchscript_factory(mo); };
   TorchModelOptions ref = mo;
   ref.precision = "fp32";
   ref.channels_last = false;
+  ref.cuda_graphs = false;
   env.make_reference_factory = [ref] { return torchscript_factory(ref); };
   env.make_source = [&e](ResizeMode m) { return experiment_source(e.images, m); };
   env.work_dir = fs::path(results_dir) / e.name / (".tmp-" + std::to_string(::getpid()));
   env.stop = &g_stop;
+  const Distribution& dist = current_dist();
+  std::ostringstream quiet;  // connected ranks other than 0 do not log the runs
+  if (dist.active()) {
+    env.dist = &dist;
+    env.cpu_cores = dist.cpu_cores();
+    env.work_dir += "-r" + std::to_string(dist.rank());
+    if (!dist.comm().leader()) env.log = &quiet;
+    if (dist.comm().connected()) {  // rank 0 makes a generated image set once, the others wait
+      if (dist.rank() == 0) (void)experiment_source(e.images, env.model_resize);
+      dist.comm().barrier();
+    }
+  }
   std::cerr << "vecbench: experiment '" << e.name << "' (" << (path.empty() ? "embedded quick.json" : path) << "), model "
             << model << "\n";
   const nlohmann::json result = run_experiment(e, env);
-  (void)result_from_json(result, "the new result");  // the result must match the schema it claims
-  const fs::path out = result_path(results_dir, e.name);
-  atomic_write(out, result.dump(2) + "\n");
+  if (!dist.comm().leader()) return std::stoi(dist.comm().broadcast(""));  // rank 0's exit status
+  fs::path out = result_path(results_dir, e.name);
+  if (dist.active() && !dist.comm().connected())  // one file per shard: vecbench merge --results
+    out.replace_filename(out.stem().string() + "-shard" + std::to_string(dist.rank()) + "of" + std::to_string(dist.size()) + ".json");
+  atomic_write(out, result.dump(2) + "\n");    // first: a run never loses what it measured
+  (void)result_from_json(result, out.string());  // then: it must match the schema it claims
   std::cout << "\n" << result_table(result) << "\nresult: " << out.string() << "\n";
+  int rc = g_stop ? 130 : 0;
   for (const auto& r : result["runs"])
-    if (r["status"] == "error") return 1;
-  return g_stop ? 130 : 0;
+    if (r["status"] == "error") rc = 1;
+  if (dist.active() && dist.comm().connected()) dist.comm().broadcast(std::to_string(rc));
+  return rc;
 }
 
 /// `vecbench tune`: searches strategies, virtual device counts, threads per replica and batch
@@ -333,8 +427,12 @@ int main(int argc, char** argv) {
   vec->add_flag("--no-resume", va.no_resume, "Redo inputs whose output already exists");
   vec->add_flag("--no-optimize", va.no_optimize, "Skip optimize_for_inference after loading");
   vec->add_flag("--channels-last", va.channels_last, "Feed channels_last input");
+  vec->add_flag("--flush-denormal", va.flush_denormal, "Flush denormal floats to zero in replica threads");
+  vec->add_flag("--cuda-graphs", va.cuda_graphs, "CUDA: capture each replica's forward once, replay it for full batches");
   vec->add_option("--precision", va.precision, "fp32 | fp16 | bf16 (CUDA devices only)")->capture_default_str();
   vec->add_option("--json", va.json_out, "Also write the run's metrics as JSON to this file");
+  DistArgs dist_args;
+  add_dist_options(vec, dist_args);
 
   std::string pd_images, pd_out, pd_resize = "tf-legacy";
   int pd_size = 299;
@@ -361,6 +459,7 @@ int main(int argc, char** argv) {
   run->add_option("--results", results_dir, "Results directory")->capture_default_str();
   run->add_option("--model", run_model, "Override the experiment's model");
   run->add_option("--repetitions", run_reps, "Override the experiment's repetitions");
+  add_dist_options(run, dist_args);
 
   std::string tune_images, tune_model;
   double tune_budget = 180;
@@ -380,6 +479,13 @@ int main(int argc, char** argv) {
   cmp->add_option("--min-reps", cmp_opt.min_reps, "Fewer repetitions give UNKNOWN")->capture_default_str();
   cmp->add_option("--normalize-by", cmp_opt.normalize_by, "Compare ratios to a reference run of the same file, e.g. strategy=sequential");
 
+  std::vector<std::string> merge_dirs, merge_results;
+  std::string merge_out;
+  auto* mrg = app.add_subcommand("merge", "Combine the per-rank/per-shard manifests of output directories into one manifest.jsonl, or per-shard result files into one");
+  mrg->add_option("dirs", merge_dirs, "Output directories of vectorize (each merged in place; with --out, all into --out)");
+  mrg->add_option("--results", merge_results, "Result files of `run --shard-index` to combine into --out FILE");
+  mrg->add_option("--out", merge_out, "Output directory, or with --results the merged result file");
+
   std::vector<std::string> rep_inputs;
   std::string rep_out;
   auto* rep = app.add_subcommand("report", "Markdown report with scaling tables and PNG plots from result files");
@@ -392,12 +498,14 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   try {
-    if (*vec) return cmd_vectorize(va);
+    if (*vec || *run) open_dist(dist_args, &argc, &argv);
+    if (*vec) return close_dist(cmd_vectorize(va));
+    if (*mrg) return merge_command(merge_dirs, merge_results, merge_out, std::cout, std::cerr);
     if (*pre) return cmd_predecode(pd_images, pd_out, pd_resize, pd_size);
     if (*devs) return cmd_devices(dev_specs);
     if (*info) return cmd_model_info(info_model);
     if (*tune) return cmd_tune(tune_images, tune_model, tune_budget, results_dir, argc, argv);
-    if (*run) return cmd_run(run_path, results_dir, run_model, run_reps, argc, argv);
+    if (*run) return close_dist(cmd_run(run_path, results_dir, run_model, run_reps, argc, argv));
     if (*cmp) {
       const auto report = compare_results(load_result(cmp_base), load_result(cmp_new), cmp_opt);
       std::cout << compare_markdown(report);
@@ -413,6 +521,10 @@ int main(int argc, char** argv) {
     std::cout << app.help();
     return 0;
   } catch (const std::exception& e) {
+    if (g_comm && g_comm->connected() && g_comm->size() > 1)  // end every rank, with this one's reason
+      g_comm->abort("vecbench: error: rank " + std::to_string(g_comm->rank()) + " (" + host_name() + "): " + e.what() +
+                        " (aborting all " + std::to_string(g_comm->size()) + " ranks)",
+                    1);
     std::cerr << "vecbench: error: " << e.what() << "\n";
     return 1;
   }

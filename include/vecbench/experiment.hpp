@@ -39,6 +39,7 @@ struct Experiment {
   bool optimize = true;             ///< optimize_for_inference after loading
   std::string precision = "fp32";   ///< fp32 | fp16 | bf16 (CUDA devices only)
   bool channels_last = false;       ///< feed channels_last input
+  bool cuda_graphs = false;         ///< CUDA: replay a captured graph per replica for full batches
   ImageSetSpec images;
   /// One matrix: every combination of its lists is one run. "matrix" in the file is one such
   /// object or an array of them (their runs are concatenated, duplicates dropped).
@@ -105,7 +106,7 @@ inline Experiment parse_experiment(const nlohmann::json& j, const std::string& o
   Experiment e;
   e.raw = j;
   try {
-    detail::check_keys(j, "", {"name", "description", "model", "optimize", "precision", "channels_last", "images", "matrix", "warmup_batches",
+    detail::check_keys(j, "", {"name", "description", "model", "optimize", "precision", "channels_last", "cuda_graphs", "images", "matrix", "warmup_batches",
                                "repetitions", "interleave", "time_budget_s", "decode_threads",
                                "prefetch_batches", "output_format", "verify", "seed_timing_lines", "external"});
     if (!j.contains("name")) throw ConfigError("name", "required");
@@ -116,6 +117,7 @@ inline Experiment parse_experiment(const nlohmann::json& j, const std::string& o
     if (j.contains("model")) e.model = get_as<std::string>(j["model"], "model");
     if (j.contains("optimize")) e.optimize = get_as<bool>(j["optimize"], "optimize");
     if (j.contains("channels_last")) e.channels_last = get_as<bool>(j["channels_last"], "channels_last");
+    if (j.contains("cuda_graphs")) e.cuda_graphs = get_as<bool>(j["cuda_graphs"], "cuda_graphs");
     if (j.contains("precision")) {
       e.precision = get_as<std::string>(j["precision"], "precision");
       if (!std::set<std::string>{"fp32", "fp16", "bf16"}.count(e.precision))

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "vecbench/distributed_run.hpp"
 #include "vecbench/experiment.hpp"
 #include "vecbench/fs_util.hpp"
 #include "vecbench/run_json.hpp"
@@ -37,6 +38,10 @@ struct ExperimentEnv {
   fs::path work_dir = "results/.tmp";               ///< scratch space for written outputs
   const std::atomic<bool>* stop = nullptr;
   std::ostream* log = &std::cerr;
+  /// Several processes (MPI ranks or shards) share every run's inputs; null or one process: this
+  /// process does all. Connected ranks must all call run_experiment; only rank 0's result is whole.
+  const Distribution* dist = nullptr;
+  int cpu_cores = 0;  ///< cores the CPU replicas split (0: the machine's)
 };
 
 /// One row of the matrix.
@@ -62,7 +67,10 @@ inline std::string run_id(const nlohmann::json& p) {
   return s;
 }
 
-inline double run_external(const Experiment::External& x, std::string& reason) {
+/// Runs an external command; returns its img/s (parsed by `x.regex`) or -1 with `reason` set.
+/// `wall_s` gets the command's whole wall time, `images` the "images=N" it printed (else 0).
+inline double run_external(const Experiment::External& x, std::string& reason, double& wall_s, std::size_t& images) {
+  const auto t0 = Clock::now();
   std::FILE* f = ::popen((x.command + " 2>&1").c_str(), "r");
   if (!f) {
     reason = "cannot start: " + x.command;
@@ -72,7 +80,10 @@ inline double run_external(const Experiment::External& x, std::string& reason) {
   char buf[4096];
   while (std::size_t n = std::fread(buf, 1, sizeof buf, f)) out.append(buf, n);
   const int rc = ::pclose(f);
+  wall_s = seconds_since(t0);
   std::smatch m;
+  images = 0;
+  if (std::regex_search(out, m, std::regex("images=([0-9]+)"))) images = std::stoull(m[1].str());
   if (rc == 0 && std::regex_search(out, m, std::regex(x.regex)) && m.size() > 1) return std::stod(m[1].str());
   std::string tail = out.size() > 300 ? out.substr(out.size() - 300) : out;
   for (auto& c : tail)
@@ -174,18 +185,24 @@ inline nlohmann::json run_experiment(const Experiment& e, const ExperimentEnv& e
   auto is_reference_run = [](const nlohmann::json& p) {
     return p["strategy"] == "sequential" && p["devices"] == "cpu" && p["batch"] == 1 && p["threads"] == 0;
   };
-  auto reference = [&](ResizeMode m) -> const MemorySink& {
+  // Only the inputs that `got` has and the reference lacks are run (a rank of a multi-process
+  // run checks its own share).
+  auto reference = [&](ResizeMode m, const MemorySink& got) -> const MemorySink& {
     auto& r = refs[m];
-    if (!r) {
-      const auto& src = source_for(m);
-      r = std::make_unique<MemorySink>(src.size());
+    const auto& src = source_for(m);
+    if (!r) r = std::make_unique<MemorySink>(src.size());
+    std::vector<std::size_t> missing;
+    for (std::size_t k = 0; k < src.size(); ++k)
+      if (got.times_seen(k) > 0 && r->times_seen(k) == 0) missing.push_back(k);
+    if (!missing.empty()) {
       RunSettings s;
       s.warmup_batches = 1;
       s.stop = env.stop;
-      log << "vecbench: reference pass (sequential, cpu, batch 1) over " << src.size() << " inputs\n";
+      log << "vecbench: reference pass (sequential, cpu, batch 1) over " << missing.size() << " inputs\n";
       const auto factory = env.make_reference_factory ? env.make_reference_factory() : env.make_factory();
-      run_strategy("sequential", src, all_indices(src.size()), expand_devices("cpu"), factory, *r, s,
-                   env.input_size);
+      DeviceOptions ro;
+      ro.cpu_cores = env.cpu_cores;
+      run_strategy("sequential", src, missing, expand_devices("cpu", ro), factory, *r, s, env.input_size);
     }
     return *r;
   };
@@ -198,88 +215,152 @@ inline nlohmann::json run_experiment(const Experiment& e, const ExperimentEnv& e
     for (std::size_t i = 0; i < runs.size(); ++i)
       for (int rep = 0; rep < e.repetitions; ++rep) order.emplace_back(i, rep);
   }
+  // Several processes: rank 0 decides what every rank does next (they must agree) and combines
+  // every rank's sample; shards without MPI each write a result of their own share.
+  const Distribution* dist = env.dist && env.dist->active() ? env.dist : nullptr;
+  Comm* comm = dist ? &dist->comm() : nullptr;
+  const bool talk = comm && comm->connected();
   std::size_t step = 0;
   for (const auto& [i, rep] : order) {
     ++step;
     PlannedRun& p = runs[i];
-    if (p.status != "ok") continue;
-    if (env.stop && env.stop->load()) {
+    std::string action = "go";
+    if (p.status != "ok")
+      action = "pass";
+    else if (env.stop && env.stop->load())
+      action = "interrupted";
+    else if (e.time_budget_s > 0 && seconds_since(t_begin) > e.time_budget_s)
+      action = "budget";
+    if (talk) action = comm->broadcast(action);
+    if (action == "pass") continue;
+    if (action == "interrupted") {
       p.status = "skipped";
       p.reason = "interrupted";
       continue;
     }
-    if (e.time_budget_s > 0 && seconds_since(t_begin) > e.time_budget_s) {
+    if (action == "budget") {
       p.status = "skipped";
       std::ostringstream why;
       why << "time budget of " << e.time_budget_s << " s exhausted before repetition " << rep + 1;
       p.reason = why.str();
       continue;
     }
+    if (p.external && talk && comm->rank() != 0) continue;  // external commands run on rank 0 only
     log << "[" << step << "/" << order.size() << "] " << p.id << " rep " << rep + 1 << "/" << e.repetitions << " ... "
         << std::flush;
     try {
       if (p.external) {
         std::string reason;
-        const double ips = detail::run_external(e.external[p.external_index], reason);
+        double wall = 0;
+        std::size_t images = 0;
+        const double ips = detail::run_external(e.external[p.external_index], reason, wall, images);
         if (ips < 0) {
           p.status = "skipped";
           p.reason = reason;
           log << "skipped: " << reason << "\n";
           continue;
         }
-        p.samples.push_back({{"rep", rep}, {"images_per_s", ips}});
+        // wall_s is the whole command (start-up included); images_per_s is what the peer reports.
+        p.samples.push_back({{"rep", rep}, {"images", images}, {"wall_s", wall}, {"images_per_s", ips}});
         p.ips.push_back(ips);
         log << ips << " img/s\n";
         continue;
       }
-      const ResizeMode rm = parse_resize_mode(p.params["resize"].get<std::string>());
-      const ImageSource& src = source_for(rm);
-      DeviceOptions dopt;
-      dopt.threads_per_replica = p.params["threads"].get<int>();
-      dopt.cuda_devices = env.cuda_devices;
-      const auto devs = expand_devices(p.params["devices"].get<std::string>(), dopt);
-      RunSettings s;
-      s.batch_size = p.params["batch"].get<int>();
-      s.warmup_batches = e.warmup_batches;
-      s.decode_threads = e.decode_threads;
-      s.prefetch_batches = e.prefetch_batches;
-      s.stop = env.stop;
-      auto mem_p = std::make_unique<MemorySink>(src.size());
-      MemorySink& mem = *mem_p;
-      std::vector<ResultSink*> sinks{&mem};
-      std::unique_ptr<OutputWriter> writer;
-      const fs::path out = env.work_dir / ("run" + std::to_string(i) + "-rep" + std::to_string(rep));
-      if (e.output_format != "none") {
-        WriterOptions w;
-        w.format = parse_output_format(e.output_format);
-        w.out_dir = out;
-        w.resume = false;
-        w.quiet = rep > 0;
-        writer = std::make_unique<OutputWriter>(src, w);
-        sinks.push_back(writer.get());
+      RunStats st;
+      long chunks = -1;
+      std::string local_error;
+      nlohmann::json local_ver = nullptr;
+      int batch = p.params["batch"].get<int>();
+      try {
+        const ResizeMode rm = parse_resize_mode(p.params["resize"].get<std::string>());
+        const ImageSource& src = source_for(rm);
+        DeviceOptions dopt;
+        dopt.threads_per_replica = p.params["threads"].get<int>();
+        dopt.cuda_devices = env.cuda_devices;
+        dopt.cpu_cores = env.cpu_cores;
+        const auto devs = expand_devices(p.params["devices"].get<std::string>(), dopt);
+        RunSettings s;
+        s.batch_size = batch;
+        s.warmup_batches = e.warmup_batches;
+        s.decode_threads = e.decode_threads;
+        s.prefetch_batches = e.prefetch_batches;
+        s.stop = env.stop;
+        auto mem_p = std::make_unique<MemorySink>(src.size());
+        MemorySink& mem = *mem_p;
+        std::vector<ResultSink*> sinks{&mem};
+        std::unique_ptr<OutputWriter> writer;
+        const fs::path out = env.work_dir / ("run" + std::to_string(i) + "-rep" + std::to_string(rep));
+        if (e.output_format != "none") {
+          WriterOptions w;
+          w.format = parse_output_format(e.output_format);
+          w.out_dir = out;
+          w.resume = false;
+          w.quiet = rep > 0;
+          writer = std::make_unique<OutputWriter>(src, w);
+          sinks.push_back(writer.get());
+        }
+        TeeSink tee(sinks);
+        const std::string strategy = p.params["strategy"].get<std::string>();
+        std::vector<std::size_t> todo = all_indices(src.size());
+        if (dist && !talk) todo = strided_share(todo, comm->rank(), comm->size());
+        st = dist ? dist->run(strategy, src, todo, devs, env.make_factory(), tee, s, env.input_size, &chunks)
+                  : run_strategy(strategy, src, todo, devs, env.make_factory(), tee, s, env.input_size);
+        if (writer) writer->finish();
+        std::error_code ec;
+        fs::remove_all(out, ec);
+        if (rep == 0) {
+          nlohmann::json ed = nlohmann::json::array();
+          const auto used = p.params["strategy"] == "sequential" ? std::vector<VirtualDevice>{devs[0]} : devs;
+          for (const auto& d : used) ed.push_back({{"name", d.name()}, {"threads", d.threads}});
+          p.effective = {{"devices", ed}, {"decode_threads", e.decode_threads}, {"prefetch_batches", e.prefetch_batches},
+                         {"warmup_batches", e.warmup_batches}, {"batch", s.batch_size}};
+          if (e.verify && is_reference_run(p.params) && !refs[rm]) refs[rm] = std::move(mem_p);
+          if (e.verify) local_ver = verify_features(mem, reference(rm, mem));
+        }
+      } catch (const std::exception& ex) {
+        if (!dist) throw;
+        local_error = ex.what();  // reported by rank 0 after the samples are gathered
       }
-      TeeSink tee(sinks);
-      const RunStats st = run_strategy(p.params["strategy"].get<std::string>(), src, all_indices(src.size()), devs,
-                                       env.make_factory(), tee, s, env.input_size);
-      if (writer) writer->finish();
-      std::error_code ec;
-      fs::remove_all(out, ec);
-      p.samples.push_back(run_stats_json(st, rep));
-      p.ips.push_back(st.images_per_s());
-      if (rep == 0) {
-        nlohmann::json ed = nlohmann::json::array();
-        const auto used = p.params["strategy"] == "sequential" ? std::vector<VirtualDevice>{devs[0]} : devs;
-        for (const auto& d : used) ed.push_back({{"name", d.name()}, {"threads", d.threads}});
-        p.effective = {{"devices", ed}, {"decode_threads", e.decode_threads}, {"prefetch_batches", e.prefetch_batches},
-                       {"warmup_batches", e.warmup_batches}, {"batch", s.batch_size}};
-        if (e.verify && is_reference_run(p.params) && !refs[rm]) refs[rm] = std::move(mem_p);
-        if (e.verify) p.verification = verify_features(mem, reference(rm));
+      double ips = st.images_per_s(), wall = st.wall_s;
+      std::size_t images = st.images_ok;
+      if (!dist) {
+        p.samples.push_back(run_stats_json(st, rep));
+        p.ips.push_back(ips);
+        if (rep == 0 && e.verify) p.verification = local_ver;
+      } else {
+        const nlohmann::json mine = {
+            {"sample", rank_sample_json(st, rep, comm->rank(), dist->host(), comm->size(), dist->mode(), chunks)},
+            {"latencies", st.batch_latency_ms},
+            {"error", local_error},
+            {"label", dist->label()},
+            {"verification", local_ver}};
+        const auto all = comm->gather(mine.dump());
+        if (!comm->leader()) continue;
+        std::vector<nlohmann::json> parts, vers;
+        std::vector<std::vector<double>> lats;
+        std::string errors;
+        for (const auto& text : all) {
+          const auto j = nlohmann::json::parse(text);
+          if (!j["error"].get<std::string>().empty())
+            errors += (errors.empty() ? "" : "; ") + j["label"].get<std::string>() + ": " + j["error"].get<std::string>();
+          parts.push_back(j["sample"]);
+          lats.push_back(j["latencies"].get<std::vector<double>>());
+          vers.push_back(j["verification"]);
+        }
+        if (!errors.empty()) throw Error(errors);
+        const nlohmann::json c = combine_samples(parts, &lats);
+        ips = c["images_per_s"].get<double>();
+        wall = c["wall_s"].get<double>();
+        images = c["images"].get<std::size_t>();
+        p.samples.push_back(c);
+        p.ips.push_back(ips);
+        if (rep == 0 && e.verify) p.verification = combine_verifications(vers);
       }
-      log << st.images_per_s() << " img/s\n";
+      log << ips << " img/s" << (dist ? " (" + std::to_string(comm->size()) + " " + (talk ? "ranks" : "shards, this one") + ")" : "")
+          << "\n";
       if (e.seed_timing_lines)
-        std::printf("seed-style: %zu images vectorized in %.2f s (%.2f img/s) [%s on %s, batch %d]\n", st.images_ok,
-                    st.wall_s, st.images_per_s(), p.params["strategy"].get<std::string>().c_str(),
-                    p.params["devices"].get<std::string>().c_str(), s.batch_size);
+        std::printf("seed-style: %zu images vectorized in %.2f s (%.2f img/s) [%s on %s, batch %d]\n", images, wall, ips,
+                    p.params["strategy"].get<std::string>().c_str(), p.params["devices"].get<std::string>().c_str(), batch);
     } catch (const std::exception& ex) {
       p.status = "error";
       p.reason = ex.what();
@@ -310,6 +391,7 @@ inline nlohmann::json run_experiment(const Experiment& e, const ExperimentEnv& e
     }
   }
   eff["device_expansion"] = expansions;
+  if (dist) eff["distribution"] = dist->describe();
   result["config"] = {{"requested", e.raw}, {"effective", eff}};
   result["runs"] = nlohmann::json::array();
   for (auto& p : runs) {

@@ -1,5 +1,6 @@
 // Atomic file writes (temp file + rename) and safe output names.
 #pragma once
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -43,8 +44,10 @@ inline void atomic_write(const fs::path& path, const std::string& text) {
   atomic_write(path, text.data(), text.size());
 }
 
-/// Removes leftovers of atomic writes killed mid-way (".NAME.tmp.PID") below `dir`.
-inline std::size_t remove_stale_temp_files(const fs::path& dir) {
+/// Removes leftovers of atomic writes killed mid-way (".NAME.tmp.PID") below `dir`; with
+/// `min_age_s` > 0 only those last written at least that long ago (other processes may be
+/// writing the younger ones right now).
+inline std::size_t remove_stale_temp_files(const fs::path& dir, double min_age_s = 0) {
   std::size_t n = 0;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return 0;
@@ -53,6 +56,10 @@ inline std::size_t remove_stale_temp_files(const fs::path& dir) {
     const std::string name = it->path().filename().string();
     if (name.size() > 1 && name[0] == '.' && name.find(".tmp.") != std::string::npos &&
         it->is_regular_file(ec)) {
+      if (min_age_s > 0) {
+        const auto t = fs::last_write_time(it->path(), ec);
+        if (ec || std::chrono::duration<double>(fs::file_time_type::clock::now() - t).count() < min_age_s) continue;
+      }
       fs::remove(it->path(), ec);
       ++n;
     }

@@ -70,6 +70,26 @@ struct DeviceSample {
   std::int64_t peak_memory_bytes = 0;  ///< device memory peak, bytes (0 on CPU / unknown)
 };
 
+/// One rank's (process's) share of one repetition of a multi-process run.
+struct RankSample {
+  std::int64_t rank = 0;      ///< MPI rank or shard index
+  std::string host;           ///< host name (optional)
+  std::int64_t images = 0;    ///< images this rank vectorized
+  std::int64_t failed = 0;    ///< images that failed on this rank (optional)
+  double wall_s = 0.0;        ///< this rank's wall time, seconds
+  double images_per_s = 0.0;  ///< images / wall_s
+  double setup_s = 0.0;       ///< model loading and warm-up on this rank (optional)
+  std::int64_t chunks = -1;   ///< dynamic mode: chunks of inputs this rank got (optional; -1: absent)
+};
+
+/// How the ranks of a multi-process run (MPI ranks or shards) shared one repetition.
+struct RanksInfo {
+  std::int64_t count = 0;            ///< ranks (or shards) of the job
+  std::string distribution;          ///< "static", "dynamic" or "shards" (optional)
+  std::optional<double> scaling_efficiency;  ///< images_per_s / sum of per_rank images_per_s (optional)
+  std::vector<RankSample> per_rank;  ///< one per rank whose figures are in the sample
+};
+
 /// One timed repetition of a run.
 struct Sample {
   std::int64_t rep = 0;                      ///< repetition index, 0-based (pairs reps across runs)
@@ -83,6 +103,9 @@ struct Sample {
   std::vector<std::pair<double, double>> queue_depth;  ///< (t_s since start, depth) (optional)
   std::int64_t peak_rss_bytes = 0;  ///< process peak resident memory, bytes (0 = unknown)
   double setup_s = 0.0;  ///< model loading and warm-up before the clock started, s (optional)
+  /// Multi-process runs: every rank's figures; the sample's own are totals, with wall_s the
+  /// slowest rank's (optional; absent for one process).
+  std::optional<RanksInfo> ranks = std::nullopt;
 };
 
 /// Medians and spreads over a run's samples (filled by summarize_run).
@@ -193,6 +216,15 @@ inline void to_json(json& j, const DeviceSample& d) {
        {"batches", d.batches},
        {"busy_s", d.busy_s}};
 }
+inline void to_json(json& j, const RankSample& r) {
+  j = {{"rank", r.rank},     {"host", r.host},     {"images", r.images},   {"failed", r.failed},
+       {"wall_s", r.wall_s}, {"images_per_s", r.images_per_s}, {"setup_s", r.setup_s}};
+  if (r.chunks >= 0) j["chunks"] = r.chunks;
+}
+inline void to_json(json& j, const RanksInfo& r) {
+  j = {{"count", r.count}, {"distribution", r.distribution}, {"per_rank", r.per_rank}};
+  if (r.scaling_efficiency) j["scaling_efficiency"] = *r.scaling_efficiency;
+}
 inline void to_json(json& j, const Sample& s) {
   j = {{"rep", s.rep},
        {"images", s.images},
@@ -206,6 +238,7 @@ inline void to_json(json& j, const Sample& s) {
   for (const auto& [t, d] : s.queue_depth) j["queue_depth"].push_back({t, d});
   j["peak_rss_bytes"] = s.peak_rss_bytes;
   j["setup_s"] = s.setup_s;
+  if (s.ranks) j["ranks"] = *s.ranks;
 }
 inline void to_json(json& j, const RunSummary& s) {
   j = {{"images_per_s", summary_to_json(s.images_per_s)}, {"wall_s", summary_to_json(s.wall_s)}};
@@ -344,15 +377,30 @@ struct ResultReader {
            "peak_memory_bytes", o.peak_memory_bytes);
     fields(false, v, p, "batches", o.batches, "busy_s", o.busy_s);
   }
+  void read(const json& v, const std::string& p, RankSample& o) const {
+    object(v, p, {"rank", "host", "images", "failed", "wall_s", "images_per_s", "setup_s", "chunks"});
+    fields(true, v, p, "rank", o.rank, "images", o.images, "wall_s", o.wall_s, "images_per_s",
+           o.images_per_s);
+    fields(false, v, p, "host", o.host, "failed", o.failed, "setup_s", o.setup_s, "chunks",
+           o.chunks);
+  }
+  void read(const json& v, const std::string& p, RanksInfo& o) const {
+    object(v, p, {"count", "distribution", "scaling_efficiency", "per_rank"});
+    fields(true, v, p, "count", o.count, "per_rank", o.per_rank);
+    fields(false, v, p, "distribution", o.distribution);
+    if (v.contains("scaling_efficiency"))
+      field(v, p, "scaling_efficiency", o.scaling_efficiency.emplace());
+  }
   void read(const json& v, const std::string& p, Sample& o) const {
     object(v, p,
            {"rep", "images", "failed", "wall_s", "images_per_s", "stage_s", "latency_ms", "devices",
-            "queue_depth", "peak_rss_bytes", "setup_s"});
+            "queue_depth", "peak_rss_bytes", "setup_s", "ranks"});
     fields(true, v, p, "rep", o.rep, "images", o.images, "wall_s", o.wall_s, "images_per_s",
            o.images_per_s);
     fields(false, v, p, "failed", o.failed, "stage_s", o.stage_s, "latency_ms", o.latency_ms,
            "devices", o.devices, "queue_depth", o.queue_depth, "peak_rss_bytes", o.peak_rss_bytes,
            "setup_s", o.setup_s);
+    if (v.contains("ranks")) field(v, p, "ranks", o.ranks.emplace());
   }
   void read(const json& v, const std::string& p, RunSummary& o) const {
     object(v, p, {"images_per_s", "wall_s", "latency_ms", "stage_s_per_image"});

@@ -1,5 +1,8 @@
 // A run's figures as one "sample" of the result schema (schema/result.schema.json).
 #pragma once
+#include <cmath>
+#include <utility>
+
 #include <nlohmann/json.hpp>
 
 #include "vecbench/metrics.hpp"
@@ -17,11 +20,13 @@ inline nlohmann::json run_stats_json(const RunStats& st, int rep = 0) {
   nlohmann::json stages = nlohmann::json::object();
   for (std::size_t i = 0; i < kStageCount; ++i) stages[kStageNames[i]] = st.stages.s[i];
   j["stage_s"] = stages;
-  auto pct = [&](double q) {
+  // Percentiles of per-batch latency; none when no batch ran (the schema allows numbers only).
+  nlohmann::json lat = nlohmann::json::object();
+  for (const auto& [k, q] : {std::pair<const char*, double>{"p50", 50}, {"p90", 90}, {"p99", 99}}) {
     const double v = st.latency_percentile_ms(q);
-    return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v);
-  };
-  j["latency_ms"] = {{"p50", pct(50)}, {"p90", pct(90)}, {"p99", pct(99)}};
+    if (!std::isnan(v)) lat[k] = v;
+  }
+  j["latency_ms"] = lat;
   j["devices"] = nlohmann::json::array();
   for (const auto& d : st.devices)
     j["devices"].push_back({{"name", d.name},

@@ -16,6 +16,8 @@ struct TorchModelOptions {
   bool channels_last = false;  ///< feed NHWC-strided input (channels_last memory format)
   std::string precision = "fp32";  ///< CUDA only: fp32, fp16 or bf16 (model and input converted)
   bool cudnn_benchmark = true;     ///< CUDA only: let cuDNN autotune convolution algorithms
+  bool flush_denormal = false;     ///< CPU: flush denormal floats to zero (FTZ/DAZ) in each replica thread
+  bool cuda_graphs = false;        ///< CUDA only: capture the forward of full batches once, then replay it
 };
 
 /// A factory of TorchScript replicas: each call loads the file onto the device

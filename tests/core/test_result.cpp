@@ -243,3 +243,53 @@ TEST(ResultIo, ReaderAgreesWithTheSchemaOnRequiredAndUnknownKeys) {
     EXPECT_EQ(parse_error(c).empty(), !closed) << schema_ptr << ": " << parse_error(c);
   }
 }
+
+// The same agreement for the optional multi-process keys (sample.ranks, written by MPI runs,
+// shards and `vecbench merge --results`).
+TEST(ResultIo, ReaderAgreesWithTheSchemaOnTheRanksKeys) {
+  const json schema = read_json(fs::path(VECBENCH_SOURCE_DIR) / "schema" / "result.schema.json");
+  json base = read_json(kGolden / "base.json");
+  base["runs"][2]["samples"][0]["ranks"] = {
+      {"count", 2},
+      {"distribution", "dynamic"},
+      {"scaling_efficiency", 0.93},
+      {"per_rank",
+       {{{"rank", 0}, {"host", "n1"}, {"images", 20}, {"failed", 0}, {"wall_s", 2.0}, {"images_per_s", 10.0},
+         {"setup_s", 1.0}, {"chunks", 3}},
+        {{"rank", 1}, {"images", 20}, {"wall_s", 2.5}, {"images_per_s", 8.0}}}}};
+  ASSERT_EQ(parse_error(base), "");
+  const vecbench::ResultFile f = vecbench::result_from_json(base);
+  ASSERT_TRUE(f.runs[2].samples[0].ranks.has_value());
+  EXPECT_EQ(f.runs[2].samples[0].ranks->per_rank[0].chunks, 3);
+  EXPECT_EQ(f.runs[2].samples[0].ranks->per_rank[1].chunks, -1);
+  EXPECT_FALSE(f.runs[1].samples[0].ranks.has_value());
+  EXPECT_EQ(json(f)["runs"][2]["samples"][0]["ranks"]["scaling_efficiency"], 0.93);
+  EXPECT_FALSE(json(f)["runs"][1]["samples"][0].contains("ranks"));  // absent stays absent
+  EXPECT_NE(parse_error([&] {
+              json c = base;
+              c["runs"][2]["samples"][0]["ranks"]["per_rank"][0]["images"] = "many";
+              return c;
+            }()).find("runs[2].samples[0].ranks.per_rank[0].images"),
+            std::string::npos);
+  const std::vector<std::pair<std::string, std::string>> places = {
+      {"/$defs/ranks", "/runs/2/samples/0/ranks"},
+      {"/$defs/rank_sample", "/runs/2/samples/0/ranks/per_rank/0"},
+  };
+  ASSERT_TRUE(schema.at(json::json_pointer("/$defs/sample/properties")).contains("ranks"));
+  for (const auto& [schema_ptr, data_ptr] : places) {
+    const json& s = schema.at(json::json_pointer(schema_ptr));
+    const json required = s.value("required", json::array());
+    for (const auto& item : s.at("properties").items()) {
+      SCOPED_TRACE(schema_ptr + " key " + item.key());
+      json c = base;
+      c.at(json::json_pointer(data_ptr)).erase(item.key());
+      const bool is_required =
+          std::find(required.begin(), required.end(), item.key()) != required.end();
+      EXPECT_EQ(parse_error(c).empty(), !is_required) << parse_error(c);
+    }
+    json c = base;
+    c.at(json::json_pointer(data_ptr))["no_such_key"] = 1;
+    const bool closed = s.contains("additionalProperties") && s["additionalProperties"] == false;
+    EXPECT_EQ(parse_error(c).empty(), !closed) << schema_ptr << ": " << parse_error(c);
+  }
+}

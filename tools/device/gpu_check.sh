@@ -32,17 +32,17 @@ $VB devices
 $VB model info
 REAL=.gpu-deps/real_photos.npy
 [ -f "$REAL" ] || { echo "no $REAL (run tools/device/pack_deps.sh first): real-photo runs skipped"; REAL=""; }
-write_exp() {  # name images-json precision batches
+write_exp() {  # name images-json precision batches [cuda_graphs]
   cat > "$OUT/$1.json" <<JSON
 { "name": "$1", "description": "GPU check: every strategy on cuda:0 and cuda:0/3 ($3)",
-  "images": $2, "precision": "$3",
+  "images": $2, "precision": "$3", "cuda_graphs": ${5:-false}, "channels_last": ${5:-false},
   "matrix": [ { "strategy": ["sequential"], "devices": ["cuda:0"], "batch": $4 },
               { "strategy": ["naive", "sharded", "data-parallel", "mirrored"], "devices": ["cuda:0", "cuda:0/3"], "batch": $4 } ],
   "warmup_batches": 5, "repetitions": 3, "decode_threads": 2, "prefetch_batches": 8, "time_budget_s": 150 }
 JSON
 }
 write_exp gpu_synthetic_fp32 '{"synthetic": 512}' fp32 '[1, 32]'
-write_exp gpu_synthetic_fp16 '{"synthetic": 512}' fp16 '[32]'
+write_exp gpu_synthetic_fp16 '{"synthetic": 512}' fp16 '[32]' true
 [ -n "$REAL" ] && write_exp gpu_real_fp32 "{\"predecoded\": \"$REAL\"}" fp32 '[1, 32]'
 for e in gpu_synthetic_fp32 gpu_synthetic_fp16 gpu_real_fp32; do
   [ -f "$OUT/$e.json" ] || continue
