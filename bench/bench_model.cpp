@@ -20,10 +20,17 @@ void BM_ModelForward(benchmark::State& st) {
   auto model = torchscript_factory(o)(d);
   model->warmup(batch, 3);
   const std::size_t s = static_cast<std::size_t>(model->input_size());
-  std::vector<float> in(static_cast<std::size_t>(batch) * 3 * s * s, 100.0f), out(static_cast<std::size_t>(batch) * 2048);
+  std::vector<float> in(static_cast<std::size_t>(batch) * 3 * s * s, 100.0f),
+      out(static_cast<std::size_t>(batch) * 2048);
   for (auto _ : st) model->forward(in.data(), batch, out.data());
   st.SetItemsProcessed(st.iterations() * batch);
 }
-BENCHMARK(BM_ModelForward)->Args({1, 1})->Args({1, 2})->Args({8, 2})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(3.0);
+BENCHMARK(BM_ModelForward)
+    ->Args({1, 1})
+    ->Args({1, 2})
+    ->Args({8, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(3.0);
 
 }  // namespace

@@ -34,8 +34,16 @@ void BM_Decode(benchmark::State& st, const std::string& ext, bool fast) {
   for (auto _ : st) benchmark::DoNotOptimize(decode_rgb(bytes, "bench" + ext, o).data);
   st.SetItemsProcessed(st.iterations());
 }
-BENCHMARK_CAPTURE(BM_Decode, jpeg, std::string(".jpg"), false)->Arg(500)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Decode, jpeg_fast, std::string(".jpg"), true)->Arg(500)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Decode, jpeg, std::string(".jpg"), false)
+    ->Arg(500)
+    ->Arg(1024)
+    ->Arg(2048)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Decode, jpeg_fast, std::string(".jpg"), true)
+    ->Arg(500)
+    ->Arg(1024)
+    ->Arg(2048)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Decode, png, std::string(".png"), false)->Arg(500)->Arg(1024)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Decode, webp, std::string(".webp"), false)->Arg(500)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Decode, bmp, std::string(".bmp"), false)->Arg(500)->Unit(benchmark::kMillisecond);
@@ -121,7 +129,9 @@ void BM_StrategyStub(benchmark::State& st, const std::string& strategy) {
 BENCHMARK_CAPTURE(BM_StrategyStub, naive, std::string("naive"))->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_StrategyStub, sequential, std::string("sequential"))->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_StrategyStub, sharded, std::string("sharded"))->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_StrategyStub, data_parallel, std::string("data-parallel"))->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_StrategyStub, data_parallel, std::string("data-parallel"))
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_StrategyStub, mirrored, std::string("mirrored"))->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace

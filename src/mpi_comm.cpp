@@ -66,8 +66,7 @@ class MpiComm : public Comm {
         source = st.MPI_SOURCE;
         return true;
       }
-      if (timeout_s >= 0 &&
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > timeout_s)
+      if (timeout_s >= 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > timeout_s)
         return false;
       std::this_thread::sleep_for(pause);
       pause = std::min(pause * 2, std::chrono::microseconds(2000));

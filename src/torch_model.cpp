@@ -1,23 +1,23 @@
 // The only translation unit that includes LibTorch.
 #include "vecbench/torchscript_model.hpp"
 
-#include <torch/script.h>
 #include <ATen/Parallel.h>
+#include <torch/script.h>
 #include <torch/version.h>
 
 #include <chrono>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 
 #include "vecbench/error.hpp"
 
 #ifdef VECBENCH_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
-#include <ATen/cuda/CUDAContext.h>
-#include <ATen/cuda/CUDAGraph.h>
 #endif
 
 namespace vecbench {
@@ -81,7 +81,12 @@ class TorchScriptModel : public Model {
     meta_ = parse_meta(meta_text);
     feature_dim_ = meta_.value("feature_dim", 2048);
     input_size_ = meta_.value("input_size", 299);
-    if (opt.optimize) {
+    if (meta_.value("devices", std::string("any")) == "cpu" && dev.is_cuda())
+      throw ReplicaError(opt.path + ": this model runs on CPU only (fuse=" + meta_.value("fuse", std::string("?")) +
+                         "); export one without --fuse for " + dev.name());
+    // A model exported with --fuse prepacked is already folded, and freezing it would
+    // constant-fold its lazily built oneDNN contexts away.
+    if (opt.optimize && meta_.value("optimize_after_load", true)) {
       try {
         module_ = torch::jit::optimize_for_inference(module_);
       } catch (const c10::Error& e) {

@@ -184,8 +184,11 @@ def build_inception3(arch: str, num_classes: Optional[int] = None) -> tvi.Incept
 class InceptionPoolFeatures(nn.Module):
     """[N,3,H,W] RGB 0..255 -> [N,2048] pool features (after Mixed_7c)."""
 
+    channels_last: bool
+
     def __init__(self, net: tvi.Inception3, div: float, mean, std):
         super().__init__()
+        self.channels_last = False  # set by --fuse prepacked: activations stay NHWC end to end
         self.Conv2d_1a_3x3 = net.Conv2d_1a_3x3
         self.Conv2d_2a_3x3 = net.Conv2d_2a_3x3
         self.Conv2d_2b_3x3 = net.Conv2d_2b_3x3
@@ -211,6 +214,8 @@ class InceptionPoolFeatures(nn.Module):
         if x.dim() != 4 or x.size(1) != 3:
             raise RuntimeError("expected input of shape [N,3,H,W] (RGB, 0..255)")
         x = (x / self.input_div - self.input_mean) / self.input_std
+        if self.channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
         x = self.Conv2d_1a_3x3(x)
         x = self.Conv2d_2a_3x3(x)
         x = self.Conv2d_2b_3x3(x)
@@ -231,6 +236,52 @@ class InceptionPoolFeatures(nn.Module):
         x = self.Mixed_7c(x)
         x = F.adaptive_avg_pool2d(x, (1, 1))
         return torch.flatten(x, 1)
+
+
+class PrepackedConvReLU(nn.Module):
+    """conv + batch norm + ReLU as one oneDNN convolution with a fused ReLU post-op
+    (mkldnn_prepacked::conv2d_prepack/run, CPU only). BN is folded into the weights at export;
+    the weights are prepacked on the first call (for that call's input shape) and kept: a
+    prepacked context does not survive torch.jit.save/load in LibTorch 1.13, plain tensors do."""
+
+    ctx: Optional[torch.classes.mkldnn.ConvOpContext]
+
+    def __init__(self, basic: tvi.BasicConv2d):
+        super().__init__()
+        conv, bn = basic.conv, basic.bn
+        scale = bn.weight / torch.sqrt(bn.running_var + bn.eps)
+        self.register_buffer("weight", (conv.weight * scale.reshape(-1, 1, 1, 1)).detach().contiguous())
+        self.register_buffer("bias", (bn.bias - bn.running_mean * scale).detach().contiguous())
+        self.stride: List[int] = list(conv.stride)
+        self.padding: List[int] = list(conv.padding)
+        self.dilation: List[int] = list(conv.dilation)
+        self.groups: int = conv.groups
+        self.ctx = None
+
+    def forward(self, x: Tensor) -> Tensor:
+        ctx = self.ctx
+        if ctx is None:
+            ctx = torch.ops.mkldnn_prepacked.conv2d_prepack(self.weight, self.bias, self.stride, self.padding,
+                                                            self.dilation, self.groups, x.size(), "relu")
+            self.ctx = ctx
+        return torch.ops.mkldnn_prepacked.conv2d_run(x, ctx)
+
+
+def fuse_prepacked(model: "InceptionPoolFeatures") -> None:
+    """Replaces every BasicConv2d (conv+BN+ReLU) by PrepackedConvReLU and keeps activations in
+    channels_last, so no layout reorder runs between layers (results/PERFORMANCE.md)."""
+    if not hasattr(torch.ops.mkldnn_prepacked, "conv2d_prepack"):
+        raise ExportError("--fuse prepacked: this PyTorch has no mkldnn_prepacked ops")
+
+    def replace(mod: nn.Module) -> None:
+        for name, child in mod.named_children():
+            if isinstance(child, tvi.BasicConv2d):
+                setattr(mod, name, PrepackedConvReLU(child))
+            else:
+                replace(child)
+
+    replace(model)
+    model.channels_last = True
 
 
 def make_features(arch: str) -> InceptionPoolFeatures:
@@ -769,6 +820,12 @@ def export(args) -> str:
         if name in bn_eps:
             mod.eps = float(bn_eps[name])
     model.eval()
+    fuse = getattr(args, "fuse", "none")
+    if fuse == "prepacked":
+        with torch.no_grad():
+            unfused = model(probe_input())
+        fuse_prepacked(model)
+        model.eval()
 
     scripted = torch.jit.script(model)
     scripted.eval()
@@ -781,9 +838,18 @@ def export(args) -> str:
     rel = float((got - ref).norm() / ref.norm().clamp_min(1e-30))
     if rel > 1e-4:
         raise AssertionError(f"internal: scripted and eager model differ (rel {rel:.3g})")
+    if fuse == "prepacked":
+        rel_fused = float((got - unfused).norm() / unfused.norm().clamp_min(1e-30))
+        if rel_fused > 1e-4:
+            raise AssertionError(f"internal: fused model differs from the plain one (rel {rel_fused:.3g})")
     fmean = float(got.mean())
     if source.startswith("seed:") and not (0.05 <= fmean <= 20.0):
         raise AssertionError(f"internal: synthetic pool features not O(1) (mean {fmean:.4g})")
+
+    if fuse == "prepacked":  # the probe built contexts; they must not be saved (cannot be loaded)
+        for mod in scripted.modules():
+            if mod.original_name == "PrepackedConvReLU":
+                mod.ctx = None
 
     meta = {
         "format_version": META_FORMAT_VERSION,
@@ -797,6 +863,11 @@ def export(args) -> str:
         "resize_default": ARCH_INFO[arch]["resize_default"],
         "torch_version": torch.__version__,
         "created_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "fuse": fuse,
+        # a prepacked model must not be frozen/optimized after loading (freezing would constant-fold
+        # its lazily built contexts away); it is already folded and runs on CPU only
+        "optimize_after_load": fuse == "none",
+        "devices": "cpu" if fuse == "prepacked" else "any",
     }
     out = args.out
     tmp = f"{out}.tmp{os.getpid()}"
@@ -821,6 +892,9 @@ def parse_args(argv):
     src.add_argument("--weights", metavar="FILE", help="PyTorch state_dict, torchvision key layout")
     src.add_argument("--from-tf", metavar="GRAPH.pb", dest="from_tf",
                      help="classify_image_graph_def.pb (inception-2015-12-05)")
+    p.add_argument("--fuse", choices=["none", "prepacked"], default="none",
+                   help="prepacked: conv+BN+ReLU as oneDNN prepacked convolutions with a fused ReLU, "
+                        "activations in channels_last (CPU only, faster; see results/PERFORMANCE.md)")
     args = p.parse_args(argv)
     if args.seed is not None and not 0 <= args.seed < 2 ** 63:
         p.error("--seed must be in 0 .. 2^63-1")

@@ -40,11 +40,18 @@ std::unique_ptr<Comm> g_comm;
 std::unique_ptr<Distribution> g_dist;
 
 void add_dist_options(CLI::App* c, DistArgs& d) {
-  c->add_option("--distribution", d.mode, "Several processes (mpirun): static (rank r takes every R-th input) or dynamic (rank 0 hands out chunks on request)")->capture_default_str();
-  c->add_option("--chunk", d.chunk, "dynamic: inputs per request (0: N/(16 ranks), within [2 x batch x devices, 256])")->capture_default_str();
-  c->add_option("--rank-timeout", d.timeout_s, "dynamic: abort the job when a rank holds a chunk this many seconds")->capture_default_str();
-  c->add_option("--shard-index", d.shard_index, "Without MPI: this process takes every N-th input from this one (default: $SLURM_PROCID)");
-  c->add_option("--num-shards", d.num_shards, "Without MPI: number of processes sharing the inputs (default: $SLURM_NTASKS)");
+  c->add_option("--distribution", d.mode,
+                "Several processes (mpirun): static (rank r takes every R-th input) or dynamic (rank 0 hands out "
+                "chunks on request)")
+      ->capture_default_str();
+  c->add_option("--chunk", d.chunk, "dynamic: inputs per request (0: N/(16 ranks), within [2 x batch x devices, 256])")
+      ->capture_default_str();
+  c->add_option("--rank-timeout", d.timeout_s, "dynamic: abort the job when a rank holds a chunk this many seconds")
+      ->capture_default_str();
+  c->add_option("--shard-index", d.shard_index,
+                "Without MPI: this process takes every N-th input from this one (default: $SLURM_PROCID)");
+  c->add_option("--num-shards", d.num_shards,
+                "Without MPI: number of processes sharing the inputs (default: $SLURM_NTASKS)");
 }
 
 /// Starts the process group (MPI when launched by mpirun/srun in an MPI build) once.
@@ -144,12 +151,12 @@ int cmd_vectorize(const VectorizeArgs& a) {
   mo.flush_denormal = a.flush_denormal;
   mo.cuda_graphs = a.cuda_graphs;
   std::ostringstream line;  // one write: ranks share stderr
-  line << "vecbench: " << (dist.active() ? dist.label() + ": " : "") << source->size() << " inputs (" << source->kind() << "), " << todo.size()
-            << " to do, " << (share - todo.size()) << " already done";
-  if (dist.active()) line << " (" << dist.size() << " " << (dist.comm().connected() ? "ranks, " + dist.mode() : "shards") << ")";
-  line << "; model " << meta.value("arch", "?")
-            << " (" << meta.value("weight_source", "?") << "), resize " << to_string(in.resize) << "; strategy "
-            << a.strategy << " on " << a.devices << " =";
+  line << "vecbench: " << (dist.active() ? dist.label() + ": " : "") << source->size() << " inputs (" << source->kind()
+       << "), " << todo.size() << " to do, " << (share - todo.size()) << " already done";
+  if (dist.active())
+    line << " (" << dist.size() << " " << (dist.comm().connected() ? "ranks, " + dist.mode() : "shards") << ")";
+  line << "; model " << meta.value("arch", "?") << " (" << meta.value("weight_source", "?") << "), resize "
+       << to_string(in.resize) << "; strategy " << a.strategy << " on " << a.devices << " =";
   for (const auto& d : devs) line << " " << d.name() << "(" << d.threads << " thr)";
   line << "; batch " << a.batch << "\n";
   std::cerr << line.str() << std::flush;
@@ -157,25 +164,30 @@ int cmd_vectorize(const VectorizeArgs& a) {
   long chunks = -1;
   ResultSink* sink = &writer;
   std::unique_ptr<DieAfterSink> die;  // test hook: VECBENCH_TEST_DIE_AFTER=N[@RANK]
-  if (const auto d = die_after_from_env(dist.rank()); d.n > 0) sink = (die = std::make_unique<DieAfterSink>(writer, d, dist.label())).get();
+  if (const auto d = die_after_from_env(dist.rank()); d.n > 0)
+    sink = (die = std::make_unique<DieAfterSink>(writer, d, dist.label())).get();
   if (!todo.empty())
-    st = dist.run(a.strategy, *source, todo, devs, torchscript_factory(mo), *sink, s, meta.value("input_size", 299), &chunks);
+    st = dist.run(a.strategy, *source, todo, devs, torchscript_factory(mo), *sink, s, meta.value("input_size", 299),
+                  &chunks);
   writer.finish();
   const auto tot = finish_vectorize(dist, st, chunks, g_stop, a.out, w.format != OutputFormat::none, *source);
   if (!dist.comm().leader()) {
-    std::fprintf(stderr, "vecbench: %s: ok=%zu failed=%zu wall_s=%.3f img_per_s=%.3f\n", dist.label().c_str(), st.images_ok,
-                 st.images_failed, st.wall_s, st.images_per_s());
+    std::fprintf(stderr, "vecbench: %s: ok=%zu failed=%zu wall_s=%.3f img_per_s=%.3f\n", dist.label().c_str(),
+                 st.images_ok, st.images_failed, st.wall_s, st.images_per_s());
     return tot.exit_code;
   }
   std::string where;
-  if (dist.active()) where = dist.comm().connected() ? " ranks=" + std::to_string(dist.size()) : " shard=" + std::to_string(dist.rank()) + "/" + std::to_string(dist.size());
+  if (dist.active())
+    where = dist.comm().connected() ? " ranks=" + std::to_string(dist.size())
+                                    : " shard=" + std::to_string(dist.rank()) + "/" + std::to_string(dist.size());
   std::printf("vectorize images=%zu ok=%zu failed=%zu skipped=%zu wall_s=%.3f img_per_s=%.3f%s%s\n",
-              dist.active() && !dist.comm().connected() ? share : source->size(), tot.ok, tot.failed, share - todo.size(),
-              tot.wall_s, tot.images_per_s, where.c_str(), tot.interrupted ? " (interrupted)" : "");
+              dist.active() && !dist.comm().connected() ? share : source->size(), tot.ok, tot.failed,
+              share - todo.size(), tot.wall_s, tot.images_per_s, where.c_str(),
+              tot.interrupted ? " (interrupted)" : "");
   if (tot.merged)
-    std::cerr << "vecbench: " << (fs::path(a.out) / "manifest.jsonl").string() << ": " << tot.merged->inputs << " inputs ("
-              << tot.merged->ok << " ok, " << tot.merged->errors << " failed) merged from " << tot.merged->files.size()
-              << " manifests\n";
+    std::cerr << "vecbench: " << (fs::path(a.out) / "manifest.jsonl").string() << ": " << tot.merged->inputs
+              << " inputs (" << tot.merged->ok << " ok, " << tot.merged->errors << " failed) merged from "
+              << tot.merged->files.size() << " manifests\n";
   else if (dist.active() && w.format != OutputFormat::none)
     std::cerr << "vecbench: when every shard is done: vecbench merge " << a.out << "\n";
   if (!a.json_out.empty()) atomic_write(a.json_out, tot.sample.dump(2) + "\n");
@@ -244,10 +256,10 @@ int cmd_model_info(const std::string& path) {
     std::printf("  (no vecbench_meta.json in this file: not made by tools/export_inception.py)\n");
     return 0;
   }
-  for (const auto& [k, v] : meta.items()) std::printf("  %-16s %s\n", k.c_str(), v.is_string() ? v.get<std::string>().c_str() : v.dump().c_str());
+  for (const auto& [k, v] : meta.items())
+    std::printf("  %-16s %s\n", k.c_str(), v.is_string() ? v.get<std::string>().c_str() : v.dump().c_str());
   return 0;
 }
-
 
 /// The embedded default experiment (experiments/quick.json at build time).
 const char* kQuickExperiment =
@@ -258,7 +270,9 @@ nlohmann::json full_meta(int argc, char** argv, const std::string& model) {
   nlohmann::json m = base_meta(argc, argv, VECBENCH_VERSION, VECBENCH_GIT_SHA, VECBENCH_SOURCE_DIR);
   const auto b = backend_info();
   m["gpus"] = b["gpus"];
-  m["versions"] = {{"libtorch", b["libtorch"]}, {"cuda", b["cuda"]}, {"cudnn", b["cudnn"]},
+  m["versions"] = {{"libtorch", b["libtorch"]},
+                   {"cuda", b["cuda"]},
+                   {"cudnn", b["cudnn"]},
 #ifdef VECBENCH_WITH_OPENCV
                    {"opencv", CV_VERSION},
 #else
@@ -325,14 +339,15 @@ int cmd_run(const std::string& path, const std::string& results_dir, const std::
       dist.comm().barrier();
     }
   }
-  std::cerr << "vecbench: experiment '" << e.name << "' (" << (path.empty() ? "embedded quick.json" : path) << "), model "
-            << model << "\n";
+  std::cerr << "vecbench: experiment '" << e.name << "' (" << (path.empty() ? "embedded quick.json" : path)
+            << "), model " << model << "\n";
   const nlohmann::json result = run_experiment(e, env);
   if (!dist.comm().leader()) return std::stoi(dist.comm().broadcast(""));  // rank 0's exit status
   fs::path out = result_path(results_dir, e.name);
   if (dist.active() && !dist.comm().connected())  // one file per shard: vecbench merge --results
-    out.replace_filename(out.stem().string() + "-shard" + std::to_string(dist.rank()) + "of" + std::to_string(dist.size()) + ".json");
-  atomic_write(out, result.dump(2) + "\n");    // first: a run never loses what it measured
+    out.replace_filename(out.stem().string() + "-shard" + std::to_string(dist.rank()) + "of" +
+                         std::to_string(dist.size()) + ".json");
+  atomic_write(out, result.dump(2) + "\n");      // first: a run never loses what it measured
   (void)result_from_json(result, out.string());  // then: it must match the schema it claims
   std::cout << "\n" << result_table(result) << "\nresult: " << out.string() << "\n";
   int rc = g_stop ? 130 : 0;
@@ -348,8 +363,9 @@ int cmd_tune(const std::string& images, const std::string& model_arg, double bud
              int argc, char** argv) {
   const std::string model = model_arg.empty() ? default_model() : model_arg;
   const int cores = hardware_cores();
-  nlohmann::json exp = {{"name", "tune"}, {"model", model}, {"repetitions", 1}, {"verify", false},
-                        {"warmup_batches", 3}, {"time_budget_s", budget_s}, {"interleave", true}};
+  nlohmann::json exp = {{"name", "tune"},    {"model", model},      {"repetitions", 1},
+                        {"verify", false},   {"warmup_batches", 3}, {"time_budget_s", budget_s},
+                        {"interleave", true}};
   if (images.empty())
     exp["images"] = {{"generate", {{"count", 24}, {"seed", 11}}}};
   else if (images.rfind("synthetic:", 0) == 0)
@@ -364,13 +380,16 @@ int cmd_tune(const std::string& images, const std::string& model_arg, double bud
   for (int n = 2; n <= std::max(2, cores); ++n) specs.push_back("cpu/" + std::to_string(n));
   matrices.push_back({{"strategy", {"data-parallel"}}, {"devices", specs}, {"batch", {1, 4}}});
   matrices.push_back({{"strategy", {"data-parallel"}}, {"devices", {"cpu"}}, {"batch", {1, 8}}});
-  matrices.push_back({{"strategy", {"sharded"}}, {"devices", {"cpu/" + std::to_string(std::max(2, cores))}}, {"batch", {1}}});
+  matrices.push_back(
+      {{"strategy", {"sharded"}}, {"devices", {"cpu/" + std::to_string(std::max(2, cores))}}, {"batch", {1}}});
   const int nc = cuda_device_count();
   if (nc > 0) {
-    matrices.push_back({{"strategy", {"data-parallel"}}, {"devices", {"cuda", "cuda:0/2", "cuda:0/3"}}, {"batch", {8, 32, 64}}});
+    matrices.push_back(
+        {{"strategy", {"data-parallel"}}, {"devices", {"cuda", "cuda:0/2", "cuda:0/3"}}, {"batch", {8, 32, 64}}});
   }
   exp["matrix"] = matrices;
-  const std::string path = (fs::temp_directory_path() / ("vecbench_tune_" + std::to_string(::getpid()) + ".json")).string();
+  const std::string path =
+      (fs::temp_directory_path() / ("vecbench_tune_" + std::to_string(::getpid()) + ".json")).string();
   atomic_write(path, exp.dump(2));
   int rc = cmd_run(path, results_dir, "", 0, argc, argv);
   fs::remove(path);
@@ -389,10 +408,15 @@ int cmd_tune(const std::string& images, const std::string& model_arg, double bud
     return 1;
   }
   const auto& p = (*best)["params"];
-  std::printf("\nbest: %.2f img/s\n  vecbench vectorize --images %s --out OUT --model %s --strategy %s --devices %s --batch %d%s\n",
-              (*best)["summary"]["images_per_s"]["median"].get<double>(), images.empty() ? "IMAGES" : images.c_str(),
-              model.c_str(), p["strategy"].get<std::string>().c_str(), p["devices"].get<std::string>().c_str(),
-              p["batch"].get<int>(), (*best)["effective"]["devices"].size() > 1 ? (" --threads " + std::to_string((*best)["effective"]["devices"][0]["threads"].get<int>())).c_str() : "");
+  std::printf(
+      "\nbest: %.2f img/s\n  vecbench vectorize --images %s --out OUT --model %s --strategy %s --devices %s --batch "
+      "%d%s\n",
+      (*best)["summary"]["images_per_s"]["median"].get<double>(), images.empty() ? "IMAGES" : images.c_str(),
+      model.c_str(), p["strategy"].get<std::string>().c_str(), p["devices"].get<std::string>().c_str(),
+      p["batch"].get<int>(),
+      (*best)["effective"]["devices"].size() > 1
+          ? (" --threads " + std::to_string((*best)["effective"]["devices"][0]["threads"].get<int>())).c_str()
+          : "");
   return rc;
 }
 
@@ -409,26 +433,35 @@ int main(int argc, char** argv) {
 
   VectorizeArgs va;
   auto* vec = app.add_subcommand("vectorize", "Turn images into 2048-float pool_3 vectors");
-  vec->add_option("--images", va.images, "Image directory, list file (one path per line), pre-decoded .npy, or synthetic:N")->required();
+  vec->add_option("--images", va.images,
+                  "Image directory, list file (one path per line), pre-decoded .npy, or synthetic:N")
+      ->required();
   vec->add_option("--out", va.out, "Output directory")->required();
   vec->add_option("--model", va.model, "TorchScript model from tools/export_inception.py")->capture_default_str();
-  vec->add_option("--format", va.format, "vc (one text file per image, as the seed), npy (one .npy per image), shards (N x 2048 .npy shards + manifest), none")->capture_default_str();
-  vec->add_option("--strategy", va.strategy, "naive | sequential | sharded | data-parallel | mirrored")->capture_default_str();
-  vec->add_option("--devices", va.devices, "cpu, cpu/N, cuda, cuda:K, cuda:K/N (comma-separated)")->capture_default_str();
+  vec->add_option("--format", va.format,
+                  "vc (one text file per image, as the seed), npy (one .npy per image), shards (N x 2048 .npy shards + "
+                  "manifest), none")
+      ->capture_default_str();
+  vec->add_option("--strategy", va.strategy, "naive | sequential | sharded | data-parallel | mirrored")
+      ->capture_default_str();
+  vec->add_option("--devices", va.devices, "cpu, cpu/N, cuda, cuda:K, cuda:K/N (comma-separated)")
+      ->capture_default_str();
   vec->add_option("--batch", va.batch, "Images per forward call (per device)")->capture_default_str();
   vec->add_option("--threads", va.threads, "Intra-op threads per replica (0: split the cores)")->capture_default_str();
   vec->add_option("--decode-threads", va.decode_threads, "data-parallel: decode threads")->capture_default_str();
   vec->add_option("--prefetch", va.prefetch, "data-parallel: ready batches queued ahead")->capture_default_str();
   vec->add_option("--warmup", va.warmup, "Untimed warm-up forwards per replica")->capture_default_str();
   vec->add_option("--resize", va.resize, "tf-legacy | bilinear (default: the model's own)");
-  vec->add_flag("--fast-decode", va.fast_decode, "Decode large JPEGs at 1/2, 1/4 or 1/8 DCT scale (faster, not bit-exact)");
+  vec->add_flag("--fast-decode", va.fast_decode,
+                "Decode large JPEGs at 1/2, 1/4 or 1/8 DCT scale (faster, not bit-exact)");
   vec->add_option("--exif", va.exif, "EXIF orientation: ignore (as TF's DecodeJpeg) or apply")->capture_default_str();
   vec->add_option("--shard-rows", va.shard_rows, "shards: rows per shard file")->capture_default_str();
   vec->add_flag("--no-resume", va.no_resume, "Redo inputs whose output already exists");
   vec->add_flag("--no-optimize", va.no_optimize, "Skip optimize_for_inference after loading");
   vec->add_flag("--channels-last", va.channels_last, "Feed channels_last input");
   vec->add_flag("--flush-denormal", va.flush_denormal, "Flush denormal floats to zero in replica threads");
-  vec->add_flag("--cuda-graphs", va.cuda_graphs, "CUDA: capture each replica's forward once, replay it for full batches");
+  vec->add_flag("--cuda-graphs", va.cuda_graphs,
+                "CUDA: capture each replica's forward once, replay it for full batches");
   vec->add_option("--precision", va.precision, "fp32 | fp16 | bf16 (CUDA devices only)")->capture_default_str();
   vec->add_option("--json", va.json_out, "Also write the run's metrics as JSON to this file");
   DistArgs dist_args;
@@ -436,7 +469,8 @@ int main(int argc, char** argv) {
 
   std::string pd_images, pd_out, pd_resize = "tf-legacy";
   int pd_size = 299;
-  auto* pre = app.add_subcommand("predecode", "Decode and resize images once into a uint8 [N,S,S,3] .npy (model-side experiments)");
+  auto* pre = app.add_subcommand("predecode",
+                                 "Decode and resize images once into a uint8 [N,S,S,3] .npy (model-side experiments)");
   pre->add_option("--images", pd_images, "Image directory or list file")->required();
   pre->add_option("--out", pd_out, "Output .npy")->required();
   pre->add_option("--resize", pd_resize, "tf-legacy | bilinear")->capture_default_str();
@@ -454,7 +488,8 @@ int main(int argc, char** argv) {
 
   std::string run_path, results_dir = "results", run_model;
   int run_reps = 0;
-  auto* run = app.add_subcommand("run", "Run an experiment file (default: the embedded quick.json) and write results/<name>/<UTC>.json");
+  auto* run = app.add_subcommand(
+      "run", "Run an experiment file (default: the embedded quick.json) and write results/<name>/<UTC>.json");
   run->add_option("experiment", run_path, "Experiment JSON (experiments/*.json)");
   run->add_option("--results", results_dir, "Results directory")->capture_default_str();
   run->add_option("--model", run_model, "Override the experiment's model");
@@ -463,7 +498,9 @@ int main(int argc, char** argv) {
 
   std::string tune_images, tune_model;
   double tune_budget = 180;
-  auto* tune = app.add_subcommand("tune", "Search strategies, virtual devices, threads and batch sizes within a time budget; print the winning command line");
+  auto* tune = app.add_subcommand("tune",
+                                  "Search strategies, virtual devices, threads and batch sizes within a time budget; "
+                                  "print the winning command line");
   tune->add_option("--images", tune_images, "Images to tune on (default: a generated ImageNet-like set)");
   tune->add_option("--model", tune_model, "Model file (default: the build's model)");
   tune->add_option("--budget", tune_budget, "Time budget in seconds")->capture_default_str();
@@ -471,18 +508,23 @@ int main(int argc, char** argv) {
 
   std::string cmp_base, cmp_new;
   CompareOptions cmp_opt;
-  auto* cmp = app.add_subcommand("compare", "Compare two result files: markdown table, verdicts, exit 1 if any run is SLOWER");
+  auto* cmp =
+      app.add_subcommand("compare", "Compare two result files: markdown table, verdicts, exit 1 if any run is SLOWER");
   cmp->add_option("base", cmp_base, "Base result JSON")->required();
   cmp->add_option("new", cmp_new, "New result JSON")->required();
   cmp->add_option("--threshold", cmp_opt.threshold, "Relative change that counts (0.1 = 10%)")->capture_default_str();
   cmp->add_option("--alpha", cmp_opt.alpha, "Significance level of the rank test")->capture_default_str();
   cmp->add_option("--min-reps", cmp_opt.min_reps, "Fewer repetitions give UNKNOWN")->capture_default_str();
-  cmp->add_option("--normalize-by", cmp_opt.normalize_by, "Compare ratios to a reference run of the same file, e.g. strategy=sequential");
+  cmp->add_option("--normalize-by", cmp_opt.normalize_by,
+                  "Compare ratios to a reference run of the same file, e.g. strategy=sequential");
 
   std::vector<std::string> merge_dirs, merge_results;
   std::string merge_out;
-  auto* mrg = app.add_subcommand("merge", "Combine the per-rank/per-shard manifests of output directories into one manifest.jsonl, or per-shard result files into one");
-  mrg->add_option("dirs", merge_dirs, "Output directories of vectorize (each merged in place; with --out, all into --out)");
+  auto* mrg = app.add_subcommand("merge",
+                                 "Combine the per-rank/per-shard manifests of output directories into one "
+                                 "manifest.jsonl, or per-shard result files into one");
+  mrg->add_option("dirs", merge_dirs,
+                  "Output directories of vectorize (each merged in place; with --out, all into --out)");
   mrg->add_option("--results", merge_results, "Result files of `run --shard-index` to combine into --out FILE");
   mrg->add_option("--out", merge_out, "Output directory, or with --results the merged result file");
 

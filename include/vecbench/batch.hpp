@@ -21,8 +21,8 @@ struct Batch {
 
 /// Loads inputs `todo[begin, end)` into `b`, decoding each image straight into its slot of the
 /// input buffer. Failed images go to `sink.on_error` (and `metrics`) and are left out.
-inline void load_batch(const ImageSource& src, const std::vector<std::size_t>& todo, std::size_t begin,
-                       std::size_t end, int size, Batch& b, ResultSink& sink, Metrics& metrics) {
+inline void load_batch(const ImageSource& src, const std::vector<std::size_t>& todo, std::size_t begin, std::size_t end,
+                       int size, Batch& b, ResultSink& sink, Metrics& metrics) {
   b.created = Clock::now();
   b.indices.clear();
   const std::size_t per = static_cast<std::size_t>(size) * size * 3;

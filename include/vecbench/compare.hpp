@@ -42,16 +42,16 @@ inline const char* to_string(Verdict v) {
 
 /// One run present in both files.
 struct RunComparison {
-  std::string id;                   ///< run id (the same in both files)
-  std::string base_reference;       ///< id of the base file's normalize_by reference run, or ""
-  std::string new_reference;        ///< id of the new file's normalize_by reference run, or ""
-  std::vector<double> base_values;  ///< per-rep values compared: images/s, or ratios to reference
-  std::vector<double> new_values;   ///< same for the new file
-  stats::Summary base;              ///< summary of base_values
-  stats::Summary neu;               ///< summary of new_values
-  double change = std::nan("");     ///< new median / base median - 1 (+0.1 = 10% higher = faster)
-  double spread = std::nan("");     ///< max of the two rel_spreads ((max - min) / median)
-  double p_value = std::nan("");    ///< two-sided Mann-Whitney U p; NaN when not tested
+  std::string id;                      ///< run id (the same in both files)
+  std::string base_reference;          ///< id of the base file's normalize_by reference run, or ""
+  std::string new_reference;           ///< id of the new file's normalize_by reference run, or ""
+  std::vector<double> base_values;     ///< per-rep values compared: images/s, or ratios to reference
+  std::vector<double> new_values;      ///< same for the new file
+  stats::Summary base;                 ///< summary of base_values
+  stats::Summary neu;                  ///< summary of new_values
+  double change = std::nan("");        ///< new median / base median - 1 (+0.1 = 10% higher = faster)
+  double spread = std::nan("");        ///< max of the two rel_spreads ((max - min) / median)
+  double p_value = std::nan("");       ///< two-sided Mann-Whitney U p; NaN when not tested
   Verdict verdict = Verdict::unknown;  ///< see CompareOptions
   std::string note;                    ///< why UNKNOWN; empty otherwise
 };
@@ -71,8 +71,7 @@ struct CompareReport {
 };
 
 /// "key=value[,key=value...]" -> pairs; ConfigError("normalize_by", ...) when malformed.
-inline std::vector<std::pair<std::string, std::string>> parse_params_filter(
-    const std::string& spec) {
+inline std::vector<std::pair<std::string, std::string>> parse_params_filter(const std::string& spec) {
   std::vector<std::pair<std::string, std::string>> out;
   std::size_t pos = 0;
   while (pos <= spec.size() && !spec.empty()) {
@@ -80,16 +79,14 @@ inline std::vector<std::pair<std::string, std::string>> parse_params_filter(
     const std::string item = spec.substr(pos, end - pos);
     const std::size_t eq = item.find('=');
     if (eq == 0 || eq == std::string::npos || eq + 1 == item.size())
-      throw ConfigError("normalize_by",
-                        "'" + item + "' is not key=value (e.g. strategy=sequential)");
+      throw ConfigError("normalize_by", "'" + item + "' is not key=value (e.g. strategy=sequential)");
     out.emplace_back(item.substr(0, eq), item.substr(eq + 1));
     pos = end + 1;
   }
   return out;
 }
 
-inline bool matches_filter(const json& params,
-                           const std::vector<std::pair<std::string, std::string>>& filter) {
+inline bool matches_filter(const json& params, const std::vector<std::pair<std::string, std::string>>& filter) {
   return !filter.empty() && std::all_of(filter.begin(), filter.end(), [&](const auto& kv) {
     return params.contains(kv.first) && param_string(params, kv.first) == kv.second;
   });
@@ -101,9 +98,9 @@ inline bool matches_filter(const json& params,
 /// differ (a key present on one side only counts as different). The reference is the candidate
 /// at distance 0 (exact match; the first if several) or else the unique candidate at the smallest
 /// distance; a tie is an error ("ambiguous"), and so is a reference that is not status ok.
-inline const RunResult* find_reference_run(
-    const ResultFile& file, const RunResult& run,
-    const std::vector<std::pair<std::string, std::string>>& filter, std::string* problem) {
+inline const RunResult* find_reference_run(const ResultFile& file, const RunResult& run,
+                                           const std::vector<std::pair<std::string, std::string>>& filter,
+                                           std::string* problem) {
   const RunResult* best = nullptr;
   std::size_t best_d = 0;
   std::string tied;  // ids of other candidates at best_d
@@ -117,8 +114,7 @@ inline const RunResult* find_reference_run(
     std::size_t d = 0;
     for (const auto& k : keys)
       if (std::none_of(filter.begin(), filter.end(), [&](const auto& kv) { return kv.first == k; }))
-        d += run.params.contains(k) != c.params.contains(k) ||
-             param_string(run.params, k) != param_string(c.params, k);
+        d += run.params.contains(k) != c.params.contains(k) || param_string(run.params, k) != param_string(c.params, k);
     if (!best || d < best_d)
       best = &c, best_d = d, tied.clear();
     else if (d == best_d)
@@ -128,8 +124,7 @@ inline const RunResult* find_reference_run(
   if (!best)
     why = "no run matches normalize_by in " + file.name;
   else if (!tied.empty() && best_d > 0)
-    why = "ambiguous reference: '" + best->id + "'" + tied + " all differ in " +
-          std::to_string(best_d) + " params";
+    why = "ambiguous reference: '" + best->id + "'" + tied + " all differ in " + std::to_string(best_d) + " params";
   else if (best->status != RunStatus::ok)
     why = "reference run '" + best->id + "' is " + to_string(best->status);
   if (why.empty()) return best;
@@ -144,8 +139,8 @@ inline std::vector<double> compared_values(const RunResult& run, const RunResult
   for (const Sample& s : run.samples) {
     double x = s.images_per_s;
     if (ref) {
-      const auto it = std::find_if(ref->samples.begin(), ref->samples.end(),
-                                   [&](const Sample& r) { return r.rep == s.rep; });
+      const auto it =
+          std::find_if(ref->samples.begin(), ref->samples.end(), [&](const Sample& r) { return r.rep == s.rep; });
       x = (it != ref->samples.end() && it->images_per_s > 0) ? x / it->images_per_s : std::nan("");
     }
     if (std::isfinite(x)) v.push_back(x);
@@ -161,8 +156,7 @@ inline std::string cmp_fmt(const char* f, double v) {
   return buf;
 }
 
-inline RunComparison compare_run(const ResultFile& bf, const RunResult& b, const ResultFile& nf,
-                                 const RunResult& n,
+inline RunComparison compare_run(const ResultFile& bf, const RunResult& b, const ResultFile& nf, const RunResult& n,
                                  const std::vector<std::pair<std::string, std::string>>& filter,
                                  const CompareOptions& o) {
   RunComparison c;
@@ -187,8 +181,7 @@ inline RunComparison compare_run(const ResultFile& bf, const RunResult& b, const
   c.base = stats::summarize(c.base_values);
   c.neu = stats::summarize(c.new_values);
   c.spread = std::max(c.base.rel_spread, c.neu.rel_spread);
-  if (c.base.median > 0 && std::isfinite(c.neu.median))
-    c.change = c.neu.median / c.base.median - 1.0;
+  if (c.base.median > 0 && std::isfinite(c.neu.median)) c.change = c.neu.median / c.base.median - 1.0;
   const std::size_t nb = c.base_values.size(), nn = c.new_values.size();
   const std::string reps = std::to_string(nb) + " vs " + std::to_string(nn) + " reps";
   if (nb < static_cast<std::size_t>(std::max(1, o.min_reps)) ||
@@ -215,8 +208,7 @@ inline RunComparison compare_run(const ResultFile& bf, const RunResult& b, const
 /// Compares `neu` against `base` run by run (matched by id). With options.normalize_by, each
 /// file's runs are first divided, rep by rep, by their reference run in the same file (see
 /// find_reference_run) and the reference runs themselves are left out.
-inline CompareReport compare_results(const ResultFile& base, const ResultFile& neu,
-                                     const CompareOptions& options) {
+inline CompareReport compare_results(const ResultFile& base, const ResultFile& neu, const CompareOptions& options) {
   CompareReport r;
   r.options = options;
   r.base_name = base.name, r.new_name = neu.name;
@@ -225,8 +217,7 @@ inline CompareReport compare_results(const ResultFile& base, const ResultFile& n
   if (!(options.threshold >= 0)) throw ConfigError("threshold", "must be >= 0");
   if (options.min_reps < 1) throw ConfigError("min_reps", "must be >= 1");
   const auto filter = parse_params_filter(options.normalize_by);
-  r.metric = filter.empty() ? "images/s"
-                            : "speedup over the " + options.normalize_by + " run of the same file";
+  r.metric = filter.empty() ? "images/s" : "speedup over the " + options.normalize_by + " run of the same file";
   auto find = [](const ResultFile& f, const std::string& id) -> const RunResult* {
     for (const RunResult& x : f.runs)
       if (x.id == id) return &x;
@@ -242,25 +233,21 @@ inline CompareReport compare_results(const ResultFile& base, const ResultFile& n
     } else {
       r.runs.push_back(detail::compare_run(base, b, neu, *n, filter, options));
       const RunComparison& c = r.runs.back();
-      if (c.base.median > 0 && c.neu.median > 0 && std::isfinite(c.base.median) &&
-          std::isfinite(c.neu.median)) {
+      if (c.base.median > 0 && c.neu.median > 0 && std::isfinite(c.base.median) && std::isfinite(c.neu.median)) {
         log_sum += std::log(c.neu.median / c.base.median);
         ++r.geomean_count;
       }
     }
   }
   for (const RunResult& n : neu.runs)
-    if (!find(base, n.id))
-      (matches_filter(n.params, filter) ? r.reference_runs : r.only_in_new).push_back(n.id);
-  if (r.geomean_count > 0)
-    r.geomean_ratio = std::exp(log_sum / static_cast<double>(r.geomean_count));
+    if (!find(base, n.id)) (matches_filter(n.params, filter) ? r.reference_runs : r.only_in_new).push_back(n.id);
+  if (r.geomean_count > 0) r.geomean_ratio = std::exp(log_sum / static_cast<double>(r.geomean_count));
   return r;
 }
 
 /// 1 when any run is SLOWER (significant and beyond the threshold), else 0.
 inline int compare_exit_code(const CompareReport& r) {
-  return std::any_of(r.runs.begin(), r.runs.end(),
-                     [](const RunComparison& c) { return c.verdict == Verdict::slower; })
+  return std::any_of(r.runs.begin(), r.runs.end(), [](const RunComparison& c) { return c.verdict == Verdict::slower; })
              ? 1
              : 0;
 }
@@ -276,33 +263,27 @@ inline std::string compare_markdown(const CompareReport& r) {
     return "`" + s + "`";
   };
   auto pct = [&](double x) { return cmp_fmt("%+.1f%%", 100.0 * x); };
-  std::string md =
-      "## vecbench compare: `" + r.base_name + "` (base) vs `" + r.new_name + "` (new)\n\n";
+  std::string md = "## vecbench compare: `" + r.base_name + "` (base) vs `" + r.new_name + "` (new)\n\n";
   md += "Metric: " + r.metric + ", per rep; higher is better.  \n";
-  md += "Verdict: FASTER/SLOWER when the two-sided Mann-Whitney U test gives p < " +
-        cmp_fmt("%g", r.options.alpha) + " and the median changed by more than " +
-        cmp_fmt("%g", 100 * r.options.threshold) + "%; SAME otherwise; UNKNOWN with fewer than " +
-        std::to_string(r.options.min_reps) +
+  md += "Verdict: FASTER/SLOWER when the two-sided Mann-Whitney U test gives p < " + cmp_fmt("%g", r.options.alpha) +
+        " and the median changed by more than " + cmp_fmt("%g", 100 * r.options.threshold) +
+        "%; SAME otherwise; UNKNOWN with fewer than " + std::to_string(r.options.min_reps) +
         " reps, too few reps to reach that p, or a run that did not finish (see notes).\n\n";
-  md +=
-      "| run | base | new | change | spread | p | verdict |\n|---|---:|---:|---:|---:|---:|---|\n";
+  md += "| run | base | new | change | spread | p | verdict |\n|---|---:|---:|---:|---:|---:|---|\n";
   std::string notes;
   for (const RunComparison& c : r.runs) {
-    md += "| " + code(c.id) + " | " + cmp_fmt(vf, c.base.median) + " | " +
-          cmp_fmt(vf, c.neu.median) + " | " + pct(c.change) + " | " +
-          cmp_fmt("%.1f%%", 100.0 * c.spread) + " | " + cmp_fmt("%.3g", c.p_value) + " | " +
+    md += "| " + code(c.id) + " | " + cmp_fmt(vf, c.base.median) + " | " + cmp_fmt(vf, c.neu.median) + " | " +
+          pct(c.change) + " | " + cmp_fmt("%.1f%%", 100.0 * c.spread) + " | " + cmp_fmt("%.3g", c.p_value) + " | " +
           to_string(c.verdict) + " |\n";
     if (!c.note.empty()) notes += "- " + code(c.id) + ": " + c.note + "\n";
-    if (!c.base_reference.empty() && !c.new_reference.empty() &&
-        c.base_reference != c.new_reference)
-      notes += "- " + code(c.id) + ": references differ: base " + code(c.base_reference) +
-               ", new " + code(c.new_reference) + "\n";
+    if (!c.base_reference.empty() && !c.new_reference.empty() && c.base_reference != c.new_reference)
+      notes += "- " + code(c.id) + ": references differ: base " + code(c.base_reference) + ", new " +
+               code(c.new_reference) + "\n";
   }
-  md += "| **geomean** (" + std::to_string(r.geomean_count) + " runs, new/base) | | | " +
-        pct(r.geomean_ratio - 1.0) + " | | | |\n\n";
+  md += "| **geomean** (" + std::to_string(r.geomean_count) + " runs, new/base) | | | " + pct(r.geomean_ratio - 1.0) +
+        " | | | |\n\n";
   std::size_t slower = 0, faster = 0;
-  for (const RunComparison& c : r.runs)
-    slower += c.verdict == Verdict::slower, faster += c.verdict == Verdict::faster;
+  for (const RunComparison& c : r.runs) slower += c.verdict == Verdict::slower, faster += c.verdict == Verdict::faster;
   md += "Result: " + std::to_string(slower) + " SLOWER, " + std::to_string(faster) + " FASTER of " +
         std::to_string(r.runs.size()) + " runs compared.\n\n";
   if (!notes.empty()) md += "Notes:\n" + notes + "\n";

@@ -66,8 +66,8 @@ class DataParallelStrategy : public Strategy {
         });
       try {
         while (auto b = done.pop())
-          deliver_batch(*b, static_cast<int>(b->output.size() / std::max<std::size_t>(1, b->indices.size())),
-                        ctx.sink, ctx.metrics);
+          deliver_batch(*b, static_cast<int>(b->output.size() / std::max<std::size_t>(1, b->indices.size())), ctx.sink,
+                        ctx.metrics);
       } catch (...) {
         errors.capture();
         abort_all();

@@ -26,8 +26,8 @@ inline ExifPolicy parse_exif_policy(const std::string& s) {
 /// Decoder settings.
 struct DecodeOptions {
   ExifPolicy exif = ExifPolicy::ignore;  ///< EXIF orientation: ignore (TF-like) or apply
-  bool fast = false;       ///< decode large JPEGs at a reduced DCT scale (1/2, 1/4, 1/8)
-  int target_size = 299;  ///< the size the image is resized to (for choosing the DCT scale)
+  bool fast = false;                     ///< decode large JPEGs at a reduced DCT scale (1/2, 1/4, 1/8)
+  int target_size = 299;                 ///< the size the image is resized to (for choosing the DCT scale)
 };
 
 /// Names the container format from its magic bytes ("" if unknown).
@@ -49,7 +49,10 @@ inline bool jpeg_dimensions(const std::vector<std::uint8_t>& b, int& w, int& h) 
   while (i + 9 < b.size()) {
     if (b[i] != 0xFF) return false;
     const std::uint8_t m = b[i + 1];
-    if (m == 0xFF) { ++i; continue; }
+    if (m == 0xFF) {
+      ++i;
+      continue;
+    }
     const std::size_t len = (static_cast<std::size_t>(b[i + 2]) << 8) | b[i + 3];
     if ((m >= 0xC0 && m <= 0xCF) && m != 0xC4 && m != 0xC8 && m != 0xCC) {
       h = (b[i + 5] << 8) | b[i + 6];
@@ -83,14 +86,18 @@ inline cv::Mat decode_rgb(const std::vector<std::uint8_t>& bytes, const std::str
     int w = 0, h = 0;
     if (opt.fast && jpeg_dimensions(bytes, w, h)) {
       const int m = std::min(w, h);
-      if (m >= 8 * opt.target_size) flags = (flags & ~cv::IMREAD_COLOR) | cv::IMREAD_REDUCED_COLOR_8;
-      else if (m >= 4 * opt.target_size) flags = (flags & ~cv::IMREAD_COLOR) | cv::IMREAD_REDUCED_COLOR_4;
-      else if (m >= 2 * opt.target_size) flags = (flags & ~cv::IMREAD_COLOR) | cv::IMREAD_REDUCED_COLOR_2;
+      if (m >= 8 * opt.target_size)
+        flags = (flags & ~cv::IMREAD_COLOR) | cv::IMREAD_REDUCED_COLOR_8;
+      else if (m >= 4 * opt.target_size)
+        flags = (flags & ~cv::IMREAD_COLOR) | cv::IMREAD_REDUCED_COLOR_4;
+      else if (m >= 2 * opt.target_size)
+        flags = (flags & ~cv::IMREAD_COLOR) | cv::IMREAD_REDUCED_COLOR_2;
     }
   }
   cv::Mat img;
   try {
-    img = cv::imdecode(cv::Mat(1, static_cast<int>(bytes.size()), CV_8U, const_cast<std::uint8_t*>(bytes.data())), flags);
+    img =
+        cv::imdecode(cv::Mat(1, static_cast<int>(bytes.size()), CV_8U, const_cast<std::uint8_t*>(bytes.data())), flags);
   } catch (const cv::Exception& e) {
     throw InputError(name, (fmt.empty() ? std::string("undecodable file") : "corrupt " + fmt + " data") +
                                " (OpenCV: " + e.err + ")");

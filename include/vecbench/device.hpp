@@ -12,17 +12,16 @@ namespace vecbench {
 
 /// One virtual device: one model replica, one worker thread (and one CUDA stream on a GPU).
 struct VirtualDevice {
-  std::string kind = "cpu";      ///< "cpu" or "cuda"
-  int ordinal = -1;              ///< CUDA device index; -1 for the host
-  int virtual_index = 0;         ///< index among the virtual devices made from one physical device
-  int virtual_count = 1;         ///< how many virtual devices share that physical device
-  int threads = 1;               ///< intra-op threads of this replica (CPU compute threads)
-  double memory_cap_gb = 0.0;    ///< CUDA memory cap of this virtual device; 0 = none
+  std::string kind = "cpu";    ///< "cpu" or "cuda"
+  int ordinal = -1;            ///< CUDA device index; -1 for the host
+  int virtual_index = 0;       ///< index among the virtual devices made from one physical device
+  int virtual_count = 1;       ///< how many virtual devices share that physical device
+  int threads = 1;             ///< intra-op threads of this replica (CPU compute threads)
+  double memory_cap_gb = 0.0;  ///< CUDA memory cap of this virtual device; 0 = none
   /// Name as shown in results: "cpu", "cpu/2#1", "cuda:0", "cuda:0/3#2".
   std::string name() const {
     std::string base = kind == "cpu" ? "cpu" : "cuda:" + std::to_string(ordinal);
-    if (virtual_count > 1)
-      base += "/" + std::to_string(virtual_count) + "#" + std::to_string(virtual_index);
+    if (virtual_count > 1) base += "/" + std::to_string(virtual_count) + "#" + std::to_string(virtual_index);
     return base;
   }
   /// The LibTorch device string ("cpu", "cuda:0").
@@ -32,10 +31,10 @@ struct VirtualDevice {
 
 /// How to expand a spec.
 struct DeviceOptions {
-  int cpu_cores = 0;             ///< cores to split between CPU replicas; 0 = hardware_concurrency
-  int threads_per_replica = 0;   ///< forces the intra-op threads of every replica; 0 = split cores
-  int cuda_devices = 0;          ///< GPUs the machine has (from the backend)
-  double memory_cap_gb = 0.0;    ///< per virtual CUDA device; 0 = none
+  int cpu_cores = 0;            ///< cores to split between CPU replicas; 0 = hardware_concurrency
+  int threads_per_replica = 0;  ///< forces the intra-op threads of every replica; 0 = split cores
+  int cuda_devices = 0;         ///< GPUs the machine has (from the backend)
+  double memory_cap_gb = 0.0;   ///< per virtual CUDA device; 0 = none
 };
 
 inline int hardware_cores() {

@@ -3,13 +3,13 @@
 // process or for independent shards (Slurm tasks without MPI), and how a process finds out how
 // it was started (mpirun, srun, --shard-index/--num-shards).
 #pragma once
+#include <sched.h>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
 #include <iostream>
 #include <memory>
-#include <sched.h>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -156,15 +156,15 @@ struct ShardSpec {
 inline ShardSpec resolve_shards(int index, int count, bool use_ompi) {
   ShardSpec s;
   if (index >= 0 || count > 0) {
-    if (index < 0 || count <= 0)
-      throw ConfigError("--shard-index/--num-shards", "give both or neither");
+    if (index < 0 || count <= 0) throw ConfigError("--shard-index/--num-shards", "give both or neither");
     if (index >= count)
       throw ConfigError("--shard-index", std::to_string(index) + " is not below --num-shards " + std::to_string(count));
     s = {index, count, "--shard-index/--num-shards"};
     return s;
   }
   const long pid = env_long("SLURM_PROCID"), ntasks = env_long("SLURM_NTASKS");
-  if (pid >= 0 && ntasks > 1 && pid < ntasks) return {static_cast<int>(pid), static_cast<int>(ntasks), "SLURM_PROCID/SLURM_NTASKS"};
+  if (pid >= 0 && ntasks > 1 && pid < ntasks)
+    return {static_cast<int>(pid), static_cast<int>(ntasks), "SLURM_PROCID/SLURM_NTASKS"};
   if (use_ompi) {
     const long r = env_long("OMPI_COMM_WORLD_RANK"), n = env_long("OMPI_COMM_WORLD_SIZE");
     if (r >= 0 && n > 1 && r < n) return {static_cast<int>(r), static_cast<int>(n), "OMPI_COMM_WORLD_RANK/SIZE"};
@@ -176,8 +176,7 @@ inline ShardSpec resolve_shards(int index, int count, bool use_ompi) {
 /// launcher started the process with more than one rank; else shards (--shard-index/--num-shards
 /// or Slurm's variables); else one process. Notes go to `log`.
 inline std::unique_ptr<Comm> open_process_group(int shard_index, int num_shards,
-                                                const std::function<std::unique_ptr<Comm>()>& mpi,
-                                                std::ostream& log) {
+                                                const std::function<std::unique_ptr<Comm>()>& mpi, std::ostream& log) {
   const std::string launcher = mpi_launcher_variable();
   if (!launcher.empty() && mpi) {
     auto c = mpi();

@@ -52,14 +52,16 @@ inline std::vector<std::size_t> strided_share(const std::vector<std::size_t>& v,
 inline std::string encode_indices(const std::vector<std::size_t>& v) {
   std::string s(v.size() * 8, '\0');
   for (std::size_t i = 0; i < v.size(); ++i)
-    for (int b = 0; b < 8; ++b) s[i * 8 + static_cast<std::size_t>(b)] = static_cast<char>((static_cast<std::uint64_t>(v[i]) >> (8 * b)) & 0xff);
+    for (int b = 0; b < 8; ++b)
+      s[i * 8 + static_cast<std::size_t>(b)] = static_cast<char>((static_cast<std::uint64_t>(v[i]) >> (8 * b)) & 0xff);
   return s;
 }
 inline std::vector<std::size_t> decode_indices(const std::string& s) {
   std::vector<std::size_t> v(s.size() / 8);
   for (std::size_t i = 0; i < v.size(); ++i) {
     std::uint64_t x = 0;
-    for (int b = 0; b < 8; ++b) x |= static_cast<std::uint64_t>(static_cast<unsigned char>(s[i * 8 + static_cast<std::size_t>(b)])) << (8 * b);
+    for (int b = 0; b < 8; ++b)
+      x |= static_cast<std::uint64_t>(static_cast<unsigned char>(s[i * 8 + static_cast<std::size_t>(b)])) << (8 * b);
     v[i] = static_cast<std::size_t>(x);
   }
   return v;
@@ -162,8 +164,8 @@ class DieAfterSink : public ResultSink {
   void on_features(std::size_t index, const float* f, int dim) override {
     inner_.on_features(index, f, dim);
     if (++count_ == d_.n) {
-      std::cerr << ("vecbench: " + who_ + ": VECBENCH_TEST_DIE_AFTER=" + std::to_string(d_.n) + " reached: " +
-                    (d_.hang ? "hanging" : "dying") + " on purpose\n")
+      std::cerr << ("vecbench: " + who_ + ": VECBENCH_TEST_DIE_AFTER=" + std::to_string(d_.n) +
+                    " reached: " + (d_.hang ? "hanging" : "dying") + " on purpose\n")
                 << std::flush;
       if (!d_.hang) std::abort();
       for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -186,7 +188,11 @@ class ChunkServer {
  public:
   ChunkServer(Comm& comm, const std::vector<std::size_t>& todo, std::size_t chunk, double timeout_s,
               const std::atomic<bool>* stop, std::vector<std::string> hosts)
-      : comm_(comm), todo_(todo), chunk_(std::max<std::size_t>(1, chunk)), timeout_s_(timeout_s), stop_(stop),
+      : comm_(comm),
+        todo_(todo),
+        chunk_(std::max<std::size_t>(1, chunk)),
+        timeout_s_(timeout_s),
+        stop_(stop),
         hosts_(std::move(hosts)) {}
 
   /// The next chunk for rank 0 itself; empty when none is left.
@@ -240,7 +246,8 @@ class ChunkServer {
     std::lock_guard<std::mutex> lk(m_);
     if (stop_ && stop_->load()) return {};
     const std::size_t end = std::min(todo_.size(), pos_ + chunk_);
-    std::vector<std::size_t> c(todo_.begin() + static_cast<std::ptrdiff_t>(pos_), todo_.begin() + static_cast<std::ptrdiff_t>(end));
+    std::vector<std::size_t> c(todo_.begin() + static_cast<std::ptrdiff_t>(pos_),
+                               todo_.begin() + static_cast<std::ptrdiff_t>(end));
     pos_ = end;
     return c;
   }
@@ -266,8 +273,9 @@ class Distribution {
     if (opt_.mode != "static" && opt_.mode != "dynamic")
       throw ConfigError("--distribution", "unknown mode '" + opt_.mode + "' (use static or dynamic)");
     if (opt_.mode == "dynamic" && comm_.size() > 1 && !comm_.connected())
-      throw ConfigError("--distribution", "dynamic needs MPI (start vecbench with mpirun or srun --mpi=pmix in an MPI "
-                                          "build); shards without MPI can only be static");
+      throw ConfigError("--distribution",
+                        "dynamic needs MPI (start vecbench with mpirun or srun --mpi=pmix in an MPI "
+                        "build); shards without MPI can only be static");
     host_ = host_name();
     hosts_ = comm_.gather(host_);
   }
@@ -297,8 +305,10 @@ class Distribution {
   nlohmann::json describe() const {
     nlohmann::json j = {{"kind", comm_.kind()}, {"ranks", size()}, {"mode", mode()}};
     if (mode() == "dynamic") j["chunk"] = opt_.chunk > 0 ? nlohmann::json(opt_.chunk) : nlohmann::json("auto");
-    if (comm_.connected()) j["hosts"] = hosts_;
-    else j["shard_index"] = rank();
+    if (comm_.connected())
+      j["hosts"] = hosts_;
+    else
+      j["shard_index"] = rank();
     return j;
   }
 
@@ -446,9 +456,10 @@ struct VectorizeTotals {
 inline VectorizeTotals finish_vectorize(const Distribution& dist, const RunStats& st, long chunks, bool interrupted,
                                         const fs::path& out_dir, bool outputs, const ImageSource& src) {
   VectorizeTotals t;
-  nlohmann::json mine = {{"sample", rank_sample_json(st, 0, dist.rank(), dist.host(), dist.size(), dist.mode(), chunks)},
-                         {"latencies", st.batch_latency_ms},
-                         {"interrupted", interrupted}};
+  nlohmann::json mine = {
+      {"sample", rank_sample_json(st, 0, dist.rank(), dist.host(), dist.size(), dist.mode(), chunks)},
+      {"latencies", st.batch_latency_ms},
+      {"interrupted", interrupted}};
   if (!dist.active()) {
     t.sample = run_stats_json(st);
   } else {
@@ -478,7 +489,8 @@ inline VectorizeTotals finish_vectorize(const Distribution& dist, const RunStats
       t.merged = merge_manifests({out_dir}, out_dir, order);
     }
   }
-  if (dist.active() && dist.comm().connected()) t.exit_code = std::stoi(dist.comm().broadcast(std::to_string(t.exit_code)));
+  if (dist.active() && dist.comm().connected())
+    t.exit_code = std::stoi(dist.comm().broadcast(std::to_string(t.exit_code)));
   return t;
 }
 

@@ -15,9 +15,9 @@ namespace vecbench {
 
 /// Where an experiment's images come from (exactly one of the fields is set).
 struct ImageSetSpec {
-  std::string dir;         ///< "dir": a directory of images
-  std::string list;        ///< "list": a list file, one path per line
-  std::string predecoded;  ///< "predecoded": a uint8 [N,S,S,3] .npy
+  std::string dir;            ///< "dir": a directory of images
+  std::string list;           ///< "list": a list file, one path per line
+  std::string predecoded;     ///< "predecoded": a uint8 [N,S,S,3] .npy
   std::size_t synthetic = 0;  ///< "synthetic": N generated-on-the-fly images (no decoding)
   /// "generate": {count, seed, sizes [[w,h],...], formats ["jpg","png",...], from DIR}: a set
   /// made deterministically from real photos by crop, scale and re-encode (cached on disk).
@@ -33,13 +33,13 @@ struct ImageSetSpec {
 
 /// One experiment file.
 struct Experiment {
-  std::string name;                 ///< results go to results/<name>/<UTC timestamp>.json
+  std::string name;  ///< results go to results/<name>/<UTC timestamp>.json
   std::string description;
-  std::string model = "default";    ///< model file, or "default" (the build's synthetic model)
-  bool optimize = true;             ///< optimize_for_inference after loading
-  std::string precision = "fp32";   ///< fp32 | fp16 | bf16 (CUDA devices only)
-  bool channels_last = false;       ///< feed channels_last input
-  bool cuda_graphs = false;         ///< CUDA: replay a captured graph per replica for full batches
+  std::string model = "default";   ///< model file, or "default" (the build's synthetic model)
+  bool optimize = true;            ///< optimize_for_inference after loading
+  std::string precision = "fp32";  ///< fp32 | fp16 | bf16 (CUDA devices only)
+  bool channels_last = false;      ///< feed channels_last input
+  bool cuda_graphs = false;        ///< CUDA: replay a captured graph per replica for full batches
   ImageSetSpec images;
   /// One matrix: every combination of its lists is one run. "matrix" in the file is one such
   /// object or an array of them (their runs are concatenated, duplicates dropped).
@@ -47,26 +47,26 @@ struct Experiment {
     std::vector<std::string> strategies = {"sequential"};
     std::vector<std::string> devices = {"cpu"};
     std::vector<int> batch_sizes = {1};
-    std::vector<int> threads = {0};   ///< intra-op threads per replica; 0 = split the cores
+    std::vector<int> threads = {0};                 ///< intra-op threads per replica; 0 = split the cores
     std::vector<std::string> resize = {"default"};  ///< "default" = the model's own mode
   };
   std::vector<Matrix> matrices = {Matrix{}};
-  int warmup_batches = 3;           ///< untimed forwards per replica before each repetition
-  int repetitions = 3;              ///< timed repetitions of each run
-  bool interleave = true;           ///< A B C A B C (drift hits all alike) instead of A A B B
-  double time_budget_s = 0;         ///< runs not started within it are "skipped"; 0 = none
-  int decode_threads = 1;           ///< data-parallel decode threads
-  int prefetch_batches = 4;         ///< data-parallel queue depth
+  int warmup_batches = 3;              ///< untimed forwards per replica before each repetition
+  int repetitions = 3;                 ///< timed repetitions of each run
+  bool interleave = true;              ///< A B C A B C (drift hits all alike) instead of A A B B
+  double time_budget_s = 0;            ///< runs not started within it are "skipped"; 0 = none
+  int decode_threads = 1;              ///< data-parallel decode threads
+  int prefetch_batches = 4;            ///< data-parallel queue depth
   std::string output_format = "none";  ///< none | vc | npy | shards (written to a temp dir)
-  bool verify = true;               ///< compare features with the sequential reference
-  bool seed_timing_lines = false;   ///< also print the seed-style timing line per repetition
+  bool verify = true;                  ///< compare features with the sequential reference
+  bool seed_timing_lines = false;      ///< also print the seed-style timing line per repetition
   /// External commands run interleaved with vecbench's runs ({name, command, regex}); their
   /// img/s is parsed from stdout with `regex` (first group).
   struct External {
     std::string name, command, regex = "img_per_s=([0-9.eE+-]+)";
   };
   std::vector<External> external;
-  nlohmann::json raw;               ///< the file as given (recorded as "requested")
+  nlohmann::json raw;  ///< the file as given (recorded as "requested")
 };
 
 namespace detail {
@@ -106,9 +106,11 @@ inline Experiment parse_experiment(const nlohmann::json& j, const std::string& o
   Experiment e;
   e.raw = j;
   try {
-    detail::check_keys(j, "", {"name", "description", "model", "optimize", "precision", "channels_last", "cuda_graphs", "images", "matrix", "warmup_batches",
-                               "repetitions", "interleave", "time_budget_s", "decode_threads",
-                               "prefetch_batches", "output_format", "verify", "seed_timing_lines", "external"});
+    detail::check_keys(
+        j, "",
+        {"name", "description", "model", "optimize", "precision", "channels_last", "cuda_graphs", "images", "matrix",
+         "warmup_batches", "repetitions", "interleave", "time_budget_s", "decode_threads", "prefetch_batches",
+         "output_format", "verify", "seed_timing_lines", "external"});
     if (!j.contains("name")) throw ConfigError("name", "required");
     e.name = get_as<std::string>(j["name"], "name");
     if (e.name.empty() || e.name.find_first_of("/\\") != std::string::npos || e.name[0] == '.')
@@ -211,7 +213,8 @@ inline Experiment parse_experiment(const nlohmann::json& j, const std::string& o
     int_in("prefetch_batches", e.prefetch_batches, 1, 4096);
     if (j.contains("interleave")) e.interleave = get_as<bool>(j["interleave"], "interleave");
     if (j.contains("verify")) e.verify = get_as<bool>(j["verify"], "verify");
-    if (j.contains("seed_timing_lines")) e.seed_timing_lines = get_as<bool>(j["seed_timing_lines"], "seed_timing_lines");
+    if (j.contains("seed_timing_lines"))
+      e.seed_timing_lines = get_as<bool>(j["seed_timing_lines"], "seed_timing_lines");
     if (j.contains("time_budget_s")) {
       e.time_budget_s = get_as<double>(j["time_budget_s"], "time_budget_s");
       if (e.time_budget_s < 0) throw ConfigError("time_budget_s", "must be >= 0");

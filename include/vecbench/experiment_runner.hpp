@@ -2,6 +2,7 @@
 // sequential reference, external peers) and builds the result JSON (schema_version 1).
 // Backend-agnostic: the caller supplies model factories and image sources.
 #pragma once
+#include <unistd.h>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -11,7 +12,6 @@
 #include <regex>
 #include <set>
 #include <sstream>
-#include <unistd.h>
 
 #include "vecbench/distributed_run.hpp"
 #include "vecbench/experiment.hpp"
@@ -35,7 +35,7 @@ struct ExperimentEnv {
   int input_size = 299;
   int cuda_devices = 0;
   nlohmann::json meta = nlohmann::json::object();  ///< the result's "meta" (argv, versions, model...)
-  fs::path work_dir = "results/.tmp";               ///< scratch space for written outputs
+  fs::path work_dir = "results/.tmp";              ///< scratch space for written outputs
   const std::atomic<bool>* stop = nullptr;
   std::ostream* log = &std::cerr;
   /// Several processes (MPI ranks or shards) share every run's inputs; null or one process: this
@@ -97,8 +97,11 @@ inline void summarize_into(nlohmann::json& run) {
   auto sum = [](const std::vector<double>& v) {
     const auto s = stats::summarize(v);
     auto num = [](double d) { return std::isnan(d) ? nlohmann::json(nullptr) : nlohmann::json(d); };
-    return nlohmann::json{{"median", num(s.median)}, {"min", num(s.min)}, {"max", num(s.max)},
-                          {"rel_spread", num(s.rel_spread)}, {"count", s.count}};
+    return nlohmann::json{{"median", num(s.median)},
+                          {"min", num(s.min)},
+                          {"max", num(s.max)},
+                          {"rel_spread", num(s.rel_spread)},
+                          {"count", s.count}};
   };
   std::vector<double> ips, wall;
   std::map<std::string, std::vector<double>> lat, stage;
@@ -165,8 +168,12 @@ inline nlohmann::json run_experiment(const Experiment& e, const ExperimentEnv& e
           for (int t : mx.threads)
             for (const auto& r : mx.resize) {
               PlannedRun p;
-              p.params = {{"strategy", s}, {"devices", d}, {"batch", b}, {"threads", t},
-                          {"resize", to_string(resolve_resize(r))}, {"input", source_for(resolve_resize(r)).kind()}};
+              p.params = {{"strategy", s},
+                          {"devices", d},
+                          {"batch", b},
+                          {"threads", t},
+                          {"resize", to_string(resolve_resize(r))},
+                          {"input", source_for(resolve_resize(r)).kind()}};
               p.id = detail::run_id(p.params);
               if (ids.insert(p.id).second) runs.push_back(std::move(p));
             }
@@ -312,8 +319,11 @@ inline nlohmann::json run_experiment(const Experiment& e, const ExperimentEnv& e
           nlohmann::json ed = nlohmann::json::array();
           const auto used = p.params["strategy"] == "sequential" ? std::vector<VirtualDevice>{devs[0]} : devs;
           for (const auto& d : used) ed.push_back({{"name", d.name()}, {"threads", d.threads}});
-          p.effective = {{"devices", ed}, {"decode_threads", e.decode_threads}, {"prefetch_batches", e.prefetch_batches},
-                         {"warmup_batches", e.warmup_batches}, {"batch", s.batch_size}};
+          p.effective = {{"devices", ed},
+                         {"decode_threads", e.decode_threads},
+                         {"prefetch_batches", e.prefetch_batches},
+                         {"warmup_batches", e.warmup_batches},
+                         {"batch", s.batch_size}};
           if (e.verify && is_reference_run(p.params) && !refs[rm]) refs[rm] = std::move(mem_p);
           if (e.verify) local_ver = verify_features(mem, reference(rm, mem));
         }
@@ -342,7 +352,8 @@ inline nlohmann::json run_experiment(const Experiment& e, const ExperimentEnv& e
         for (const auto& text : all) {
           const auto j = nlohmann::json::parse(text);
           if (!j["error"].get<std::string>().empty())
-            errors += (errors.empty() ? "" : "; ") + j["label"].get<std::string>() + ": " + j["error"].get<std::string>();
+            errors +=
+                (errors.empty() ? "" : "; ") + j["label"].get<std::string>() + ": " + j["error"].get<std::string>();
           parts.push_back(j["sample"]);
           lats.push_back(j["latencies"].get<std::vector<double>>());
           vers.push_back(j["verification"]);
@@ -356,11 +367,13 @@ inline nlohmann::json run_experiment(const Experiment& e, const ExperimentEnv& e
         p.ips.push_back(ips);
         if (rep == 0 && e.verify) p.verification = combine_verifications(vers);
       }
-      log << ips << " img/s" << (dist ? " (" + std::to_string(comm->size()) + " " + (talk ? "ranks" : "shards, this one") + ")" : "")
+      log << ips << " img/s"
+          << (dist ? " (" + std::to_string(comm->size()) + " " + (talk ? "ranks" : "shards, this one") + ")" : "")
           << "\n";
       if (e.seed_timing_lines)
-        std::printf("seed-style: %zu images vectorized in %.2f s (%.2f img/s) [%s on %s, batch %d]\n", images, wall, ips,
-                    p.params["strategy"].get<std::string>().c_str(), p.params["devices"].get<std::string>().c_str(), batch);
+        std::printf("seed-style: %zu images vectorized in %.2f s (%.2f img/s) [%s on %s, batch %d]\n", images, wall,
+                    ips, p.params["strategy"].get<std::string>().c_str(),
+                    p.params["devices"].get<std::string>().c_str(), batch);
     } catch (const std::exception& ex) {
       p.status = "error";
       p.reason = ex.what();
@@ -374,8 +387,10 @@ inline nlohmann::json run_experiment(const Experiment& e, const ExperimentEnv& e
   result["schema_version"] = 1;
   result["name"] = e.name;
   result["meta"] = env.meta;
-  nlohmann::json eff = {{"model_resize", to_string(env.model_resize)}, {"input_size", env.input_size},
-                        {"cores", hardware_cores()}, {"cuda_devices", env.cuda_devices}};
+  nlohmann::json eff = {{"model_resize", to_string(env.model_resize)},
+                        {"input_size", env.input_size},
+                        {"cores", hardware_cores()},
+                        {"cuda_devices", env.cuda_devices}};
   nlohmann::json expansions = nlohmann::json::object();
   std::set<std::string> specs;
   for (const auto& mx : e.matrices) specs.insert(mx.devices.begin(), mx.devices.end());
@@ -399,8 +414,13 @@ inline nlohmann::json run_experiment(const Experiment& e, const ExperimentEnv& e
       p.status = "skipped";
       p.reason = "no repetition ran";
     }
-    nlohmann::json r = {{"id", p.id}, {"params", p.params}, {"status", p.status}, {"reason", p.reason},
-                        {"effective", p.effective}, {"samples", p.samples}, {"verification", p.verification}};
+    nlohmann::json r = {{"id", p.id},
+                        {"params", p.params},
+                        {"status", p.status},
+                        {"reason", p.reason},
+                        {"effective", p.effective},
+                        {"samples", p.samples},
+                        {"verification", p.verification}};
     detail::summarize_into(r);
     result["runs"].push_back(r);
   }
@@ -411,13 +431,17 @@ inline nlohmann::json run_experiment(const Experiment& e, const ExperimentEnv& e
 inline std::string result_table(const nlohmann::json& result) {
   std::map<std::string, double> seq_best;  // batch/resize/input -> best sequential median
   auto key = [](const nlohmann::json& p) {
-    return p.value("batch", nlohmann::json(0)).dump() + "|" + p.value("resize", std::string()) + "|" + p.value("input", std::string());
+    return p.value("batch", nlohmann::json(0)).dump() + "|" + p.value("resize", std::string()) + "|" +
+           p.value("input", std::string());
   };
   for (const auto& r : result["runs"])
     if (r["params"].value("strategy", "") == "sequential" && r["summary"]["images_per_s"]["median"].is_number())
-      seq_best[key(r["params"])] = std::max(seq_best[key(r["params"])], r["summary"]["images_per_s"]["median"].get<double>());
-  std::string s = "| strategy | devices | batch | threads | resize | img/s (median) | spread | vs sequential | max rel diff | status |\n"
-                  "|---|---|---|---|---|---|---|---|---|---|\n";
+      seq_best[key(r["params"])] =
+          std::max(seq_best[key(r["params"])], r["summary"]["images_per_s"]["median"].get<double>());
+  std::string s =
+      "| strategy | devices | batch | threads | resize | img/s (median) | spread | vs sequential | max rel diff | "
+      "status |\n"
+      "|---|---|---|---|---|---|---|---|---|---|\n";
   char buf[512];
   for (const auto& r : result["runs"]) {
     const auto& p = r["params"];
@@ -429,9 +453,12 @@ inline std::string result_table(const nlohmann::json& result) {
     const double rel = r["verification"].is_object() ? r["verification"]["max_rel_diff"].get<double>() : NAN;
     std::snprintf(buf, sizeof buf, "| %s | %s | %s | %s | %s | %.2f | %.1f%% | %.2fx | %.1e | %s |\n",
                   p.value("strategy", "").c_str(), p.value("devices", "-").c_str(),
-                  p.contains("batch") ? p["batch"].dump().c_str() : "-", p.contains("threads") ? p["threads"].dump().c_str() : "-",
-                  p.value("resize", "-").c_str(), med, spread * 100, vs, rel,
-                  (r["status"].get<std::string>() + (r["reason"].get<std::string>().empty() ? "" : ": " + r["reason"].get<std::string>())).c_str());
+                  p.contains("batch") ? p["batch"].dump().c_str() : "-",
+                  p.contains("threads") ? p["threads"].dump().c_str() : "-", p.value("resize", "-").c_str(), med,
+                  spread * 100, vs, rel,
+                  (r["status"].get<std::string>() +
+                   (r["reason"].get<std::string>().empty() ? "" : ": " + r["reason"].get<std::string>()))
+                      .c_str());
     s += buf;
   }
   return s;

@@ -1,12 +1,12 @@
 // Atomic file writes (temp file + rename) and safe output names.
 #pragma once
+#include <unistd.h>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <system_error>
-#include <unistd.h>
 
 #include "vecbench/error.hpp"
 
@@ -20,13 +20,11 @@ namespace fs = std::filesystem;
 inline void atomic_write(const fs::path& path, const void* data, std::size_t size) {
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
-  const fs::path tmp = path.parent_path() /
-                       ("." + path.filename().string() + ".tmp." + std::to_string(::getpid()));
+  const fs::path tmp = path.parent_path() / ("." + path.filename().string() + ".tmp." + std::to_string(::getpid()));
   {
     std::FILE* f = std::fopen(tmp.c_str(), "wb");
     if (!f) throw IoError(tmp.string(), "cannot create file");
-    const bool ok = std::fwrite(data, 1, size, f) == size && std::fflush(f) == 0 &&
-                    ::fsync(::fileno(f)) == 0;
+    const bool ok = std::fwrite(data, 1, size, f) == size && std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
     std::fclose(f);
     if (!ok) {
       fs::remove(tmp, ec);
@@ -54,8 +52,7 @@ inline std::size_t remove_stale_temp_files(const fs::path& dir, double min_age_s
   for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator();
        it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (name.size() > 1 && name[0] == '.' && name.find(".tmp.") != std::string::npos &&
-        it->is_regular_file(ec)) {
+    if (name.size() > 1 && name[0] == '.' && name.find(".tmp.") != std::string::npos && it->is_regular_file(ec)) {
       if (min_age_s > 0) {
         const auto t = fs::last_write_time(it->path(), ec);
         if (ec || std::chrono::duration<double>(fs::file_time_type::clock::now() - t).count() < min_age_s) continue;

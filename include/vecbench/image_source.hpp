@@ -96,8 +96,8 @@ class PredecodedSource : public ImageSource {
 inline bool has_image_extension(const std::filesystem::path& p) {
   std::string e = p.extension().string();
   std::transform(e.begin(), e.end(), e.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  static const char* exts[] = {".jpg", ".jpeg", ".jpe", ".png", ".bmp", ".dib", ".tif", ".tiff", ".webp",
-                               ".pbm", ".pgm", ".ppm", ".pnm", ".jp2", ".sr", ".ras", ".exr", ".hdr", ".pic"};
+  static const char* exts[] = {".jpg", ".jpeg", ".jpe", ".png", ".bmp", ".dib", ".tif", ".tiff", ".webp", ".pbm",
+                               ".pgm", ".ppm",  ".pnm", ".jp2", ".sr",  ".ras", ".exr", ".hdr",  ".pic"};
   return std::any_of(std::begin(exts), std::end(exts), [&](const char* x) { return e == x; });
 }
 
@@ -123,7 +123,8 @@ inline ImageList collect_images(const std::filesystem::path& spec) {
     return list;
   }
   std::ifstream in(spec);
-  if (!in) throw InputError(spec.string(), fs::exists(spec, ec) ? "cannot read image list" : "no such file or directory");
+  if (!in)
+    throw InputError(spec.string(), fs::exists(spec, ec) ? "cannot read image list" : "no such file or directory");
   list.root = spec.parent_path();
   std::string line;
   while (std::getline(in, line)) {

@@ -32,8 +32,8 @@ inline fs::path cache_dir() {
 /// Makes (or finds in the cache) the set; returns its directory.
 inline fs::path generate_image_set(const ImageSetSpec::Generate& g) {
   auto sizes = g.sizes.empty() ? default_imagenet_sizes() : g.sizes;
-  std::string key = std::to_string(g.count) + "|" + std::to_string(g.seed) + "|" + g.from + "|" +
-                    std::to_string(g.jpeg_quality);
+  std::string key =
+      std::to_string(g.count) + "|" + std::to_string(g.seed) + "|" + g.from + "|" + std::to_string(g.jpeg_quality);
   for (auto& s : sizes) key += "|" + std::to_string(s.first) + "x" + std::to_string(s.second);
   for (auto& f : g.formats) key += "|" + f;
   char hex[17];

@@ -32,7 +32,8 @@ inline std::unique_ptr<ImageSource> make_source(const std::string& spec, const I
     const auto colon = rest.find(':');
     try {
       const std::size_t n = std::stoull(rest.substr(0, colon));
-      const auto seed = colon == std::string::npos ? 0u : static_cast<std::uint32_t>(std::stoul(rest.substr(colon + 1)));
+      const auto seed =
+          colon == std::string::npos ? 0u : static_cast<std::uint32_t>(std::stoul(rest.substr(colon + 1)));
       return std::make_unique<SyntheticSource>(n, seed);
     } catch (const std::logic_error&) {
       throw ConfigError("images", "bad synthetic spec '" + spec + "' (use synthetic:N or synthetic:N:SEED)");
@@ -46,8 +47,9 @@ inline std::unique_ptr<ImageSource> make_source(const std::string& spec, const I
   return std::make_unique<FileSource>(collect_images(spec), opt.resize, d);
 #else
   (void)opt;
-  throw ConfigError("images", "'" + spec + "': this vecbench was built without OpenCV, so it cannot decode image "
-                              "files; use a pre-decoded .npy or synthetic:N");
+  throw ConfigError("images", "'" + spec +
+                                  "': this vecbench was built without OpenCV, so it cannot decode image "
+                                  "files; use a pre-decoded .npy or synthetic:N");
 #endif
 }
 

@@ -50,11 +50,11 @@ inline bool natural_less(const std::string& a, const std::string& b) {
 
 /// What merge_manifests found.
 struct ManifestMerge {
-  std::size_t inputs = 0;   ///< lines written (one per input)
-  std::size_t ok = 0;       ///< of which "ok"
-  std::size_t errors = 0;   ///< of which "error" (no ok line for the input anywhere)
-  std::size_t lines = 0;    ///< manifest lines read
-  std::size_t dropped = 0;  ///< "ok" lines whose output or shard file is missing
+  std::size_t inputs = 0;       ///< lines written (one per input)
+  std::size_t ok = 0;           ///< of which "ok"
+  std::size_t errors = 0;       ///< of which "error" (no ok line for the input anywhere)
+  std::size_t lines = 0;        ///< manifest lines read
+  std::size_t dropped = 0;      ///< "ok" lines whose output or shard file is missing
   std::vector<fs::path> files;  ///< manifests read
 };
 
@@ -144,9 +144,8 @@ inline nlohmann::json rank_sample_json(const RunStats& st, int rep, int rank, co
   nlohmann::json j = run_stats_json(st, rep);
   if (count > 1)
     for (auto& d : j["devices"]) d["name"] = "r" + std::to_string(rank) + "/" + d["name"].get<std::string>();
-  nlohmann::json e = {{"rank", rank},           {"host", host},
-                      {"images", j["images"]},  {"failed", j["failed"]},
-                      {"wall_s", j["wall_s"]},  {"images_per_s", j["images_per_s"]},
+  nlohmann::json e = {{"rank", rank},           {"host", host},          {"images", j["images"]},
+                      {"failed", j["failed"]},  {"wall_s", j["wall_s"]}, {"images_per_s", j["images_per_s"]},
                       {"setup_s", j["setup_s"]}};
   if (chunks >= 0) e["chunks"] = chunks;
   j["ranks"] = {{"count", count}, {"distribution", distribution}, {"per_rank", nlohmann::json::array({e})}};
@@ -166,8 +165,7 @@ inline nlohmann::json combine_samples(const std::vector<nlohmann::json>& parts,
   double wall = 0, setup = 0;
   std::int64_t images = 0, failed = 0, rss = 0, count = 0;
   std::map<std::string, double> stages;
-  nlohmann::json devices = nlohmann::json::array(), per_rank = nlohmann::json::array(),
-                 queue = nlohmann::json::array();
+  nlohmann::json devices = nlohmann::json::array(), per_rank = nlohmann::json::array(), queue = nlohmann::json::array();
   std::map<std::string, double> lat_max;
   std::string distribution;
   for (std::size_t i = 0; i < parts.size(); ++i) {
@@ -257,8 +255,8 @@ inline nlohmann::json combine_verifications(const std::vector<nlohmann::json>& v
 /// becomes one sample combined as combine_samples does. A run is "error" when it is in error in
 /// any file, "skipped" when skipped in any or missing from one. `names` name the files in
 /// reasons and in meta.merged_from. The result is checked against the result schema.
-inline nlohmann::json merge_result_files(const std::vector<nlohmann::json>& files, const std::vector<std::string>& names,
-                                         std::ostream* log = nullptr) {
+inline nlohmann::json merge_result_files(const std::vector<nlohmann::json>& files,
+                                         const std::vector<std::string>& names, std::ostream* log = nullptr) {
   if (files.empty()) throw ConfigError("merge --results", "no result files given");
   auto name_of = [&](std::size_t i) { return i < names.size() ? names[i] : "file " + std::to_string(i); };
   for (std::size_t i = 0; i < files.size(); ++i) (void)result_from_json(files[i], name_of(i));  // each is well-formed
@@ -295,7 +293,10 @@ inline nlohmann::json merge_result_files(const std::vector<nlohmann::json>& file
     const nlohmann::json* base = nullptr;
     for (auto* r : runs)
       if (r && !base) base = r;
-    nlohmann::json run = {{"id", id}, {"params", (*base)["params"]}, {"status", "ok"}, {"reason", ""},
+    nlohmann::json run = {{"id", id},
+                          {"params", (*base)["params"]},
+                          {"status", "ok"},
+                          {"reason", ""},
                           {"effective", base->value("effective", nlohmann::json::object())},
                           {"samples", nlohmann::json::array()}};
     std::string errors, skips;
@@ -333,7 +334,8 @@ inline nlohmann::json merge_result_files(const std::vector<nlohmann::json>& file
         }
         nlohmann::json part = *found;
         if (!part.contains("ranks")) {
-          part["ranks"] = {{"count", files.size()}, {"distribution", "shards"},
+          part["ranks"] = {{"count", files.size()},
+                           {"distribution", "shards"},
                            {"per_rank", nlohmann::json::array({{{"rank", i},
                                                                 {"host", files[i]["meta"].value("host", "")},
                                                                 {"images", part.value("images", 0)},
@@ -356,7 +358,8 @@ inline nlohmann::json merge_result_files(const std::vector<nlohmann::json>& file
       if (r && r->contains("verification")) vs.push_back((*r)["verification"]);
     }
     run["verification"] = every ? combine_verifications(vs) : nlohmann::json(nullptr);
-    const nlohmann::json empty = {{"median", nullptr}, {"min", nullptr}, {"max", nullptr}, {"rel_spread", nullptr}, {"count", 0}};
+    const nlohmann::json empty = {
+        {"median", nullptr}, {"min", nullptr}, {"max", nullptr}, {"rel_spread", nullptr}, {"count", 0}};
     run["summary"] = {{"images_per_s", empty}, {"wall_s", empty}};
     out["runs"].push_back(run);
   }
@@ -398,7 +401,8 @@ inline int merge_command(const std::vector<std::string>& dirs, const std::vector
     if (m.dropped) info << "; " << m.dropped << " ok lines dropped: their output is missing";
     info << "\n";
   };
-  if (dirs.empty() && out.empty()) throw ConfigError("merge", "give output directories (or --out DIR, or --results FILES --out FILE)");
+  if (dirs.empty() && out.empty())
+    throw ConfigError("merge", "give output directories (or --out DIR, or --results FILES --out FILE)");
   if (!out.empty() && !dirs.empty()) {
     std::vector<fs::path> v(dirs.begin(), dirs.end());
     std::error_code ec;

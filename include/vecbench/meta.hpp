@@ -1,11 +1,11 @@
 // Result metadata: where and with what a result was measured.
 #pragma once
+#include <unistd.h>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
 #include <string>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -52,7 +52,8 @@ inline std::string shell_output(const std::string& cmd) {
 
 /// Whether the source tree has uncommitted changes (null if git or the tree is not there).
 inline nlohmann::json git_dirty(const std::string& source_dir) {
-  std::FILE* f = ::popen(("git -C '" + source_dir + "' status --porcelain --untracked-files=no 2>/dev/null").c_str(), "r");
+  std::FILE* f =
+      ::popen(("git -C '" + source_dir + "' status --porcelain --untracked-files=no 2>/dev/null").c_str(), "r");
   if (!f) return nullptr;
   std::string out;
   char buf[256];

@@ -15,15 +15,13 @@ namespace vecbench {
 
 using Clock = std::chrono::steady_clock;
 
-inline double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 /// Pipeline stages, in data-flow order.
 enum class Stage { read, decode, resize, assemble, h2d, forward, d2h, write };
 inline constexpr std::size_t kStageCount = 8;
-inline constexpr std::array<const char*, kStageCount> kStageNames = {
-    "read", "decode", "resize", "assemble", "h2d", "forward", "d2h", "write"};
+inline constexpr std::array<const char*, kStageCount> kStageNames = {"read", "decode",  "resize", "assemble",
+                                                                     "h2d",  "forward", "d2h",    "write"};
 
 /// Seconds per stage, summed over images (and threads: totals can exceed wall time).
 struct StageTimes {
@@ -61,8 +59,8 @@ struct DeviceStats {
 
 /// Snapshot of a finished run.
 struct RunStats {
-  double wall_s = 0.0;                 ///< from all replicas ready to last result delivered
-  double setup_s = 0.0;                ///< model loading and warm-up before the clock starts
+  double wall_s = 0.0;   ///< from all replicas ready to last result delivered
+  double setup_s = 0.0;  ///< model loading and warm-up before the clock starts
   std::size_t images_ok = 0;
   std::size_t images_failed = 0;
   StageTimes stages;

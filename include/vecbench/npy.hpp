@@ -19,9 +19,7 @@ struct Array {
   std::string descr;
   std::vector<std::size_t> shape;
   std::vector<std::uint8_t> data;
-  std::size_t count() const {
-    return std::accumulate(shape.begin(), shape.end(), std::size_t{1}, std::multiplies<>());
-  }
+  std::size_t count() const { return std::accumulate(shape.begin(), shape.end(), std::size_t{1}, std::multiplies<>()); }
 };
 
 namespace detail {
@@ -47,8 +45,8 @@ inline std::string header(const std::string& descr, const std::vector<std::size_
 }  // namespace detail
 
 /// Serializes an array to .npy bytes.
-inline std::string to_bytes(const std::string& descr, const std::vector<std::size_t>& shape,
-                            const void* data, std::size_t nbytes) {
+inline std::string to_bytes(const std::string& descr, const std::vector<std::size_t>& shape, const void* data,
+                            std::size_t nbytes) {
   std::string out = detail::header(descr, shape);
   out.append(static_cast<const char*>(data), nbytes);
   return out;
@@ -69,8 +67,7 @@ inline void save_u8(const fs::path& path, const std::uint8_t* data, const std::v
 /// Parses the header of an .npy file; leaves `in` at the first data byte.
 inline Array read_header(std::istream& in, const std::string& name) {
   char magic[8];
-  if (!in.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0)
-    throw IoError(name, "not a .npy file (bad magic)");
+  if (!in.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0) throw IoError(name, "not a .npy file (bad magic)");
   std::size_t hlen = 0;
   if (magic[6] == 1) {
     unsigned char b[2];

@@ -60,10 +60,8 @@ inline const RunResult* best_sequential_run(const ResultFile& f, const RunResult
       continue;
     bool same = true;
     for (const char* k : {"batch", "resize", "input"})
-      same = same &&
-             (!run.params.contains(k) || param_string(s.params, k) == param_string(run.params, k));
-    if (same && (!best || s.summary.images_per_s.median > best->summary.images_per_s.median))
-      best = &s;
+      same = same && (!run.params.contains(k) || param_string(s.params, k) == param_string(run.params, k));
+    if (same && (!best || s.summary.images_per_s.median > best->summary.images_per_s.median)) best = &s;
   }
   return best;
 }
@@ -89,8 +87,7 @@ inline std::string config_text(const std::string& id) {
   std::string out, word;
   std::istringstream in(id);
   while (in >> word)
-    if (word.rfind("strategy=", 0) != 0 && word.rfind("devices=", 0) != 0)
-      out += (out.empty() ? "" : " ") + word;
+    if (word.rfind("strategy=", 0) != 0 && word.rfind("devices=", 0) != 0) out += (out.empty() ? "" : " ") + word;
   return out;
 }
 inline std::string json_text(const json& j, const char* key) {
@@ -102,21 +99,18 @@ inline std::string meta_markdown(const ResultFile& f) {
   const Meta& m = f.meta;
   std::string gpus;
   for (const GpuInfo& g : m.gpus)
-    gpus += (gpus.empty() ? "" : ", ") + g.name + " (" +
-            rep_fmt("%.1f", g.memory_bytes / 1073741824.0) + " GiB)";
-  std::string versions = "vecbench " + m.vecbench_version + " (git " + m.git_sha +
-                         (m.git_dirty ? ", dirty" : "") + ")";
-  for (const auto& it : m.versions.items())
-    versions += ", " + it.key() + " " + json_text(m.versions, it.key().c_str());
+    gpus += (gpus.empty() ? "" : ", ") + g.name + " (" + rep_fmt("%.1f", g.memory_bytes / 1073741824.0) + " GiB)";
+  std::string versions = "vecbench " + m.vecbench_version + " (git " + m.git_sha + (m.git_dirty ? ", dirty" : "") + ")";
+  for (const auto& it : m.versions.items()) versions += ", " + it.key() + " " + json_text(m.versions, it.key().c_str());
   std::string argv;
   for (const auto& a : m.argv) argv += (argv.empty() ? "" : " ") + a;
   std::string sha = json_text(m.model, "weight_sha256");
   if (sha.size() > 12) sha = sha.substr(0, 12) + "...";
   return "- date: " + m.date_utc + "; host: `" + m.host + "`; CPU: " + m.cpu_model + " (" +
          std::to_string(m.cpu_cores) + " cores); GPUs: " + (gpus.empty() ? "none" : gpus) + "\n" +
-         "- versions: " + versions + "\n" + "- model: arch " + json_text(m.model, "arch") +
-         ", weights " + json_text(m.model, "weight_source") + " (sha256 " + sha + "), path `" +
-         json_text(m.model, "path") + "`\n" + (argv.empty() ? "" : "- command: `" + argv + "`\n");
+         "- versions: " + versions + "\n" + "- model: arch " + json_text(m.model, "arch") + ", weights " +
+         json_text(m.model, "weight_source") + " (sha256 " + sha + "), path `" + json_text(m.model, "path") + "`\n" +
+         (argv.empty() ? "" : "- command: `" + argv + "`\n");
 }
 
 inline std::string verification_text(const RunResult& r) {
@@ -129,8 +123,7 @@ inline std::string verification_text(const RunResult& r) {
 inline std::string scaling_markdown(const ResultFile& f) {
   std::vector<std::string> strategies = {"sequential"};
   for (const RunResult& r : f.runs)
-    if (std::find(strategies.begin(), strategies.end(), param_string(r.params, "strategy")) ==
-        strategies.end())
+    if (std::find(strategies.begin(), strategies.end(), param_string(r.params, "strategy")) == strategies.end())
       strategies.push_back(param_string(r.params, "strategy"));
   std::vector<const RunResult*> refs;  // sequential references, labelled S1, S2, ...
   std::string md;
@@ -140,11 +133,9 @@ inline std::string scaling_markdown(const ResultFile& f) {
       if (param_string(r.params, "strategy") == strategy) runs.push_back(&r);
     if (runs.empty()) continue;
     std::stable_sort(runs.begin(), runs.end(), [](const RunResult* a, const RunResult* b) {
-      return device_count(a->params.value("devices", json())) <
-             device_count(b->params.value("devices", json()));
+      return device_count(a->params.value("devices", json())) < device_count(b->params.value("devices", json()));
     });
-    md += "### Scaling: `" + (strategy.empty() ? std::string("(no strategy)") : strategy) +
-          "`\n\n" +
+    md += "### Scaling: `" + (strategy.empty() ? std::string("(no strategy)") : strategy) + "`\n\n" +
           "| devices | config | img/s median (min-max) | speedup | vs | efficiency | verification "
           "| status |\n"
           "|---:|---|---:|---:|---|---:|---|---|\n";
@@ -160,16 +151,13 @@ inline std::string scaling_markdown(const ResultFile& f) {
         speedup = rep_fmt("%.2fx", x);
         if (n > 0) eff = rep_fmt("%.2f", x / n);
       }
-      md +=
-          "| " + (n > 0 ? std::to_string(n) : "?") + " (" +
-          md_cell(param_string(r->params, "devices")) + ") | " + md_cell(config_text(r->id)) +
-          " | " +
-          (r->status == RunStatus::ok ? rep_fmt("%.2f", t.median) + " (" + rep_fmt("%.2f", t.min) +
-                                            "-" + rep_fmt("%.2f", t.max) + ")"
-                                      : "n/a") +
-          " | " + speedup + " | " + vs + " | " + eff + " | " + md_cell(verification_text(*r)) +
-          " | " + to_string(r->status) + (r->reason.empty() ? "" : ": " + md_cell(r->reason)) +
-          " |\n";
+      md += "| " + (n > 0 ? std::to_string(n) : "?") + " (" + md_cell(param_string(r->params, "devices")) + ") | " +
+            md_cell(config_text(r->id)) + " | " +
+            (r->status == RunStatus::ok
+                 ? rep_fmt("%.2f", t.median) + " (" + rep_fmt("%.2f", t.min) + "-" + rep_fmt("%.2f", t.max) + ")"
+                 : "n/a") +
+            " | " + speedup + " | " + vs + " | " + eff + " | " + md_cell(verification_text(*r)) + " | " +
+            to_string(r->status) + (r->reason.empty() ? "" : ": " + md_cell(r->reason)) + " |\n";
     }
     md += "\n";
   }
@@ -205,9 +193,7 @@ inline std::string stages_markdown(const ResultFile& f) {
     md += "| `" + md_cell(r.id) + "` |";
     for (const auto& s : stages) {
       const auto it = r.summary.stage_s_per_image.find(s);
-      md += " " +
-            (it == r.summary.stage_s_per_image.end() ? std::string("n/a")
-                                                     : rep_fmt("%.2f", 1e3 * it->second)) +
+      md += " " + (it == r.summary.stage_s_per_image.end() ? std::string("n/a") : rep_fmt("%.2f", 1e3 * it->second)) +
             " |";
       if (it != r.summary.stage_s_per_image.end()) total += 1e3 * it->second;
     }
@@ -239,8 +225,7 @@ inline std::string run_plot_script(const std::string& python, const std::string&
     std::string line, last;
     while (std::getline(log, line))
       if (!line.empty()) last = line;
-    return python + " " + plot_script + " failed (exit " +
-           std::to_string(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1) +
+    return python + " " + plot_script + " failed (exit " + std::to_string(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1) +
            "): " + (last.empty() ? "no output" : last);
   }
   for (const auto& p : pngs)
@@ -250,12 +235,11 @@ inline std::string run_plot_script(const std::string& python, const std::string&
 
 /// The text of report.md; `plots_note` is "" when the PNGs exist in the same directory, else the
 /// reason they were skipped.
-inline std::string report_markdown(const std::vector<ResultFile>& results,
-                                   const std::string& plots_note) {
+inline std::string report_markdown(const std::vector<ResultFile>& results, const std::string& plots_note) {
   std::string md = "# vecbench report\n\n";
   for (const ResultFile& f : results)
-    md += "- `" + f.name + "`: " + std::to_string(f.runs.size()) + " runs on `" + f.meta.host +
-          "`, " + f.meta.date_utc + "\n";
+    md += "- `" + f.name + "`: " + std::to_string(f.runs.size()) + " runs on `" + f.meta.host + "`, " +
+          f.meta.date_utc + "\n";
   md += "\n## Plots\n\n";
   md += plots_note.empty() ? "![Throughput vs devices](throughput_vs_devices.png)\n\n![Stage time "
                              "per image](stage_times.png)\n\n"
@@ -269,9 +253,8 @@ inline std::string report_markdown(const std::vector<ResultFile>& results,
 /// Writes out_dir/report.md for `results`, with the plot data (out_dir/plot_data/*.json) and the
 /// plots throughput_vs_devices.png and stage_times.png made by `python plot_script`. A missing
 /// python or matplotlib skips the plots (the report says why); it is not an error.
-inline void write_report(const std::vector<ResultFile>& results,
-                         const std::filesystem::path& out_dir, const std::string& python,
-                         const std::string& plot_script) {
+inline void write_report(const std::vector<ResultFile>& results, const std::filesystem::path& out_dir,
+                         const std::string& python, const std::string& plot_script) {
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   if (ec) throw IoError(out_dir.string(), "cannot create the report directory: " + ec.message());
@@ -286,8 +269,7 @@ inline void write_report(const std::vector<ResultFile>& results,
     files.push_back(out_dir / "plot_data" / (std::to_string(i) + "_" + safe + ".json"));
     save_result(files.back(), rs[i]);
   }
-  const std::string note =
-      rs.empty() ? "no result files" : run_plot_script(python, plot_script, files, out_dir);
+  const std::string note = rs.empty() ? "no result files" : run_plot_script(python, plot_script, files, out_dir);
   atomic_write(out_dir / "report.md", report_markdown(rs, note));
 }
 

@@ -35,8 +35,8 @@ inline std::vector<Tap> resize_taps(int in, int out, ResizeMode mode) {
   std::vector<Tap> taps(static_cast<std::size_t>(out));
   const float scale = static_cast<float>(in) / static_cast<float>(out);
   for (int i = 0; i < out; ++i) {
-    float src = mode == ResizeMode::tf_legacy ? static_cast<float>(i) * scale
-                                              : (static_cast<float>(i) + 0.5f) * scale - 0.5f;
+    float src =
+        mode == ResizeMode::tf_legacy ? static_cast<float>(i) * scale : (static_cast<float>(i) + 0.5f) * scale - 0.5f;
     if (src < 0.0f) src = 0.0f;
     const float f = std::floor(src);
     const int lo = std::min(static_cast<int>(f), in - 1);
@@ -49,8 +49,8 @@ inline std::vector<Tap> resize_taps(int in, int out, ResizeMode mode) {
 /// Resizes an interleaved RGB uint8 image (h x w, `row_stride` bytes per row) to out x out and
 /// writes it planar (CHW) as float 0..255 into `dst` (3*out*out floats). Interpolates in float:
 /// top = tl + (tr - tl) * fx; bottom = bl + (br - bl) * fx; value = top + (bottom - top) * fy.
-inline void resize_rgb_to_chw(const std::uint8_t* src, int h, int w, std::size_t row_stride, int out,
-                              ResizeMode mode, float* dst) {
+inline void resize_rgb_to_chw(const std::uint8_t* src, int h, int w, std::size_t row_stride, int out, ResizeMode mode,
+                              float* dst) {
   if (h <= 0 || w <= 0) throw Error("resize: empty image");
   const std::size_t plane = static_cast<std::size_t>(out) * static_cast<std::size_t>(out);
   if (h == out && w == out) {  // identity in both modes: just convert

@@ -84,24 +84,24 @@ struct RankSample {
 
 /// How the ranks of a multi-process run (MPI ranks or shards) shared one repetition.
 struct RanksInfo {
-  std::int64_t count = 0;            ///< ranks (or shards) of the job
-  std::string distribution;          ///< "static", "dynamic" or "shards" (optional)
+  std::int64_t count = 0;                    ///< ranks (or shards) of the job
+  std::string distribution;                  ///< "static", "dynamic" or "shards" (optional)
   std::optional<double> scaling_efficiency;  ///< images_per_s / sum of per_rank images_per_s (optional)
-  std::vector<RankSample> per_rank;  ///< one per rank whose figures are in the sample
+  std::vector<RankSample> per_rank;          ///< one per rank whose figures are in the sample
 };
 
 /// One timed repetition of a run.
 struct Sample {
-  std::int64_t rep = 0;                      ///< repetition index, 0-based (pairs reps across runs)
-  std::int64_t images = 0;                   ///< images vectorized successfully
-  std::int64_t failed = 0;                   ///< images that failed (optional, default 0)
-  double wall_s = 0.0;                       ///< wall-clock time of the repetition, seconds
-  double images_per_s = 0.0;                 ///< images / wall_s
-  std::map<std::string, double> stage_s;     ///< seconds per stage, summed over threads (optional)
-  std::map<std::string, double> latency_ms;  ///< "p50"/"p90"/"p99" latency, ms (optional)
-  std::vector<DeviceSample> devices;         ///< per-device counters (optional)
+  std::int64_t rep = 0;                                ///< repetition index, 0-based (pairs reps across runs)
+  std::int64_t images = 0;                             ///< images vectorized successfully
+  std::int64_t failed = 0;                             ///< images that failed (optional, default 0)
+  double wall_s = 0.0;                                 ///< wall-clock time of the repetition, seconds
+  double images_per_s = 0.0;                           ///< images / wall_s
+  std::map<std::string, double> stage_s;               ///< seconds per stage, summed over threads (optional)
+  std::map<std::string, double> latency_ms;            ///< "p50"/"p90"/"p99" latency, ms (optional)
+  std::vector<DeviceSample> devices;                   ///< per-device counters (optional)
   std::vector<std::pair<double, double>> queue_depth;  ///< (t_s since start, depth) (optional)
-  std::int64_t peak_rss_bytes = 0;  ///< process peak resident memory, bytes (0 = unknown)
+  std::int64_t peak_rss_bytes = 0;                     ///< process peak resident memory, bytes (0 = unknown)
   double setup_s = 0.0;  ///< model loading and warm-up before the clock started, s (optional)
   /// Multi-process runs: every rank's figures; the sample's own are totals, with wall_s the
   /// slowest rank's (optional; absent for one process).
@@ -133,13 +133,13 @@ inline const char* to_string(RunStatus s) {
 
 /// One point of the experiment's parameter grid.
 struct RunResult {
-  std::string id;                    ///< "key=value ..." of params; unique within a file
-  json params = json::object();      ///< parameter name -> string or number (extra keys allowed)
-  RunStatus status = RunStatus::ok;  ///< ok, skipped or error
-  std::string reason;                ///< why skipped/error; non-empty unless ok
-  json effective = json::object();   ///< free-form: devices, threads ... as actually used
-  std::vector<Sample> samples;       ///< one per repetition (empty when skipped)
-  RunSummary summary;                ///< see summarize_run
+  std::string id;                            ///< "key=value ..." of params; unique within a file
+  json params = json::object();              ///< parameter name -> string or number (extra keys allowed)
+  RunStatus status = RunStatus::ok;          ///< ok, skipped or error
+  std::string reason;                        ///< why skipped/error; non-empty unless ok
+  json effective = json::object();           ///< free-form: devices, threads ... as actually used
+  std::vector<Sample> samples;               ///< one per repetition (empty when skipped)
+  RunSummary summary;                        ///< see summarize_run
   std::optional<Verification> verification;  ///< null when not verified
 };
 
@@ -191,9 +191,7 @@ inline json summary_to_json(const stats::Summary& s) {
           {"rel_spread", s.rel_spread},
           {"count", s.count}};  // NaN is written as null
 }
-inline void to_json(json& j, const GpuInfo& g) {
-  j = {{"name", g.name}, {"memory_bytes", g.memory_bytes}};
-}
+inline void to_json(json& j, const GpuInfo& g) { j = {{"name", g.name}, {"memory_bytes", g.memory_bytes}}; }
 inline void to_json(json& j, const Meta& m) {
   j = m.extra.is_object() ? m.extra : json::object();
   j.update({{"argv", m.argv},
@@ -217,8 +215,9 @@ inline void to_json(json& j, const DeviceSample& d) {
        {"busy_s", d.busy_s}};
 }
 inline void to_json(json& j, const RankSample& r) {
-  j = {{"rank", r.rank},     {"host", r.host},     {"images", r.images},   {"failed", r.failed},
-       {"wall_s", r.wall_s}, {"images_per_s", r.images_per_s}, {"setup_s", r.setup_s}};
+  j = {{"rank", r.rank},      {"host", r.host},     {"images", r.images},
+       {"failed", r.failed},  {"wall_s", r.wall_s}, {"images_per_s", r.images_per_s},
+       {"setup_s", r.setup_s}};
   if (r.chunks >= 0) j["chunks"] = r.chunks;
 }
 inline void to_json(json& j, const RanksInfo& r) {
@@ -277,22 +276,15 @@ struct ResultReader {
     throw ResultFormatError(file, key, cause);
   }
   [[noreturn]] void expected(const std::string& p, const char* what, const json& v) const {
-    fail(p,
-         std::string("expected ") + what + ", got " + (v.is_number() ? v.dump() : v.type_name()));
+    fail(p, std::string("expected ") + what + ", got " + (v.is_number() ? v.dump() : v.type_name()));
   }
-  static std::string at(const std::string& p, const std::string& k) {
-    return p.empty() ? k : p + "." + k;
-  }
-  static std::string at(const std::string& p, std::size_t i) {
-    return p + "[" + std::to_string(i) + "]";
-  }
+  static std::string at(const std::string& p, const std::string& k) { return p.empty() ? k : p + "." + k; }
+  static std::string at(const std::string& p, std::size_t i) { return p + "[" + std::to_string(i) + "]"; }
   /// Checks `j` is an object; with `allowed` given, rejects keys not in it.
-  void object(const json& j, const std::string& p,
-              std::initializer_list<const char*> allowed = {}) const {
+  void object(const json& j, const std::string& p, std::initializer_list<const char*> allowed = {}) const {
     if (!j.is_object()) expected(p, "an object", j);
     for (const auto& it : j.items())
-      if (allowed.size() && std::none_of(allowed.begin(), allowed.end(),
-                                         [&](const char* a) { return it.key() == a; }))
+      if (allowed.size() && std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return it.key() == a; }))
         fail(at(p, it.key()), "unknown key (not in result schema_version 1)");
   }
   const json& array(const json& j, const std::string& p) const {
@@ -347,16 +339,15 @@ struct ResultReader {
   /// field() for each ("key", member) pair; `req` says whether they are required.
   void fields(bool, const json&, const std::string&) const {}
   template <class T, class... Rest>
-  void fields(bool req, const json& j, const std::string& p, const char* k, T& o,
-              Rest&&... rest) const {
+  void fields(bool req, const json& j, const std::string& p, const char* k, T& o, Rest&&... rest) const {
     field(j, p, k, o, req);
     fields(req, j, p, std::forward<Rest>(rest)...);
   }
   void read(const json& v, const std::string& p, stats::Summary& o) const {
     object(v, p, {"median", "min", "max", "rel_spread", "count"});
     using Key = std::pair<const char*, double*>;
-    for (auto [k, d] : {Key{"median", &o.median}, Key{"min", &o.min}, Key{"max", &o.max},
-                        Key{"rel_spread", &o.rel_spread}}) {
+    for (auto [k, d] :
+         {Key{"median", &o.median}, Key{"min", &o.min}, Key{"max", &o.max}, Key{"rel_spread", &o.rel_spread}}) {
       if (v.contains(k) && v[k].is_null())
         *d = std::nan("");  // NaN is stored as null
       else
@@ -373,33 +364,28 @@ struct ResultReader {
   }
   void read(const json& v, const std::string& p, DeviceSample& o) const {
     object(v, p, {"name", "images", "busy_fraction", "peak_memory_bytes", "batches", "busy_s"});
-    fields(true, v, p, "name", o.name, "images", o.images, "busy_fraction", o.busy_fraction,
-           "peak_memory_bytes", o.peak_memory_bytes);
+    fields(true, v, p, "name", o.name, "images", o.images, "busy_fraction", o.busy_fraction, "peak_memory_bytes",
+           o.peak_memory_bytes);
     fields(false, v, p, "batches", o.batches, "busy_s", o.busy_s);
   }
   void read(const json& v, const std::string& p, RankSample& o) const {
     object(v, p, {"rank", "host", "images", "failed", "wall_s", "images_per_s", "setup_s", "chunks"});
-    fields(true, v, p, "rank", o.rank, "images", o.images, "wall_s", o.wall_s, "images_per_s",
-           o.images_per_s);
-    fields(false, v, p, "host", o.host, "failed", o.failed, "setup_s", o.setup_s, "chunks",
-           o.chunks);
+    fields(true, v, p, "rank", o.rank, "images", o.images, "wall_s", o.wall_s, "images_per_s", o.images_per_s);
+    fields(false, v, p, "host", o.host, "failed", o.failed, "setup_s", o.setup_s, "chunks", o.chunks);
   }
   void read(const json& v, const std::string& p, RanksInfo& o) const {
     object(v, p, {"count", "distribution", "scaling_efficiency", "per_rank"});
     fields(true, v, p, "count", o.count, "per_rank", o.per_rank);
     fields(false, v, p, "distribution", o.distribution);
-    if (v.contains("scaling_efficiency"))
-      field(v, p, "scaling_efficiency", o.scaling_efficiency.emplace());
+    if (v.contains("scaling_efficiency")) field(v, p, "scaling_efficiency", o.scaling_efficiency.emplace());
   }
   void read(const json& v, const std::string& p, Sample& o) const {
     object(v, p,
-           {"rep", "images", "failed", "wall_s", "images_per_s", "stage_s", "latency_ms", "devices",
-            "queue_depth", "peak_rss_bytes", "setup_s", "ranks"});
-    fields(true, v, p, "rep", o.rep, "images", o.images, "wall_s", o.wall_s, "images_per_s",
-           o.images_per_s);
-    fields(false, v, p, "failed", o.failed, "stage_s", o.stage_s, "latency_ms", o.latency_ms,
-           "devices", o.devices, "queue_depth", o.queue_depth, "peak_rss_bytes", o.peak_rss_bytes,
-           "setup_s", o.setup_s);
+           {"rep", "images", "failed", "wall_s", "images_per_s", "stage_s", "latency_ms", "devices", "queue_depth",
+            "peak_rss_bytes", "setup_s", "ranks"});
+    fields(true, v, p, "rep", o.rep, "images", o.images, "wall_s", o.wall_s, "images_per_s", o.images_per_s);
+    fields(false, v, p, "failed", o.failed, "stage_s", o.stage_s, "latency_ms", o.latency_ms, "devices", o.devices,
+           "queue_depth", o.queue_depth, "peak_rss_bytes", o.peak_rss_bytes, "setup_s", o.setup_s);
     if (v.contains("ranks")) field(v, p, "ranks", o.ranks.emplace());
   }
   void read(const json& v, const std::string& p, RunSummary& o) const {
@@ -409,12 +395,11 @@ struct ResultReader {
   }
   void read(const json& v, const std::string& p, Verification& o) const {
     object(v, p, {"reference", "compared_images", "max_abs_diff", "max_rel_diff"});
-    fields(true, v, p, "reference", o.reference, "compared_images", o.compared_images,
-           "max_abs_diff", o.max_abs_diff, "max_rel_diff", o.max_rel_diff);
+    fields(true, v, p, "reference", o.reference, "compared_images", o.compared_images, "max_abs_diff", o.max_abs_diff,
+           "max_rel_diff", o.max_rel_diff);
   }
   void read(const json& v, const std::string& p, RunResult& o) const {
-    object(v, p,
-           {"id", "params", "status", "reason", "effective", "samples", "summary", "verification"});
+    object(v, p, {"id", "params", "status", "reason", "effective", "samples", "summary", "verification"});
     field(v, p, "id", o.id);
     if (o.id.empty()) fail(at(p, "id"), "must not be empty");
     object(o.params = sub(v, p, "params"), at(p, "params"));
@@ -424,14 +409,11 @@ struct ResultReader {
     std::string st;
     field(v, p, "status", st);
     if (st == "ok" || st == "skipped" || st == "error")
-      o.status = st == "ok"        ? RunStatus::ok
-                 : st == "skipped" ? RunStatus::skipped
-                                   : RunStatus::error;
+      o.status = st == "ok" ? RunStatus::ok : st == "skipped" ? RunStatus::skipped : RunStatus::error;
     else
       fail(at(p, "status"), "'" + st + "' is not one of ok, skipped, error");
     field(v, p, "reason", o.reason, false);
-    if (o.status != RunStatus::ok && o.reason.empty())
-      fail(at(p, "reason"), "must say why the run is " + st);
+    if (o.status != RunStatus::ok && o.reason.empty()) fail(at(p, "reason"), "must say why the run is " + st);
     if (v.contains("effective")) object(o.effective = v["effective"], at(p, "effective"));
     field(v, p, "samples", o.samples);
     field(v, p, "summary", o.summary);
@@ -441,11 +423,11 @@ struct ResultReader {
   void read(const json& v, const std::string& p, Meta& o) const {
     object(v, p);
     o.extra = v;
-    for (const char* k : {"argv", "vecbench_version", "git_sha", "git_dirty", "date_utc", "host",
-                          "cpu_model", "cpu_cores", "gpus", "versions", "model"})
+    for (const char* k : {"argv", "vecbench_version", "git_sha", "git_dirty", "date_utc", "host", "cpu_model",
+                          "cpu_cores", "gpus", "versions", "model"})
       o.extra.erase(k);
-    fields(true, v, p, "vecbench_version", o.vecbench_version, "git_sha", o.git_sha, "date_utc",
-           o.date_utc, "host", o.host, "cpu_model", o.cpu_model, "cpu_cores", o.cpu_cores);
+    fields(true, v, p, "vecbench_version", o.vecbench_version, "git_sha", o.git_sha, "date_utc", o.date_utc, "host",
+           o.host, "cpu_model", o.cpu_model, "cpu_cores", o.cpu_cores);
     fields(false, v, p, "argv", o.argv, "git_dirty", o.git_dirty, "gpus", o.gpus);
     if (v.contains("versions")) object(o.versions = v["versions"], at(p, "versions"));
     for (const auto& it : o.versions.items())
@@ -461,8 +443,7 @@ struct ResultReader {
 inline ResultFile result_from_json(const json& j, const std::string& source = "<json>") {
   const detail::ResultReader r{source};
   r.object(j, "", {"schema_version", "name", "meta", "config", "runs"});
-  if (!j.contains("schema_version"))
-    r.fail("schema_version", "missing: not a vecbench result file");
+  if (!j.contains("schema_version")) r.fail("schema_version", "missing: not a vecbench result file");
   const json& v = j["schema_version"];
   if (!v.is_number_integer() || v.get<std::int64_t>() != kResultSchemaVersion)
     r.fail("schema_version", v.dump() + " is not supported: this vecbench reads schema_version " +
@@ -477,8 +458,7 @@ inline ResultFile result_from_json(const json& j, const std::string& source = "<
   r.field(j, "", "runs", f.runs);
   std::set<std::string> ids;
   for (std::size_t i = 0; i < f.runs.size(); ++i)
-    if (!ids.insert(f.runs[i].id).second)
-      r.fail(r.at("runs", i) + ".id", "duplicate run id '" + f.runs[i].id + "'");
+    if (!ids.insert(f.runs[i].id).second) r.fail(r.at("runs", i) + ".id", "duplicate run id '" + f.runs[i].id + "'");
   return f;
 }
 

@@ -38,7 +38,8 @@ inline nlohmann::json run_stats_json(const RunStats& st, int rep = 0) {
   // Queue depth over time, thinned to at most 200 points.
   j["queue_depth"] = nlohmann::json::array();
   const std::size_t n = st.queue_depth.size(), step = n > 200 ? (n + 199) / 200 : 1;
-  for (std::size_t i = 0; i < n; i += step) j["queue_depth"].push_back({st.queue_depth[i].first, st.queue_depth[i].second});
+  for (std::size_t i = 0; i < n; i += step)
+    j["queue_depth"].push_back({st.queue_depth[i].first, st.queue_depth[i].second});
   j["peak_rss_bytes"] = st.peak_rss_bytes;
   return j;
 }

@@ -12,8 +12,8 @@ namespace vecbench {
 /// `input_size` is the model's image side. Returns the run's figures; throws on replica failure
 /// (after every thread has joined).
 inline RunStats run_strategy(const std::string& strategy, const ImageSource& source, std::vector<std::size_t> todo,
-                             const std::vector<VirtualDevice>& devices, const ModelFactory& factory,
-                             ResultSink& sink, const RunSettings& settings, int input_size) {
+                             const std::vector<VirtualDevice>& devices, const ModelFactory& factory, ResultSink& sink,
+                             const RunSettings& settings, int input_size) {
   auto s = make_strategy(strategy);
   std::vector<VirtualDevice> devs = devices;
   if (strategy == "sequential") devs.resize(1);

@@ -44,7 +44,7 @@ inline Summary summarize(const std::vector<double>& v) {
 
 /// Result of a two-sided Mann-Whitney U (Wilcoxon rank-sum) test.
 struct MannWhitney {
-  double u = std::nan("");  ///< U of the first sample: pairs (a_i, b_j) with a_i > b_j, ties 1/2
+  double u = std::nan("");        ///< U of the first sample: pairs (a_i, b_j) with a_i > b_j, ties 1/2
   double p_value = std::nan("");  ///< two-sided p-value in [0, 1]; NaN when a sample is empty
   bool exact = false;             ///< true: exact null distribution; false: normal approximation
 };
@@ -61,8 +61,7 @@ inline std::vector<double> mann_whitney_counts(std::size_t m, std::size_t n) {
         continue;
       }
       // The largest value is from `a` (it beats all j values of `b`) or from `b` (beats none).
-      for (std::size_t u = 0; u <= i * j; ++u)
-        f[i][j][u] = (u >= j ? f[i - 1][j][u - j] : 0.0) + f[i][j - 1][u];
+      for (std::size_t u = 0; u <= i * j; ++u) f[i][j][u] = (u >= j ? f[i - 1][j][u - j] : 0.0) + f[i][j - 1][u];
     }
   return f[m][n];
 }
@@ -79,8 +78,7 @@ inline MannWhitney mann_whitney_u(const std::vector<double>& a, const std::vecto
   std::vector<std::pair<double, bool>> all;  // (value, belongs to a)
   for (double x : a) all.emplace_back(x, true);
   for (double x : b) all.emplace_back(x, false);
-  std::sort(all.begin(), all.end(),
-            [](const auto& l, const auto& rr) { return l.first < rr.first; });
+  std::sort(all.begin(), all.end(), [](const auto& l, const auto& rr) { return l.first < rr.first; });
   double rank_sum_a = 0.0, tie_term = 0.0;
   for (std::size_t i = 0; i < n;) {
     std::size_t j = i;
@@ -91,8 +89,7 @@ inline MannWhitney mann_whitney_u(const std::vector<double>& a, const std::vecto
     tie_term += t * t * t - t;
     i = j;
   }
-  const double d1 = static_cast<double>(n1), d2 = static_cast<double>(n2),
-               dn = static_cast<double>(n);
+  const double d1 = static_cast<double>(n1), d2 = static_cast<double>(n2), dn = static_cast<double>(n);
   r.u = rank_sum_a - d1 * (d1 + 1.0) / 2.0;
   const double u_big = std::max(r.u, d1 * d2 - r.u);
   if (tie_term == 0.0 && n1 <= 8 && n2 <= 8) {

@@ -18,8 +18,8 @@ inline std::unique_ptr<Strategy> make_strategy(const std::string& name) {
   if (name == "sharded") return std::make_unique<ShardedStrategy>();
   if (name == "data-parallel") return std::make_unique<DataParallelStrategy>();
   if (name == "mirrored") return std::make_unique<MirroredStrategy>();
-  throw ConfigError("strategy", "unknown strategy '" + name +
-                                    "' (use naive, sequential, sharded, data-parallel or mirrored)");
+  throw ConfigError("strategy",
+                    "unknown strategy '" + name + "' (use naive, sequential, sharded, data-parallel or mirrored)");
 }
 
 }  // namespace vecbench

@@ -30,13 +30,13 @@ struct RunSettings {
 /// Everything a strategy runs on.
 struct RunContext {
   const ImageSource& source;
-  std::vector<std::size_t> todo;           ///< input indices to process (resume skips done ones)
-  std::vector<VirtualDevice> devices;      ///< one replica each (sequential uses the first)
+  std::vector<std::size_t> todo;       ///< input indices to process (resume skips done ones)
+  std::vector<VirtualDevice> devices;  ///< one replica each (sequential uses the first)
   ModelFactory factory;
   ResultSink& sink;
   Metrics& metrics;
   RunSettings settings;
-  int input_size = 299;                    ///< image side the model takes (set from the replica)
+  int input_size = 299;  ///< image side the model takes (set from the replica)
 
   bool stop_requested() const { return settings.stop && settings.stop->load(); }
 };
@@ -61,7 +61,8 @@ inline void deliver_batch(const Batch& b, int dim, ResultSink& sink, Metrics& me
   {
     StageTimer timer(t, Stage::write);
     for (int k = 0; k < b.n(); ++k) {
-      sink.on_features(b.indices[static_cast<std::size_t>(k)], b.output.data() + static_cast<std::size_t>(k) * dim, dim);
+      sink.on_features(b.indices[static_cast<std::size_t>(k)], b.output.data() + static_cast<std::size_t>(k) * dim,
+                       dim);
       metrics.add_result(true);
     }
   }

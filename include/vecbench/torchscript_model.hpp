@@ -11,9 +11,9 @@ namespace vecbench {
 
 /// How replicas are loaded.
 struct TorchModelOptions {
-  std::string path;            ///< TorchScript file from tools/export_inception.py
-  bool optimize = true;        ///< torch::jit::optimize_for_inference (freeze + fold) after loading
-  bool channels_last = false;  ///< feed NHWC-strided input (channels_last memory format)
+  std::string path;                ///< TorchScript file from tools/export_inception.py
+  bool optimize = true;            ///< torch::jit::optimize_for_inference (freeze + fold) after loading
+  bool channels_last = false;      ///< feed NHWC-strided input (channels_last memory format)
   std::string precision = "fp32";  ///< CUDA only: fp32, fp16 or bf16 (model and input converted)
   bool cudnn_benchmark = true;     ///< CUDA only: let cuDNN autotune convolution algorithms
   bool flush_denormal = false;     ///< CPU: flush denormal floats to zero (FTZ/DAZ) in each replica thread

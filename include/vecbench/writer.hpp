@@ -180,7 +180,8 @@ class OutputWriter : public ResultSink {
   void on_error(std::size_t index, const std::string& message) override {
     std::lock_guard<std::mutex> lk(m_);
     ++failed_;
-    if (!opt_.quiet) std::cerr << ("vecbench: error: " + message + "\n") << std::flush;  // one write: ranks share stderr
+    if (!opt_.quiet)
+      std::cerr << ("vecbench: error: " + message + "\n") << std::flush;  // one write: ranks share stderr
     if (opt_.format == OutputFormat::none) return;
     append_manifest({{"input", src_.name(index)}, {"status", "error"}, {"error", message}});
   }
@@ -212,8 +213,9 @@ class OutputWriter : public ResultSink {
     npy::save_f32(opt_.out_dir / name, rows_.data(), {row_index_.size(), static_cast<std::size_t>(dim_)});
     std::string lines;
     for (std::size_t r = 0; r < row_index_.size(); ++r)
-      lines += nlohmann::json{{"input", src_.name(row_index_[r])}, {"shard", name}, {"row", r}, {"status", "ok"}}
-                   .dump() + "\n";
+      lines +=
+          nlohmann::json{{"input", src_.name(row_index_[r])}, {"shard", name}, {"row", r}, {"status", "ok"}}.dump() +
+          "\n";
     if (std::fwrite(lines.data(), 1, lines.size(), manifest_) != lines.size() || std::fflush(manifest_) != 0)
       throw IoError(manifest_path_.string(), "write failed");
     rows_.clear();
@@ -242,7 +244,8 @@ class OutputWriter : public ResultSink {
     std::string line;
     while (std::getline(in, line)) {
       const auto j = nlohmann::json::parse(line, nullptr, false);
-      if (!j.is_discarded() && j.is_object() && j.contains("shard") && j["shard"].is_string()) bump(j["shard"].get<std::string>());
+      if (!j.is_discarded() && j.is_object() && j.contains("shard") && j["shard"].is_string())
+        bump(j["shard"].get<std::string>());
     }
   }
 

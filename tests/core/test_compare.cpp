@@ -17,8 +17,7 @@ namespace {
 const fs::path kGolden = fs::path(VECBENCH_SOURCE_DIR) / "tests" / "data" / "compare";
 const std::string kTail = " batch=1 threads=1 resize=tf-legacy input=files";
 const std::string kSeq = "strategy=sequential devices=cpu" + kTail;
-const std::string kSeq2 =
-    "strategy=sequential devices=cpu batch=1 threads=2 resize=tf-legacy input=files";
+const std::string kSeq2 = "strategy=sequential devices=cpu batch=1 threads=2 resize=tf-legacy input=files";
 const std::string kDp2 = "strategy=data-parallel devices=cpu/2" + kTail;
 const std::string kPipe = "strategy=pipeline devices=cpu/2" + kTail;
 const std::string kCuda = "strategy=data-parallel devices=cuda:0/2" + kTail;
@@ -32,8 +31,7 @@ const RunComparison& row(const CompareReport& r, const std::string& id) {
   throw std::runtime_error("no row " + id);
 }
 
-CompareReport cmp(const std::string& neu, const std::string& normalize_by = "",
-                  double threshold = 0.1) {
+CompareReport cmp(const std::string& neu, const std::string& normalize_by = "", double threshold = 0.1) {
   CompareOptions o;
   o.normalize_by = normalize_by;
   o.threshold = threshold;
@@ -71,10 +69,8 @@ TEST(CompareResults, VerdictsOnGoldenFiles) {
   EXPECT_EQ(row(faster, kSeq).verdict, Verdict::same);
   EXPECT_EQ(row(faster, kCuda).verdict, Verdict::unknown);  // skipped on both sides
   EXPECT_NE(row(faster, kCuda).note.find("skipped: no CUDA device available"), std::string::npos);
-  EXPECT_EQ(faster.only_in_base,
-            std::vector<std::string>{"strategy=data-parallel devices=cpu/8" + kTail});
-  EXPECT_EQ(faster.only_in_new,
-            std::vector<std::string>{"strategy=data-parallel devices=cpu/3" + kTail});
+  EXPECT_EQ(faster.only_in_base, std::vector<std::string>{"strategy=data-parallel devices=cpu/8" + kTail});
+  EXPECT_EQ(faster.only_in_new, std::vector<std::string>{"strategy=data-parallel devices=cpu/3" + kTail});
   EXPECT_EQ(compare_exit_code(faster), 0);
 
   const auto slower = cmp("new_slower");
@@ -134,8 +130,7 @@ TEST(CompareResults, NormalizeByComparesSpeedupsWithinEachFile) {
   EXPECT_EQ(c.verdict, Verdict::same);
   EXPECT_EQ(c.base_reference, kSeq);  // differs only in devices; threads=2 run differs in two
   EXPECT_EQ(c.new_reference, kSeq);
-  const std::vector<double> ratios = {18.0 / 10.0, 18.2 / 10.1, 17.8 / 9.9, 18.1 / 10.2,
-                                      17.9 / 9.8};
+  const std::vector<double> ratios = {18.0 / 10.0, 18.2 / 10.1, 17.8 / 9.9, 18.1 / 10.2, 17.9 / 9.8};
   ASSERT_EQ(c.base_values.size(), ratios.size());
   for (std::size_t i = 0; i < ratios.size(); ++i) EXPECT_DOUBLE_EQ(c.base_values[i], ratios[i]);
   EXPECT_EQ(c.new_values, c.base_values);  // halving both sides leaves the ratios exactly equal
@@ -175,8 +170,7 @@ TEST(CompareResults, ReferenceRunRule) {
   EXPECT_EQ(find_reference_run(f, f.runs[3], parse_params_filter("strategy=none"), &why), nullptr);
   EXPECT_NE(why.find("no run matches"), std::string::npos);
   // Per-rep division by the reference.
-  EXPECT_EQ(compared_values(f.runs[4], &f.runs[2]),
-            (std::vector<double>{30.0 / 22, 30.0 / 22, 30.0 / 22}));
+  EXPECT_EQ(compared_values(f.runs[4], &f.runs[2]), (std::vector<double>{30.0 / 22, 30.0 / 22, 30.0 / 22}));
 }
 
 TEST(CompareResults, ParamsFilterParsing) {
@@ -215,11 +209,8 @@ TEST(CompareResults, ThreeRepsCannotReachTheDefaultAlpha) {
 
 TEST(CompareResults, Markdown) {
   const std::string md = compare_markdown(cmp("new_slower"));
-  EXPECT_NE(md.find("| run | base | new | change | spread | p | verdict |"), std::string::npos)
-      << md;
-  EXPECT_NE(md.find("| `" + kDp2 + "` | 18.00 | 14.40 | -20.0% | 2.2% | 0.00794 | SLOWER |"),
-            std::string::npos)
-      << md;
+  EXPECT_NE(md.find("| run | base | new | change | spread | p | verdict |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| `" + kDp2 + "` | 18.00 | 14.40 | -20.0% | 2.2% | 0.00794 | SLOWER |"), std::string::npos) << md;
   EXPECT_NE(md.find("| **geomean** (6 runs, new/base) | | | "), std::string::npos) << md;
   EXPECT_NE(md.find("1 SLOWER, 0 FASTER of 8 runs"), std::string::npos) << md;
   EXPECT_NE(md.find("base run error: replica 5"), std::string::npos) << md;
@@ -228,9 +219,6 @@ TEST(CompareResults, Markdown) {
   EXPECT_NE(norm.find("Reference runs (not compared):"), std::string::npos) << norm;
   EXPECT_EQ(norm.find("not comparable across machines"), std::string::npos);
   const std::string faster = compare_markdown(cmp("new_faster"));
-  EXPECT_NE(faster.find("Only in base:\n- `strategy=data-parallel devices=cpu/8"),
-            std::string::npos)
-      << faster;
-  EXPECT_NE(faster.find("Only in new:\n- `strategy=data-parallel devices=cpu/3"), std::string::npos)
-      << faster;
+  EXPECT_NE(faster.find("Only in base:\n- `strategy=data-parallel devices=cpu/8"), std::string::npos) << faster;
+  EXPECT_NE(faster.find("Only in new:\n- `strategy=data-parallel devices=cpu/3"), std::string::npos) << faster;
 }

@@ -101,7 +101,8 @@ TEST(Distributed, DynamicChunksOnThreadRanksGiveEveryInputOnceAndTheSameFeatures
     opt.mode = mode;
     opt.chunk = 4;
     MemorySink got(src.size());
-    const auto out = run_ranks(3, opt, src, got, [&](int) { return vbt::stub_factory(o); }, o.input_size);
+    const auto out = run_ranks(
+        3, opt, src, got, [&](int) { return vbt::stub_factory(o); }, o.input_size);
     std::size_t images = 0;
     long chunks = 0;
     for (const auto& r : out) {
@@ -130,13 +131,14 @@ TEST(Distributed, ARankWhoseReplicaFailsLeavesAndTheOthersDoEverything) {
   opt.mode = "dynamic";
   opt.chunk = 3;
   MemorySink got(src.size());
-  const auto out = run_ranks(3, opt, src, got,
-                             [&](int r) {
-                               auto b = o;
-                               b.fail_on_load = r == 1;
-                               return vbt::stub_factory(b);
-                             },
-                             o.input_size);
+  const auto out = run_ranks(
+      3, opt, src, got,
+      [&](int r) {
+        auto b = o;
+        b.fail_on_load = r == 1;
+        return vbt::stub_factory(b);
+      },
+      o.input_size);
   EXPECT_NE(out[1].error.find("failed to load"), std::string::npos) << out[1].error;
   EXPECT_EQ(out[0].error, "");
   EXPECT_EQ(out[2].error, "");
@@ -249,7 +251,8 @@ TEST(Distributed, RankWritersUseTheirOwnFilesAndResumeCountsEveryRank) {
     again.finish();
   }
   EXPECT_TRUE(fs::exists(d / "shard-r0001-00002.npy"));
-  const auto m = merge_manifests({d}, d, {"synthetic:5", "synthetic:4", "synthetic:3", "synthetic:2", "synthetic:1", "synthetic:0"});
+  const auto m = merge_manifests(
+      {d}, d, {"synthetic:5", "synthetic:4", "synthetic:3", "synthetic:2", "synthetic:1", "synthetic:0"});
   EXPECT_EQ(m.inputs, 5u);
   EXPECT_EQ(m.ok, 4u);
   EXPECT_EQ(m.errors, 1u);
@@ -267,12 +270,15 @@ TEST(Distributed, MergePrefersOkLinesWithDataAndRewritesPathsForAnotherDirectory
   fs::create_directories(d / "b");
   std::ofstream(d / "a" / "x.npy") << "data";
   std::ofstream(d / "a" / "manifest-r0000.jsonl")
-      << R"({"input":"img10.jpg","status":"error","error":"img10.jpg: truncated JPEG"})" "\n"
-      << R"({"input":"img2.jpg","output":"gone.npy","status":"ok"})" "\n"
-      << R"({"input":"img2.jpg","status":"error","error":"img2.jpg: not an image"})" "\n"
+      << R"({"input":"img10.jpg","status":"error","error":"img10.jpg: truncated JPEG"})"
+         "\n"
+      << R"({"input":"img2.jpg","output":"gone.npy","status":"ok"})"
+         "\n"
+      << R"({"input":"img2.jpg","status":"error","error":"img2.jpg: not an image"})"
+         "\n"
       << "{\"input\":\"cut by a ki";
-  std::ofstream(d / "b" / "manifest-r0001.jsonl")
-      << R"({"input":"img10.jpg","output":"../a/x.npy","status":"ok"})" "\n";
+  std::ofstream(d / "b" / "manifest-r0001.jsonl") << R"({"input":"img10.jpg","output":"../a/x.npy","status":"ok"})"
+                                                     "\n";
   const auto m = merge_manifests({d / "a", d / "b"}, d / "out");
   EXPECT_EQ(m.inputs, 2u);
   EXPECT_EQ(m.ok, 1u);
@@ -314,12 +320,24 @@ TEST(Distributed, CombinedSamplesHoldTotalsEveryRankAndTheScalingEfficiency) {
   EXPECT_DOUBLE_EQ(c["ranks"]["scaling_efficiency"].get<double>(), 2.0 / (3.0 + 0.5));
   EXPECT_EQ(c["devices"][1]["name"], "r0/cpu");
   // The combined sample is a valid result sample (the strict reader takes it).
-  json run = {{"id", "strategy=sequential"}, {"params", {{"strategy", "sequential"}}}, {"status", "ok"},
-              {"samples", {c}}, {"summary", {{"images_per_s", {{"median", 2}, {"min", 2}, {"max", 2}, {"rel_spread", 0}, {"count", 1}}},
-                                             {"wall_s", {{"median", 4}, {"min", 4}, {"max", 4}, {"rel_spread", 0}, {"count", 1}}}}}};
-  json file = {{"schema_version", 1}, {"name", "x"},
-               {"meta", {{"vecbench_version", "0"}, {"git_sha", "x"}, {"date_utc", "d"}, {"host", "h"}, {"cpu_model", "c"}, {"cpu_cores", 2}}},
-               {"config", {{"requested", json::object()}, {"effective", json::object()}}}, {"runs", {run}}};
+  json run = {{"id", "strategy=sequential"},
+              {"params", {{"strategy", "sequential"}}},
+              {"status", "ok"},
+              {"samples", {c}},
+              {"summary",
+               {{"images_per_s", {{"median", 2}, {"min", 2}, {"max", 2}, {"rel_spread", 0}, {"count", 1}}},
+                {"wall_s", {{"median", 4}, {"min", 4}, {"max", 4}, {"rel_spread", 0}, {"count", 1}}}}}};
+  json file = {{"schema_version", 1},
+               {"name", "x"},
+               {"meta",
+                {{"vecbench_version", "0"},
+                 {"git_sha", "x"},
+                 {"date_utc", "d"},
+                 {"host", "h"},
+                 {"cpu_model", "c"},
+                 {"cpu_cores", 2}}},
+               {"config", {{"requested", json::object()}, {"effective", json::object()}}},
+               {"runs", {run}}};
   const ResultFile f = result_from_json(file, "combined");
   ASSERT_TRUE(f.runs[0].samples[0].ranks.has_value());
   EXPECT_EQ(f.runs[0].samples[0].ranks->per_rank[1].chunks, 3);
@@ -329,8 +347,10 @@ TEST(Distributed, CombinedSamplesHoldTotalsEveryRankAndTheScalingEfficiency) {
   json f0 = file, f1 = file;
   f0["runs"][0]["samples"] = {rank_sample_json(a, 0, 0, "n1", 2, "shards")};
   f1["runs"][0]["samples"] = {rank_sample_json(b, 0, 1, "n2", 2, "shards")};
-  f0["runs"][0]["verification"] = {{"reference", "sequential"}, {"compared_images", 6}, {"max_abs_diff", 0.0}, {"max_rel_diff", 0.0}};
-  f1["runs"][0]["verification"] = {{"reference", "sequential"}, {"compared_images", 2}, {"max_abs_diff", 1e-6}, {"max_rel_diff", 1e-7}};
+  f0["runs"][0]["verification"] = {
+      {"reference", "sequential"}, {"compared_images", 6}, {"max_abs_diff", 0.0}, {"max_rel_diff", 0.0}};
+  f1["runs"][0]["verification"] = {
+      {"reference", "sequential"}, {"compared_images", 2}, {"max_abs_diff", 1e-6}, {"max_rel_diff", 1e-7}};
   std::ostringstream log;
   auto m = merge_result_files({f0, f1}, {"s0.json", "s1.json"}, &log);
   EXPECT_EQ(m["runs"][0]["samples"][0]["images"], 8);

@@ -107,7 +107,10 @@ TEST(Npy, RoundTripFloatAndUint8) {
 
 TEST(Writer, VcIsNumpySavetxtLayout) {
   const float f[3] = {1.0f, -0.5f, 0.1f};
-  EXPECT_EQ(vc_text(f, 3), "1.000000000000000000e+00\n-5.000000000000000000e-01\n1.000000014901161194e-01\n");  // np.savetxt of float32 [1, -0.5, 0.1]
+  EXPECT_EQ(
+      vc_text(f, 3),
+      "1.000000000000000000e+00\n-5.000000000000000000e-01\n1.000000014901161194e-01\n");  // np.savetxt of float32 [1,
+                                                                                           // -0.5, 0.1]
 }
 
 TEST(Writer, NamesCollisionsAndManifest) {
@@ -204,15 +207,23 @@ TEST(Experiment, BadKeysAndValuesAreNamed) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(err(R"({"name":"x","images":{"synthetic":2},"repetitons":3})").find("exp.json: repetitons: unknown key"), std::string::npos);
-  EXPECT_NE(err(R"({"name":"x","images":{"synthetic":2},"matrix":{"strategy":["fast"]}})").find("matrix.strategy[0]: unknown strategy 'fast'"), std::string::npos);
-  EXPECT_NE(err(R"({"name":"x","images":{"synthetic":2},"matrix":[{"batch":[0]}]})").find("matrix[0].batch[0]"), std::string::npos);
-  EXPECT_NE(err(R"({"name":"x","images":{"synthetic":2},"repetitions":"3"})").find("repetitions: wrong type"), std::string::npos);
+  EXPECT_NE(err(R"({"name":"x","images":{"synthetic":2},"repetitons":3})").find("exp.json: repetitons: unknown key"),
+            std::string::npos);
+  EXPECT_NE(err(R"({"name":"x","images":{"synthetic":2},"matrix":{"strategy":["fast"]}})")
+                .find("matrix.strategy[0]: unknown strategy 'fast'"),
+            std::string::npos);
+  EXPECT_NE(err(R"({"name":"x","images":{"synthetic":2},"matrix":[{"batch":[0]}]})").find("matrix[0].batch[0]"),
+            std::string::npos);
+  EXPECT_NE(err(R"({"name":"x","images":{"synthetic":2},"repetitions":"3"})").find("repetitions: wrong type"),
+            std::string::npos);
   EXPECT_NE(err(R"({"name":"x","images":{"dir":"a","list":"b"}})").find("images: give exactly one"), std::string::npos);
   EXPECT_NE(err(R"({"images":{"synthetic":2}})").find("name: required"), std::string::npos);
   EXPECT_NE(err(R"({"name":"../x","images":{"synthetic":2}})").find("name: must be a plain"), std::string::npos);
-  EXPECT_NE(err(R"({"name":"x","images":{"generate":{"count":3,"formats":["gif"]}}})").find("images.generate.formats[0]"), std::string::npos);
-  EXPECT_NE(err(R"({"name":"x","images":{"synthetic":2},"matrix":{"resize":["nearest"]}})").find("matrix.resize[0]"), std::string::npos);
+  EXPECT_NE(
+      err(R"({"name":"x","images":{"generate":{"count":3,"formats":["gif"]}}})").find("images.generate.formats[0]"),
+      std::string::npos);
+  EXPECT_NE(err(R"({"name":"x","images":{"synthetic":2},"matrix":{"resize":["nearest"]}})").find("matrix.resize[0]"),
+            std::string::npos);
 }
 
 TEST(Experiment, ShippedExperimentsAreValid) {

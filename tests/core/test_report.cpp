@@ -28,8 +28,7 @@ std::string python() {
 struct TempDir {
   fs::path path;
   explicit TempDir(const std::string& tag)
-      : path(fs::temp_directory_path() /
-             ("vecbench_report_test_" + tag + "_" + std::to_string(::getpid()))) {
+      : path(fs::temp_directory_path() / ("vecbench_report_test_" + tag + "_" + std::to_string(::getpid()))) {
     fs::remove_all(path);
   }
   ~TempDir() {
@@ -45,15 +44,12 @@ std::string slurp(const fs::path& p) {
   return ss.str();
 }
 
-std::string report_for(const std::vector<ResultFile>& rs, const TempDir& dir,
-                       const std::string& py) {
+std::string report_for(const std::vector<ResultFile>& rs, const TempDir& dir, const std::string& py) {
   write_report(rs, dir.path, py, kPlotScript);
   return slurp(dir.path / "report.md");
 }
 
-ResultFile golden_base() {
-  return load_result(kSource / "tests" / "data" / "compare" / "base.json");
-}
+ResultFile golden_base() { return load_result(kSource / "tests" / "data" / "compare" / "base.json"); }
 
 }  // namespace
 
@@ -85,9 +81,7 @@ TEST(ReportMarkdown, TablesSpeedupEfficiencyAndStages) {
   // Plots are skipped with the reason, not an error.
   EXPECT_NE(md.find("Plots skipped: /nonexistent/python3 "), std::string::npos) << md;
   // Metadata.
-  EXPECT_NE(md.find("host: `ref-box`; CPU: Golden CPU @ 3.0GHz (8 cores); GPUs: none"),
-            std::string::npos)
-      << md;
+  EXPECT_NE(md.find("host: `ref-box`; CPU: Golden CPU @ 3.0GHz (8 cores); GPUs: none"), std::string::npos) << md;
   EXPECT_NE(md.find("libtorch 1.13.1"), std::string::npos);
   EXPECT_NE(md.find("model: arch tf2015, weights seed:0"), std::string::npos);
   // Scaling tables: speedup over the best batch=1 sequential run (10 img/s), efficiency.
@@ -100,33 +94,21 @@ TEST(ReportMarkdown, TablesSpeedupEfficiencyAndStages) {
                     "max abs 0, max rel 0 | ok |"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("| 4 (cpu/4) |" + kTail + " | 30.00 (29.70-30.30) | 3.00x | S1 | 0.75 |"),
-            std::string::npos)
-      << md;
+  EXPECT_NE(md.find("| 4 (cpu/4) |" + kTail + " | 30.00 (29.70-30.30) | 3.00x | S1 | 0.75 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| 2 (cpu/2) |" + kTail +
                     " | 15.00 (14.80-15.20) | 1.50x | S1 | 0.75 | vs sequential: 40 images, "
                     "max abs 1.2e-07, max rel 3.6e-07 | ok |"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("| 1 (cpu) | batch=1 | 12.00 (11.80-12.20) | 1.20x | S1 | 1.20 |"),
-            std::string::npos)
-      << md;
-  EXPECT_NE(md.find("- S1: `strategy=sequential devices=cpu" + kTail + "` (10.00 img/s)"),
-            std::string::npos)
-      << md;
-  EXPECT_NE(md.find("| 0.95x | S1 | 0.95 |"), std::string::npos)
-      << md;  // the slower sequential run
+  EXPECT_NE(md.find("| 1 (cpu) | batch=1 | 12.00 (11.80-12.20) | 1.20x | S1 | 1.20 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("- S1: `strategy=sequential devices=cpu" + kTail + "` (10.00 img/s)"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 0.95x | S1 | 0.95 |"), std::string::npos) << md;  // the slower sequential run
   // Skipped and failed runs keep their reason.
-  EXPECT_NE(md.find("| n/a | n/a | none | n/a | n/a | skipped: no CUDA device available |"),
-            std::string::npos)
-      << md;
-  EXPECT_NE(md.find("| error: replica 5: std::bad_alloc while loading the model |"),
-            std::string::npos)
-      << md;
+  EXPECT_NE(md.find("| n/a | n/a | none | n/a | n/a | skipped: no CUDA device available |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| error: replica 5: std::bad_alloc while loading the model |"), std::string::npos) << md;
   // Stage breakdown in ms per image.
-  EXPECT_NE(
-      md.find("| run | read | decode | resize | assemble | h2d | forward | d2h | write | total |"),
-      std::string::npos);
+  EXPECT_NE(md.find("| run | read | decode | resize | assemble | h2d | forward | d2h | write | total |"),
+            std::string::npos);
   EXPECT_NE(md.find("| `strategy=sequential devices=cpu" + kTail +
                     "` | 5.00 | 30.00 | 10.00 | 1.00 | 0.00 | 50.00 | 0.00 | 4.00 | 100.00 |"),
             std::string::npos)
@@ -142,8 +124,7 @@ TEST(ReportMarkdown, SpeedupUsesTheBestSequentialRunOfTheSameBatch) {
     RunResult r;
     r.params = {{"strategy", strategy}, {"devices", devices}, {"batch", batch}};
     r.id = "strategy=" + strategy + " devices=" + devices + " batch=" + std::to_string(batch);
-    for (int i = 0; i < 3; ++i)
-      r.samples.push_back(Sample{i, 10, 0, 10 / ips, ips, {}, {}, {}, {}, 0});
+    for (int i = 0; i < 3; ++i) r.samples.push_back(Sample{i, 10, 0, 10 / ips, ips, {}, {}, {}, {}, 0});
     summarize_run(r);
     f.runs.push_back(r);
   };
@@ -154,28 +135,20 @@ TEST(ReportMarkdown, SpeedupUsesTheBestSequentialRunOfTheSameBatch) {
   TempDir dir("batches");
   const std::string md = report_for({f}, dir, "");
   EXPECT_NE(md.find("Plots skipped: no python interpreter configured"), std::string::npos) << md;
-  EXPECT_NE(md.find("| 2 (cpu/2) | batch=8 | 30.00 (30.00-30.00) | 1.50x | S2 | 0.75 |"),
-            std::string::npos)
-      << md;
-  EXPECT_NE(md.find("| 4 (cpu/4) | batch=1 | 36.00 (36.00-36.00) | 3.60x | S1 | 0.90 |"),
-            std::string::npos)
-      << md;
-  EXPECT_NE(md.find("- S2: `strategy=sequential devices=cpu batch=8` (20.00 img/s)"),
-            std::string::npos)
-      << md;
+  EXPECT_NE(md.find("| 2 (cpu/2) | batch=8 | 30.00 (30.00-30.00) | 1.50x | S2 | 0.75 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 4 (cpu/4) | batch=1 | 36.00 (36.00-36.00) | 3.60x | S1 | 0.90 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("- S2: `strategy=sequential devices=cpu batch=8` (20.00 img/s)"), std::string::npos) << md;
   EXPECT_NE(md.find("No run recorded stage times."), std::string::npos);
 }
 
 TEST(ReportPlots, PngsWhenMatplotlibIsAvailable) {
-  const std::string probe =
-      detail::shell_quote(python()) + " -c 'import matplotlib' >/dev/null 2>&1";
+  const std::string probe = detail::shell_quote(python()) + " -c 'import matplotlib' >/dev/null 2>&1";
   if (std::system(probe.c_str()) != 0) GTEST_SKIP() << python() << " cannot import matplotlib";
   TempDir dir("plots");
   ResultFile other = golden_base();
   other.meta.host = "other-box";
   const std::string md = report_for({golden_base(), other}, dir, python());
-  EXPECT_NE(md.find("![Throughput vs devices](throughput_vs_devices.png)"), std::string::npos)
-      << md;
+  EXPECT_NE(md.find("![Throughput vs devices](throughput_vs_devices.png)"), std::string::npos) << md;
   EXPECT_NE(md.find("![Stage time per image](stage_times.png)"), std::string::npos) << md;
   for (const char* png : {"throughput_vs_devices.png", "stage_times.png"}) {
     SCOPED_TRACE(png);
@@ -193,9 +166,7 @@ TEST(ReportMarkdown, NoResultFiles) {
 TEST(ReportPlots, FailingPlotScriptOnlySkipsThePlots) {
   TempDir dir("noplots");
   const std::string md = report_for({golden_base()}, dir, "/bin/false");
-  EXPECT_NE(md.find("Plots skipped: /bin/false " + kPlotScript + " failed (exit 1)"),
-            std::string::npos)
-      << md;
+  EXPECT_NE(md.find("Plots skipped: /bin/false " + kPlotScript + " failed (exit 1)"), std::string::npos) << md;
   EXPECT_FALSE(fs::exists(dir.path / "throughput_vs_devices.png"));
   EXPECT_NE(md.find("### Scaling: `data-parallel`"), std::string::npos);
 }

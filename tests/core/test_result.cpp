@@ -28,8 +28,7 @@ json read_json(const fs::path& p) {
 struct TempDir {
   fs::path path;
   explicit TempDir(const std::string& tag)
-      : path(fs::temp_directory_path() /
-             ("vecbench_result_test_" + tag + "_" + std::to_string(::getpid()))) {
+      : path(fs::temp_directory_path() / ("vecbench_result_test_" + tag + "_" + std::to_string(::getpid()))) {
     fs::remove_all(path);
     fs::create_directories(path);
   }
@@ -74,10 +73,8 @@ TEST(ResultIo, GoldenFilesLoadAndTheirSummariesMatchSummarizeRun) {
       expect_same(copy.summary.wall_s.max, run.summary.wall_s.max);
       EXPECT_EQ(copy.summary.images_per_s.count, run.summary.images_per_s.count);
       ASSERT_EQ(copy.summary.stage_s_per_image.size(), run.summary.stage_s_per_image.size());
-      for (const auto& [k, v] : run.summary.stage_s_per_image)
-        EXPECT_DOUBLE_EQ(copy.summary.stage_s_per_image[k], v);
-      for (const auto& [k, v] : run.summary.latency_ms)
-        expect_same(copy.summary.latency_ms[k].median, v.median);
+      for (const auto& [k, v] : run.summary.stage_s_per_image) EXPECT_DOUBLE_EQ(copy.summary.stage_s_per_image[k], v);
+      for (const auto& [k, v] : run.summary.latency_ms) expect_same(copy.summary.latency_ms[k].median, v.median);
     }
   }
   EXPECT_GE(n, 5);
@@ -129,26 +126,18 @@ TEST(ResultIo, BadValuesNameTheFileAndTheKey) {
     f(c);
     return parse_error(c);
   };
-  EXPECT_NE(mutated([](json& c) { c["runs"][0].erase("id"); }).find("key 'runs[0].id': missing"),
+  EXPECT_NE(mutated([](json& c) { c["runs"][0].erase("id"); }).find("key 'runs[0].id': missing"), std::string::npos);
+  EXPECT_NE(mutated([](json& c) { c["runs"][0]["status"] = "fine"; }).find("'runs[0].status': 'fine' is not one of"),
             std::string::npos);
-  EXPECT_NE(mutated([](json& c) {
-              c["runs"][0]["status"] = "fine";
-            }).find("'runs[0].status': 'fine' is not one of"),
-            std::string::npos);
-  EXPECT_NE(mutated([](json& c) { c["runs"][5]["reason"] = ""; }).find("'runs[5].reason'"),
-            std::string::npos);
+  EXPECT_NE(mutated([](json& c) { c["runs"][5]["reason"] = ""; }).find("'runs[5].reason'"), std::string::npos);
   EXPECT_NE(mutated([](json& c) {
               c["runs"][0]["samples"][0]["imgs_per_s"] = 1;
             }).find("'runs[0].samples[0].imgs_per_s': unknown key"),
             std::string::npos);
-  EXPECT_NE(
-      mutated([](json& c) { c["runs"][3]["id"] = c["runs"][2]["id"]; }).find("duplicate run id"),
-      std::string::npos);
-  EXPECT_NE(mutated([](json& c) { c["meta"].erase("host"); }).find("'meta.host': missing"),
+  EXPECT_NE(mutated([](json& c) { c["runs"][3]["id"] = c["runs"][2]["id"]; }).find("duplicate run id"),
             std::string::npos);
-  EXPECT_NE(mutated([](json& c) {
-              c["runs"][0]["params"]["batch"] = json::array({1});
-            }).find("'runs[0].params.batch'"),
+  EXPECT_NE(mutated([](json& c) { c["meta"].erase("host"); }).find("'meta.host': missing"), std::string::npos);
+  EXPECT_NE(mutated([](json& c) { c["runs"][0]["params"]["batch"] = json::array({1}); }).find("'runs[0].params.batch'"),
             std::string::npos);
   EXPECT_NE(mutated([](json& c) {
               c["runs"][0]["samples"][0]["images"] = 2.5;
@@ -158,9 +147,7 @@ TEST(ResultIo, BadValuesNameTheFileAndTheKey) {
               c["runs"][2]["samples"][0]["queue_depth"][1] = 3;
             }).find("'runs[2].samples[0].queue_depth[1]'"),
             std::string::npos);
-  EXPECT_NE(mutated([](json& c) {
-              c["runs"][0]["summary"]["images_per_s"]["count"] = -1;
-            }).find("must be >= 0"),
+  EXPECT_NE(mutated([](json& c) { c["runs"][0]["summary"]["images_per_s"]["count"] = -1; }).find("must be >= 0"),
             std::string::npos);
   EXPECT_NE(parse_error(json::array()).find("expected an object"), std::string::npos);
 }
@@ -169,8 +156,7 @@ TEST(ResultIo, RejectsOtherSchemaVersions) {
   json j = read_json(kGolden / "base.json");
   j["schema_version"] = 2;
   const std::string msg = parse_error(j, "future.json");
-  EXPECT_NE(msg.find("future.json: key 'schema_version': 2 is not supported"), std::string::npos)
-      << msg;
+  EXPECT_NE(msg.find("future.json: key 'schema_version': 2 is not supported"), std::string::npos) << msg;
   EXPECT_NE(msg.find("reads schema_version 1 only"), std::string::npos) << msg;
   j["schema_version"] = "1";
   EXPECT_NE(parse_error(j).find("is not supported"), std::string::npos);
@@ -233,8 +219,7 @@ TEST(ResultIo, ReaderAgreesWithTheSchemaOnRequiredAndUnknownKeys) {
       SCOPED_TRACE(schema_ptr + " key " + item.key());
       json c = base;
       c.at(json::json_pointer(data_ptr)).erase(item.key());
-      const bool is_required =
-          std::find(required.begin(), required.end(), item.key()) != required.end();
+      const bool is_required = std::find(required.begin(), required.end(), item.key()) != required.end();
       EXPECT_EQ(parse_error(c).empty(), !is_required) << parse_error(c);
     }
     json c = base;
@@ -249,14 +234,19 @@ TEST(ResultIo, ReaderAgreesWithTheSchemaOnRequiredAndUnknownKeys) {
 TEST(ResultIo, ReaderAgreesWithTheSchemaOnTheRanksKeys) {
   const json schema = read_json(fs::path(VECBENCH_SOURCE_DIR) / "schema" / "result.schema.json");
   json base = read_json(kGolden / "base.json");
-  base["runs"][2]["samples"][0]["ranks"] = {
-      {"count", 2},
-      {"distribution", "dynamic"},
-      {"scaling_efficiency", 0.93},
-      {"per_rank",
-       {{{"rank", 0}, {"host", "n1"}, {"images", 20}, {"failed", 0}, {"wall_s", 2.0}, {"images_per_s", 10.0},
-         {"setup_s", 1.0}, {"chunks", 3}},
-        {{"rank", 1}, {"images", 20}, {"wall_s", 2.5}, {"images_per_s", 8.0}}}}};
+  base["runs"][2]["samples"][0]["ranks"] = {{"count", 2},
+                                            {"distribution", "dynamic"},
+                                            {"scaling_efficiency", 0.93},
+                                            {"per_rank",
+                                             {{{"rank", 0},
+                                               {"host", "n1"},
+                                               {"images", 20},
+                                               {"failed", 0},
+                                               {"wall_s", 2.0},
+                                               {"images_per_s", 10.0},
+                                               {"setup_s", 1.0},
+                                               {"chunks", 3}},
+                                              {{"rank", 1}, {"images", 20}, {"wall_s", 2.5}, {"images_per_s", 8.0}}}}};
   ASSERT_EQ(parse_error(base), "");
   const vecbench::ResultFile f = vecbench::result_from_json(base);
   ASSERT_TRUE(f.runs[2].samples[0].ranks.has_value());
@@ -269,7 +259,8 @@ TEST(ResultIo, ReaderAgreesWithTheSchemaOnTheRanksKeys) {
               json c = base;
               c["runs"][2]["samples"][0]["ranks"]["per_rank"][0]["images"] = "many";
               return c;
-            }()).find("runs[2].samples[0].ranks.per_rank[0].images"),
+            }())
+                .find("runs[2].samples[0].ranks.per_rank[0].images"),
             std::string::npos);
   const std::vector<std::pair<std::string, std::string>> places = {
       {"/$defs/ranks", "/runs/2/samples/0/ranks"},
@@ -283,8 +274,7 @@ TEST(ResultIo, ReaderAgreesWithTheSchemaOnTheRanksKeys) {
       SCOPED_TRACE(schema_ptr + " key " + item.key());
       json c = base;
       c.at(json::json_pointer(data_ptr)).erase(item.key());
-      const bool is_required =
-          std::find(required.begin(), required.end(), item.key()) != required.end();
+      const bool is_required = std::find(required.begin(), required.end(), item.key()) != required.end();
       EXPECT_EQ(parse_error(c).empty(), !is_required) << parse_error(c);
     }
     json c = base;

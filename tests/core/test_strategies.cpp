@@ -7,8 +7,8 @@
 #include "vecbench/testing/stub_model.hpp"
 
 using namespace vecbench;
-using vecbench::testing::StubOptions;
 using vecbench::testing::stub_factory;
+using vecbench::testing::StubOptions;
 
 namespace {
 
@@ -48,7 +48,8 @@ TEST_P(StrategyTest, SameFeaturesAsSequentialEveryImageOnce) {
   const StubOptions o;
   SyntheticSource src(37);
   MemorySink ref(src.size());
-  run_strategy("sequential", src, all_indices(src.size()), devs("cpu"), stub_factory(o), ref, settings(1), o.input_size);
+  run_strategy("sequential", src, all_indices(src.size()), devs("cpu"), stub_factory(o), ref, settings(1),
+               o.input_size);
   for (int batch : {1, 4}) {
     MemorySink got(src.size());
     const RunStats st = run_strategy(GetParam(), src, all_indices(src.size()), devs("cpu/3"), stub_factory(o), got,
@@ -121,8 +122,8 @@ TEST_P(StrategyTest, StopFlagDrainsWhatIsInFlight) {
     std::this_thread::sleep_for(std::chrono::milliseconds(60));
     stop = true;
   });
-  const RunStats st = run_strategy(GetParam(), src, all_indices(src.size()), devs("cpu/2"), stub_factory(o), got, s,
-                                   o.input_size);
+  const RunStats st =
+      run_strategy(GetParam(), src, all_indices(src.size()), devs("cpu/2"), stub_factory(o), got, s, o.input_size);
   stopper.join();
   EXPECT_GT(st.images_ok, 0u);
   EXPECT_LT(st.images_ok, src.size());
@@ -172,8 +173,8 @@ TEST(DataParallel, FasterThanOneReplicaWhenComputeDominates) {
                                 settings(2), o.input_size);
   const auto dp = run_strategy("data-parallel", src, all_indices(src.size()), devs("cpu/4"), stub_factory(o), b,
                                settings(2), o.input_size);
-  const auto naive = run_strategy("naive", src, all_indices(src.size()), devs("cpu/4"), stub_factory(o), b,
-                                  settings(2), o.input_size);
+  const auto naive =
+      run_strategy("naive", src, all_indices(src.size()), devs("cpu/4"), stub_factory(o), b, settings(2), o.input_size);
   EXPECT_LT(dp.wall_s, seq.wall_s * 0.6);
   EXPECT_GT(naive.wall_s, seq.wall_s * 0.8);  // the seed's mistake: no overlap
 }

@@ -25,10 +25,11 @@ fs::path tmpdir(const std::string& name) {
 cv::Mat photo(int w, int h) {  // BGR test image with structure in every channel
   cv::Mat m(h, w, CV_8UC3);
   for (int y = 0; y < h; ++y)
-    for (int x = 0; x < w; ++x) m.at<cv::Vec3b>(y, x) = cv::Vec3b(static_cast<uchar>(x * 255 / w), static_cast<uchar>(y * 255 / h), static_cast<uchar>((x + y) % 256));
+    for (int x = 0; x < w; ++x)
+      m.at<cv::Vec3b>(y, x) = cv::Vec3b(static_cast<uchar>(x * 255 / w), static_cast<uchar>(y * 255 / h),
+                                        static_cast<uchar>((x + y) % 256));
   return m;
 }
-
 
 std::string error_of(const std::vector<std::uint8_t>& bytes, const std::string& name) {
   try {
@@ -132,8 +133,8 @@ TEST(Decode, ExifOrientationPolicy) {
   // 'apply' gives 20x40.
   std::vector<std::uint8_t> jpg;
   cv::imencode(".jpg", photo(40, 20), jpg);
-  const std::uint8_t exif[] = {0xFF, 0xE1, 0x00, 0x22, 'E', 'x', 'i', 'f', 0, 0, 'M', 'M', 0, 0x2A, 0, 0, 0, 8,
-                               0, 1, 0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, 6, 0, 0, 0, 0, 0, 0, 0, 0};
+  const std::uint8_t exif[] = {0xFF, 0xE1, 0x00, 0x22, 'E', 'x', 'i', 'f', 0, 0, 'M', 'M', 0, 0x2A, 0, 0, 0, 8, 0,
+                               1,    0x01, 0x12, 0,    3,   0,   0,   0,   1, 0, 6,   0,   0, 0,    0, 0, 0, 0, 0};
   jpg.insert(jpg.begin() + 2, std::begin(exif), std::end(exif));
   DecodeOptions o;
   EXPECT_EQ(decode_rgb(jpg, "e.jpg", o).size(), cv::Size(40, 20));
@@ -161,14 +162,16 @@ TEST(Resize, TfLegacyMatchesIndependentImplementation) {
   for (int c = 0; c < 3; ++c)
     for (int y = 0; y < 299; y += 7)
       for (int x = 0; x < 299; x += 5)
-        max_err = std::max(max_err, std::fabs(out[static_cast<std::size_t>(c) * 299 * 299 + y * 299 + x] - tf_legacy_pixel(rgb, 299, y, x, c)));
+        max_err = std::max(max_err, std::fabs(out[static_cast<std::size_t>(c) * 299 * 299 + y * 299 + x] -
+                                              tf_legacy_pixel(rgb, 299, y, x, c)));
   EXPECT_LT(max_err, 1e-2);  // TF computes the scale in float32; the reference in double
   // The check is sensitive: half-pixel centres are far off this reference.
   std::vector<float> half(3 * 299 * 299);
   resize_rgb_to_chw(rgb.data, rgb.rows, rgb.cols, rgb.step[0], 299, ResizeMode::bilinear, half.data());
   double max_half = 0;
   for (int y = 0; y < 299; y += 7)
-    for (int x = 0; x < 299; x += 5) max_half = std::max(max_half, std::fabs(half[y * 299 + x] - tf_legacy_pixel(rgb, 299, y, x, 0)));
+    for (int x = 0; x < 299; x += 5)
+      max_half = std::max(max_half, std::fabs(half[y * 299 + x] - tf_legacy_pixel(rgb, 299, y, x, 0)));
   EXPECT_GT(max_half, 0.5);
   // Not rounded to 8 bits: some values are fractional.
   std::size_t fractional = 0;
@@ -188,7 +191,9 @@ TEST(Resize, BilinearHalfPixelMatchesOpenCvLinearClosely) {
   for (int y = 0; y < 299; ++y)
     for (int x = 0; x < 299; ++x)
       for (int c = 0; c < 3; ++c)
-        max_err = std::max(max_err, static_cast<double>(std::fabs(out[static_cast<std::size_t>(c) * 299 * 299 + y * 299 + x] - ref.at<cv::Vec3f>(y, x)[c])));
+        max_err =
+            std::max(max_err, static_cast<double>(std::fabs(out[static_cast<std::size_t>(c) * 299 * 299 + y * 299 + x] -
+                                                            ref.at<cv::Vec3f>(y, x)[c])));
   EXPECT_LT(max_err, 1e-2);
 }
 

@@ -52,8 +52,8 @@ TEST_F(Mpi, StaticAndDynamicGiveTheSameFeaturesAsOneProcessEachImageOnce) {
   for (const std::string mode : {"static", "dynamic"}) {
     SCOPED_TRACE(mode);
     const fs::path out = d / mode;
-    const auto r = sh(mpirun("vectorize --images synthetic:10 --out " + out.string() + " --format shards --shard-rows 3 " +
-                             "--distribution " + mode + " --chunk 2" + kCommon));
+    const auto r = sh(mpirun("vectorize --images synthetic:10 --out " + out.string() +
+                             " --format shards --shard-rows 3 " + "--distribution " + mode + " --chunk 2" + kCommon));
     ASSERT_EQ(r.rc, 0) << r.out;
     EXPECT_NE(r.out.find("vectorize images=10 ok=10 failed=0 skipped=0"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("ranks=2"), std::string::npos) << r.out;
@@ -108,7 +108,8 @@ TEST_F(Mpi, AFailingImageOnARankIsReportedAsOnOneMachine) {
 
 TEST_F(Mpi, AKilledRankEndsTheJobWithAClearMessageAndARerunResumes) {
   const fs::path d = tmpdir("mpi_kill");
-  const std::string args = "vectorize --images synthetic:10 --out " + (d / "out").string() + " --format shards --shard-rows 1" + kCommon;
+  const std::string args =
+      "vectorize --images synthetic:10 --out " + (d / "out").string() + " --format shards --shard-rows 1" + kCommon;
   auto r = sh(mpirun(args, "VECBENCH_TEST_DIE_AFTER=1@1"));
   EXPECT_NE(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("rank 1 ("), std::string::npos) << r.out;
@@ -153,7 +154,8 @@ TEST_F(Mpi, RunGathersOneResultWithPerRankAndTotalFigures) {
   for (const std::string mode : {"static", "dynamic"}) {
     SCOPED_TRACE(mode);
     const fs::path res = d / ("res-" + mode);
-    const auto r = sh(mpirun("run " + (d / "exp.json").string() + " --results " + res.string() + " --distribution " + mode));
+    const auto r =
+        sh(mpirun("run " + (d / "exp.json").string() + " --results " + res.string() + " --distribution " + mode));
     ASSERT_EQ(r.rc, 0) << r.out;
     std::vector<fs::path> files;
     for (const auto& e : fs::directory_iterator(res / "mpirun")) files.push_back(e.path());

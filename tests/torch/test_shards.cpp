@@ -15,14 +15,15 @@ const std::string kCommon = " --threads 1 --batch 1 --warmup 0";
 TEST(Shards, FlagsAndMergeGiveTheSameFeaturesAsOneProcess) {
   const fs::path d = tmpdir("shards");
   const std::string images = " --images synthetic:8";
-  auto r = sh(kExe + " vectorize" + images + " --out " + (d / "one").string() + " --format shards --strategy sequential" + kCommon);
+  auto r = sh(kExe + " vectorize" + images + " --out " + (d / "one").string() +
+              " --format shards --strategy sequential" + kCommon);
   ASSERT_EQ(r.rc, 0) << r.out;
   // Three shards at once into one directory (as three Slurm tasks would).
   std::string cmd = "(";
   for (int i = 0; i < 3; ++i)
-    cmd += kExe + " vectorize" + images + " --out " + (d / "out").string() + " --format shards --shard-rows 2" + kCommon +
-           " --shard-index " + std::to_string(i) + " --num-shards 3 > " + (d / ("s" + std::to_string(i) + ".log")).string() +
-           " 2>&1 & ";
+    cmd += kExe + " vectorize" + images + " --out " + (d / "out").string() + " --format shards --shard-rows 2" +
+           kCommon + " --shard-index " + std::to_string(i) + " --num-shards 3 > " +
+           (d / ("s" + std::to_string(i) + ".log")).string() + " 2>&1 & ";
   cmd += "wait)";
   sh(cmd);
   for (int i = 0; i < 3; ++i) {
@@ -56,8 +57,8 @@ TEST(Shards, FlagsAndMergeGiveTheSameFeaturesAsOneProcess) {
 
 TEST(Shards, SlurmVariablesPickTheShardUnlessFlagsAreGiven) {
   const fs::path d = tmpdir("slurm");
-  auto r = sh("SLURM_PROCID=1 SLURM_NTASKS=2 " + kExe + " vectorize --images synthetic:5 --out " + (d / "out").string() +
-              " --format npy" + kCommon);
+  auto r = sh("SLURM_PROCID=1 SLURM_NTASKS=2 " + kExe + " vectorize --images synthetic:5 --out " +
+              (d / "out").string() + " --format npy" + kCommon);
   ASSERT_EQ(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("shard 1 of 2 (from SLURM_PROCID/SLURM_NTASKS)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("images=2 ok=2"), std::string::npos) << r.out;

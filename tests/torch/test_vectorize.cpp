@@ -32,7 +32,8 @@ fs::path tmpdir(const std::string& name) {
 
 std::vector<std::string> some_photos(std::size_t n) {
   std::vector<std::string> v;
-  for (const char* f : {"lena.jpg", "baboon.jpg", "fruits.jpg", "building.jpg", "messi5.jpg", "box.png", "HappyFish.jpg", "orange.jpg"})
+  for (const char* f :
+       {"lena.jpg", "baboon.jpg", "fruits.jpg", "building.jpg", "messi5.jpg", "box.png", "HappyFish.jpg", "orange.jpg"})
     if (fs::exists(fs::path(kPhotos) / f) && v.size() < n) v.push_back((fs::path(kPhotos) / f).string());
   return v;
 }
@@ -60,8 +61,8 @@ double rel_l2(const float* a, const float* b, std::size_t n) {
   return std::sqrt(d / r);
 }
 
-std::unique_ptr<MemorySink> features(const ImageSource& src, const std::string& strategy, const std::string& devices, int batch,
-                    int threads) {
+std::unique_ptr<MemorySink> features(const ImageSource& src, const std::string& strategy, const std::string& devices,
+                                     int batch, int threads) {
   auto sink = std::make_unique<MemorySink>(src.size());
   DeviceOptions o;
   o.threads_per_replica = threads;
@@ -70,7 +71,8 @@ std::unique_ptr<MemorySink> features(const ImageSource& src, const std::string& 
   s.warmup_batches = 1;
   TorchModelOptions mo;
   mo.path = kModel;
-  run_strategy(strategy, src, all_indices(src.size()), expand_devices(devices, o), torchscript_factory(mo), *sink, s, 299);
+  run_strategy(strategy, src, all_indices(src.size()), expand_devices(devices, o), torchscript_factory(mo), *sink, s,
+               299);
   return sink;
 }
 
@@ -168,8 +170,8 @@ TEST(Vectorize, BadInputsAreReportedAndTheRunGoesOn) {
   const auto r = run(std::string(VECBENCH_EXE) + " vectorize --images " + (d / "list.txt").string() + " --out " +
                      (d / "out").string() + " --format npy --warmup 0");
   EXPECT_EQ(r.rc, 2) << r.out;  // some failed
-  for (const char* s : {"empty.jpg: empty file", "text.png: not an image", "cut.jpg: truncated JPEG", "junk.bmp: corrupt",
-                        "missing.jpg: no such file"})
+  for (const char* s : {"empty.jpg: empty file", "text.png: not an image", "cut.jpg: truncated JPEG",
+                        "junk.bmp: corrupt", "missing.jpg: no such file"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
   EXPECT_TRUE(fs::exists(d / "out" / "in" / "good.jpg.npy"));
   std::ifstream m(d / "out" / "manifest.jsonl");
@@ -228,15 +230,14 @@ TEST(Vectorize, VcAndNpyRoundTripToTheSameValues) {
 
 TEST(Vectorize, ResumeAfterAnInterruptedRun) {
   const fs::path d = tmpdir("resume");
-  const auto photos = some_photos(6);
-  std::ofstream list(d / "list.txt");
-  for (const auto& p : photos) list << p << "\n";
-  list.close();
-  const std::string base = std::string(VECBENCH_EXE) + " vectorize --images " + (d / "list.txt").string() + " --out " +
-                           (d / "out").string() + " --format npy --strategy sequential --warmup 0";
+  // 40 inputs: a few seconds of work, so the kill lands mid-run on a fast machine too.
+  const std::size_t n_inputs = 40;
+  const std::string base = std::string(VECBENCH_EXE) + " vectorize --images synthetic:" + std::to_string(n_inputs) +
+                           " --out " + (d / "out").string() + " --format npy --strategy sequential --warmup 0";
   // Kill the first run once some outputs exist (SIGKILL: no chance to clean up).
   const std::string killer = "( " + base + " & pid=$!; for i in $(seq 1 600); do n=$(find " + (d / "out").string() +
-                             " -name '*.npy' 2>/dev/null | grep -vc '\\.tmp\\.'); if [ \"$n\" -ge 2 ]; then kill -9 $pid; break; fi; sleep 0.05; done; wait $pid )";
+                             " -name '*.npy' 2>/dev/null | grep -vc '\\.tmp\\.'); if [ \"$n\" -ge 2 ]; then kill -9 "
+                             "$pid; break; fi; sleep 0.05; done; wait $pid )";
   run(killer);
   std::size_t done_before = 0;
   for (const auto& e : fs::recursive_directory_iterator(d / "out")) {
@@ -248,7 +249,7 @@ TEST(Vectorize, ResumeAfterAnInterruptedRun) {
     }
   }
   ASSERT_GE(done_before, 2u);
-  ASSERT_LT(done_before, photos.size()) << "the run finished before it was killed; the test proves nothing";
+  ASSERT_LT(done_before, n_inputs) << "the run finished before it was killed; the test proves nothing";
   const auto r = run(base);
   ASSERT_EQ(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("skipped=" + std::to_string(done_before)), std::string::npos) << r.out;
@@ -257,7 +258,7 @@ TEST(Vectorize, ResumeAfterAnInterruptedRun) {
     EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << "stale temp file left";
     after += e.path().extension() == ".npy";
   }
-  EXPECT_EQ(after, photos.size());
+  EXPECT_EQ(after, n_inputs);
   fs::remove_all(d);
 }
 
@@ -289,12 +290,14 @@ TEST(Vectorize, OutputNamesNeverEscapeTheOutputDirectory) {
 
 TEST(Vectorize, CtrlCDrainsFlushesAndResumes) {
   const fs::path d = tmpdir("sigint");
-  const std::string base = std::string(VECBENCH_EXE) + " vectorize --images synthetic:60 --out " + (d / "out").string() +
+  const std::string base = std::string(VECBENCH_EXE) + " vectorize --images synthetic:60 --out " +
+                           (d / "out").string() +
                            " --format shards --shard-rows 4 --strategy data-parallel --devices cpu/2 --warmup 1";
   // SIGINT once the first shard exists: the run stops taking new batches, finishes what is in
   // flight, flushes the partial shard and exits 130.
-  const auto r = run("( " + base + " & pid=$!; for i in $(seq 1 600); do [ -f " + (d / "out" / "shard-00000.npy").string() +
-                     " ] && { kill -INT $pid; break; }; sleep 0.05; done; wait $pid; echo rc=$? )");
+  const auto r =
+      run("( " + base + " & pid=$!; for i in $(seq 1 600); do [ -f " + (d / "out" / "shard-00000.npy").string() +
+          " ] && { kill -INT $pid; break; }; sleep 0.05; done; wait $pid; echo rc=$? )");
   ASSERT_NE(r.out.find("rc=130"), std::string::npos) << r.out;
   ASSERT_NE(r.out.find("(interrupted)"), std::string::npos) << r.out;
   std::size_t rows = 0;
@@ -316,7 +319,34 @@ TEST(Vectorize, CtrlCDrainsFlushesAndResumes) {
   std::set<std::string> inputs;
   std::ifstream m(d / "out" / "manifest.jsonl");
   std::string line;
-  while (std::getline(m, line)) EXPECT_TRUE(inputs.insert(nlohmann::json::parse(line)["input"].get<std::string>()).second);
+  while (std::getline(m, line))
+    EXPECT_TRUE(inputs.insert(nlohmann::json::parse(line)["input"].get<std::string>()).second);
   EXPECT_EQ(inputs.size(), 60u);  // every input exactly once
   fs::remove_all(d);
+}
+
+TEST(Model, FusedPrepackedExportGivesTheSameFeatures) {
+  // tools/export_inception.py --fuse prepacked (built next to the default model): conv+BN+ReLU as
+  // prepacked oneDNN convolutions, channels_last; same features within 1e-4, any batch size.
+  const std::string fused = std::string(VECBENCH_BINARY_DIR) + "/models/inception_tf2015_seed0_fused.pt";
+  const auto meta = read_model_meta(fused);
+  EXPECT_EQ(meta.value("fuse", ""), "prepacked");
+  EXPECT_FALSE(meta.value("optimize_after_load", true));
+  SyntheticSource src(5);
+  const auto ref = features(src, "sequential", "cpu", 1, 1);
+  for (int batch : {1, 3}) {
+    auto sink = std::make_unique<MemorySink>(src.size());
+    RunSettings s;
+    s.batch_size = batch;
+    s.warmup_batches = 1;
+    TorchModelOptions mo;
+    mo.path = fused;
+    run_strategy("data-parallel", src, all_indices(src.size()), expand_devices("cpu/2"), torchscript_factory(mo), *sink,
+                 s, 299);
+    for (std::size_t i = 0; i < src.size(); ++i) {
+      ASSERT_EQ(sink->features(i).size(), 2048u) << sink->error(i);
+      EXPECT_LE(rel_l2(sink->features(i).data(), ref->features(i).data(), 2048), 1e-4)
+          << "batch " << batch << " image " << i;
+    }
+  }
 }

@@ -12,12 +12,12 @@
 namespace vecbench::testing {
 
 struct StubOptions {
-  int input_size = 16;            ///< image side
-  int feature_dim = 8;            ///< features per image
-  double seconds_per_image = 0.0; ///< simulated compute time (sleep), per image
-  int fail_after_calls = -1;      ///< forward throws on this call index (>= 0) of each replica
-  int fail_device = -1;           ///< only this replica's virtual_index fails (-1: all)
-  bool fail_on_load = false;      ///< the factory itself throws
+  int input_size = 16;             ///< image side
+  int feature_dim = 8;             ///< features per image
+  double seconds_per_image = 0.0;  ///< simulated compute time (sleep), per image
+  int fail_after_calls = -1;       ///< forward throws on this call index (>= 0) of each replica
+  int fail_device = -1;            ///< only this replica's virtual_index fails (-1: all)
+  bool fail_on_load = false;       ///< the factory itself throws
 };
 
 /// features[j] = sum over pixels p of input[p] * w(j, p), computed per image in a fixed order,
@@ -37,11 +37,11 @@ class StubModel : public Model {
     for (int i = 0; i < n; ++i)
       for (int j = 0; j < o_.feature_dim; ++j) {
         double acc = 0.0;
-        for (std::size_t p = 0; p < per; ++p) acc += in[i * per + p] * std::sin(0.01 * static_cast<double>((j + 1) * (p % 97 + 1)));
+        for (std::size_t p = 0; p < per; ++p)
+          acc += in[i * per + p] * std::sin(0.01 * static_cast<double>((j + 1) * (p % 97 + 1)));
         out[static_cast<std::size_t>(i) * o_.feature_dim + j] = static_cast<float>(acc / static_cast<double>(per));
       }
-    if (o_.seconds_per_image > 0)
-      std::this_thread::sleep_for(std::chrono::duration<double>(o_.seconds_per_image * n));
+    if (o_.seconds_per_image > 0) std::this_thread::sleep_for(std::chrono::duration<double>(o_.seconds_per_image * n));
     ForwardTiming t;
     t.forward_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return t;

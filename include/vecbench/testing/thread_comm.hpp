@@ -26,7 +26,8 @@ class ThreadGroup {
   }
   bool take(int dest, int tag, int& src, std::string& data, double timeout_s) {
     std::unique_lock<std::mutex> lk(m_);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s < 0 ? 1e9 : timeout_s);
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s < 0 ? 1e9 : timeout_s);
     for (;;) {
       auto& box = boxes_[{dest, tag}];
       for (auto it = box.begin(); it != box.end(); ++it)
