@@ -350,3 +350,15 @@ TEST(Model, FusedPrepackedExportGivesTheSameFeatures) {
     }
   }
 }
+
+TEST(Tune, PrintsTheWinningCommandLine) {
+  const fs::path d = tmpdir("tune");
+  const auto r = run(std::string(VECBENCH_EXE) + " tune --images synthetic:4 --budget 40 --results " + d.string());
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const auto at = r.out.find("best: ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("vecbench vectorize --images synthetic:4 --out OUT --model ", at), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--strategy ", at), std::string::npos);
+  EXPECT_TRUE(fs::exists(d / "tune"));
+  fs::remove_all(d);
+}
