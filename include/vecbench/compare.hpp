@@ -149,12 +149,6 @@ inline std::vector<double> compared_values(const RunResult& run, const RunResult
 }
 
 namespace detail {
-inline std::string cmp_fmt(const char* f, double v) {
-  if (!std::isfinite(v)) return "n/a";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 inline RunComparison compare_run(const ResultFile& bf, const RunResult& b, const ResultFile& nf, const RunResult& n,
                                  const std::vector<std::pair<std::string, std::string>>& filter,
@@ -192,8 +186,8 @@ inline RunComparison compare_run(const ResultFile& bf, const RunResult& b, const
   c.p_value = stats::mann_whitney_u(c.base_values, c.new_values).p_value;
   const double min_p = stats::mann_whitney_min_p(nb, nn);
   if (min_p >= o.alpha)
-    c.note = reps + " can never reach p < " + cmp_fmt("%g", o.alpha) +
-             " (smallest possible p = " + cmp_fmt("%.3g", min_p) + "): use more reps";
+    c.note = reps + " can never reach p < " + format_number("%g", o.alpha) +
+             " (smallest possible p = " + format_number("%.3g", min_p) + "): use more reps";
   else if (!std::isfinite(c.change))
     c.note = "base median is not positive";
   if (!c.note.empty()) return c;
@@ -255,26 +249,27 @@ inline int compare_exit_code(const CompareReport& r) {
 /// The comparison as markdown: a table (run, base, new, change, spread, p, verdict), a geomean
 /// row, then notes, unmatched runs and warnings.
 inline std::string compare_markdown(const CompareReport& r) {
-  using detail::cmp_fmt;
+  using detail::format_number;
   const bool ratio = !r.options.normalize_by.empty();
   const char* vf = ratio ? "%.3fx" : "%.2f";
   auto code = [](std::string s) {
     for (std::size_t i = 0; (i = s.find('|', i)) != std::string::npos; i += 2) s.insert(i, "\\");
     return "`" + s + "`";
   };
-  auto pct = [&](double x) { return cmp_fmt("%+.1f%%", 100.0 * x); };
+  auto pct = [&](double x) { return format_number("%+.1f%%", 100.0 * x); };
   std::string md = "## vecbench compare: `" + r.base_name + "` (base) vs `" + r.new_name + "` (new)\n\n";
   md += "Metric: " + r.metric + ", per rep; higher is better.  \n";
-  md += "Verdict: FASTER/SLOWER when the two-sided Mann-Whitney U test gives p < " + cmp_fmt("%g", r.options.alpha) +
-        " and the median changed by more than " + cmp_fmt("%g", 100 * r.options.threshold) +
-        "%; SAME otherwise; UNKNOWN with fewer than " + std::to_string(r.options.min_reps) +
+  md += "Verdict: FASTER/SLOWER when the two-sided Mann-Whitney U test gives p < " +
+        format_number("%g", r.options.alpha) + " and the median changed by more than " +
+        format_number("%g", 100 * r.options.threshold) + "%; SAME otherwise; UNKNOWN with fewer than " +
+        std::to_string(r.options.min_reps) +
         " reps, too few reps to reach that p, or a run that did not finish (see notes).\n\n";
   md += "| run | base | new | change | spread | p | verdict |\n|---|---:|---:|---:|---:|---:|---|\n";
   std::string notes;
   for (const RunComparison& c : r.runs) {
-    md += "| " + code(c.id) + " | " + cmp_fmt(vf, c.base.median) + " | " + cmp_fmt(vf, c.neu.median) + " | " +
-          pct(c.change) + " | " + cmp_fmt("%.1f%%", 100.0 * c.spread) + " | " + cmp_fmt("%.3g", c.p_value) + " | " +
-          to_string(c.verdict) + " |\n";
+    md += "| " + code(c.id) + " | " + format_number(vf, c.base.median) + " | " + format_number(vf, c.neu.median) +
+          " | " + pct(c.change) + " | " + format_number("%.1f%%", 100.0 * c.spread) + " | " +
+          format_number("%.3g", c.p_value) + " | " + to_string(c.verdict) + " |\n";
     if (!c.note.empty()) notes += "- " + code(c.id) + ": " + c.note + "\n";
     if (!c.base_reference.empty() && !c.new_reference.empty() && c.base_reference != c.new_reference)
       notes += "- " + code(c.id) + ": references differ: base " + code(c.base_reference) + ", new " +

@@ -67,12 +67,6 @@ inline const RunResult* best_sequential_run(const ResultFile& f, const RunResult
 }
 
 namespace detail {
-inline std::string rep_fmt(const char* f, double v) {
-  if (!std::isfinite(v)) return "n/a";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 inline std::string md_cell(std::string s) {
   for (std::size_t i = 0; (i = s.find('|', i)) != std::string::npos; i += 2) s.insert(i, "\\");
   return s;
@@ -99,7 +93,7 @@ inline std::string meta_markdown(const ResultFile& f) {
   const Meta& m = f.meta;
   std::string gpus;
   for (const GpuInfo& g : m.gpus)
-    gpus += (gpus.empty() ? "" : ", ") + g.name + " (" + rep_fmt("%.1f", g.memory_bytes / 1073741824.0) + " GiB)";
+    gpus += (gpus.empty() ? "" : ", ") + g.name + " (" + format_number("%.1f", g.memory_bytes / 1073741824.0) + " GiB)";
   std::string versions = "vecbench " + m.vecbench_version + " (git " + m.git_sha + (m.git_dirty ? ", dirty" : "") + ")";
   for (const auto& it : m.versions.items()) versions += ", " + it.key() + " " + json_text(m.versions, it.key().c_str());
   std::string argv;
@@ -117,7 +111,7 @@ inline std::string verification_text(const RunResult& r) {
   if (!r.verification) return "n/a";
   const Verification& v = *r.verification;
   return "vs " + v.reference + ": " + std::to_string(v.compared_images) + " images, max abs " +
-         rep_fmt("%.3g", v.max_abs_diff) + ", max rel " + rep_fmt("%.3g", v.max_rel_diff);
+         format_number("%.3g", v.max_abs_diff) + ", max rel " + format_number("%.3g", v.max_rel_diff);
 }
 
 inline std::string scaling_markdown(const ResultFile& f) {
@@ -148,14 +142,14 @@ inline std::string scaling_markdown(const ResultFile& f) {
         if (it == refs.end()) it = refs.insert(refs.end(), s);
         vs = "S" + std::to_string(it - refs.begin() + 1);
         const double x = t.median / s->summary.images_per_s.median;
-        speedup = rep_fmt("%.2fx", x);
-        if (n > 0) eff = rep_fmt("%.2f", x / n);
+        speedup = format_number("%.2fx", x);
+        if (n > 0) eff = format_number("%.2f", x / n);
       }
       md += "| " + (n > 0 ? std::to_string(n) : "?") + " (" + md_cell(param_string(r->params, "devices")) + ") | " +
             md_cell(config_text(r->id)) + " | " +
-            (r->status == RunStatus::ok
-                 ? rep_fmt("%.2f", t.median) + " (" + rep_fmt("%.2f", t.min) + "-" + rep_fmt("%.2f", t.max) + ")"
-                 : "n/a") +
+            (r->status == RunStatus::ok ? format_number("%.2f", t.median) + " (" + format_number("%.2f", t.min) + "-" +
+                                              format_number("%.2f", t.max) + ")"
+                                        : "n/a") +
             " | " + speedup + " | " + vs + " | " + eff + " | " + md_cell(verification_text(*r)) + " | " +
             to_string(r->status) + (r->reason.empty() ? "" : ": " + md_cell(r->reason)) + " |\n";
     }
@@ -168,7 +162,7 @@ inline std::string scaling_markdown(const ResultFile& f) {
         "and input; efficiency = speedup / devices. Sequential references:\n\n";
     for (std::size_t i = 0; i < refs.size(); ++i)
       md += "- S" + std::to_string(i + 1) + ": `" + refs[i]->id + "` (" +
-            rep_fmt("%.2f", refs[i]->summary.images_per_s.median) + " img/s)\n";
+            format_number("%.2f", refs[i]->summary.images_per_s.median) + " img/s)\n";
     md += "\n";
   }
   return md;
@@ -193,11 +187,12 @@ inline std::string stages_markdown(const ResultFile& f) {
     md += "| `" + md_cell(r.id) + "` |";
     for (const auto& s : stages) {
       const auto it = r.summary.stage_s_per_image.find(s);
-      md += " " + (it == r.summary.stage_s_per_image.end() ? std::string("n/a") : rep_fmt("%.2f", 1e3 * it->second)) +
+      md += " " +
+            (it == r.summary.stage_s_per_image.end() ? std::string("n/a") : format_number("%.2f", 1e3 * it->second)) +
             " |";
       if (it != r.summary.stage_s_per_image.end()) total += 1e3 * it->second;
     }
-    md += " " + rep_fmt("%.2f", total) + " |\n";
+    md += " " + format_number("%.2f", total) + " |\n";
   }
   return any ? md + "\n" : "### Stage time per image\n\nNo run recorded stage times.\n\n";
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
@@ -269,6 +270,13 @@ inline void to_json(json& j, const ResultFile& f) {
 
 // ---- JSON reading (every error names the file and the key) --------------------------------------
 namespace detail {
+/// printf-formats `v` with `f`, or "n/a" when it is not finite (for tables of results).
+inline std::string format_number(const char* f, double v) {
+  if (!std::isfinite(v)) return "n/a";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
 /// Reads typed values out of JSON, throwing ResultFormatError(file, key path, cause).
 struct ResultReader {
   std::string file;  ///< source named in errors
