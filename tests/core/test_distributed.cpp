@@ -10,6 +10,7 @@
 #include "vecbench/distributed_run.hpp"
 #include "vecbench/merge.hpp"
 #include "vecbench/testing/stub_model.hpp"
+#include "vecbench/testing/temp_dir.hpp"
 #include "vecbench/testing/thread_comm.hpp"
 
 using namespace vecbench;
@@ -19,12 +20,7 @@ using vecbench::testing::ThreadGroup;
 
 namespace {
 
-fs::path tmpdir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("vecbench_dist_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+inline fs::path tmpdir(const std::string& name) { return vecbench::testing::fresh_temp_dir(name); }
 
 std::vector<nlohmann::json> read_lines(const fs::path& p) {
   std::vector<nlohmann::json> v;

@@ -7,17 +7,13 @@
 
 #include "vecbench/experiment.hpp"
 #include "vecbench/queue.hpp"
+#include "vecbench/testing/temp_dir.hpp"
 #include "vecbench/writer.hpp"
 
 using namespace vecbench;
 
 namespace {
-fs::path tmpdir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("vecbench_core_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+inline fs::path tmpdir(const std::string& name) { return vecbench::testing::fresh_temp_dir(name); }
 
 class NamedSource : public SyntheticSource {
  public:

@@ -48,6 +48,27 @@ std::string parse_error(const json& j, const std::string& name = "bad.json") {
   return "";
 }
 
+// For each (schema $def, place in `base`): removing each property fails exactly when the schema
+// requires it, and an unknown key fails exactly when the schema is closed.
+void expect_reader_agrees_with_schema(const json& schema, const json& base,
+                                      const std::vector<std::pair<std::string, std::string>>& places) {
+  for (const auto& [schema_ptr, data_ptr] : places) {
+    const json& s = schema.at(json::json_pointer(schema_ptr));
+    const json required = s.value("required", json::array());
+    for (const auto& item : s.at("properties").items()) {
+      SCOPED_TRACE(schema_ptr + " key " + item.key());
+      json c = base;
+      c.at(json::json_pointer(data_ptr)).erase(item.key());
+      const bool is_required = std::find(required.begin(), required.end(), item.key()) != required.end();
+      EXPECT_EQ(parse_error(c).empty(), !is_required) << parse_error(c);
+    }
+    json c = base;
+    c.at(json::json_pointer(data_ptr))["no_such_key"] = 1;
+    const bool closed = s.contains("additionalProperties") && s["additionalProperties"] == false;
+    EXPECT_EQ(parse_error(c).empty(), !closed) << schema_ptr << ": " << parse_error(c);
+  }
+}
+
 void expect_same(double a, double b) {
   if (std::isnan(a))
     EXPECT_TRUE(std::isnan(b));
@@ -212,21 +233,7 @@ TEST(ResultIo, ReaderAgreesWithTheSchemaOnRequiredAndUnknownKeys) {
       {"/$defs/device_sample", "/runs/2/samples/0/devices/0"},
       {"/$defs/verification", "/runs/2/verification"},
   };
-  for (const auto& [schema_ptr, data_ptr] : places) {
-    const json& s = schema.at(json::json_pointer(schema_ptr));
-    const json required = s.value("required", json::array());
-    for (const auto& item : s.at("properties").items()) {
-      SCOPED_TRACE(schema_ptr + " key " + item.key());
-      json c = base;
-      c.at(json::json_pointer(data_ptr)).erase(item.key());
-      const bool is_required = std::find(required.begin(), required.end(), item.key()) != required.end();
-      EXPECT_EQ(parse_error(c).empty(), !is_required) << parse_error(c);
-    }
-    json c = base;
-    c.at(json::json_pointer(data_ptr))["no_such_key"] = 1;
-    const bool closed = s.contains("additionalProperties") && s["additionalProperties"] == false;
-    EXPECT_EQ(parse_error(c).empty(), !closed) << schema_ptr << ": " << parse_error(c);
-  }
+  expect_reader_agrees_with_schema(schema, base, places);
 }
 
 // The same agreement for the optional multi-process keys (sample.ranks, written by MPI runs,
@@ -267,19 +274,5 @@ TEST(ResultIo, ReaderAgreesWithTheSchemaOnTheRanksKeys) {
       {"/$defs/rank_sample", "/runs/2/samples/0/ranks/per_rank/0"},
   };
   ASSERT_TRUE(schema.at(json::json_pointer("/$defs/sample/properties")).contains("ranks"));
-  for (const auto& [schema_ptr, data_ptr] : places) {
-    const json& s = schema.at(json::json_pointer(schema_ptr));
-    const json required = s.value("required", json::array());
-    for (const auto& item : s.at("properties").items()) {
-      SCOPED_TRACE(schema_ptr + " key " + item.key());
-      json c = base;
-      c.at(json::json_pointer(data_ptr)).erase(item.key());
-      const bool is_required = std::find(required.begin(), required.end(), item.key()) != required.end();
-      EXPECT_EQ(parse_error(c).empty(), !is_required) << parse_error(c);
-    }
-    json c = base;
-    c.at(json::json_pointer(data_ptr))["no_such_key"] = 1;
-    const bool closed = s.contains("additionalProperties") && s["additionalProperties"] == false;
-    EXPECT_EQ(parse_error(c).empty(), !closed) << schema_ptr << ": " << parse_error(c);
-  }
+  expect_reader_agrees_with_schema(schema, base, places);
 }

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "vecbench/npy.hpp"
+#include "vecbench/testing/temp_dir.hpp"
 #include "vecbench/writer.hpp"
 
 namespace vecbench::disttest {
@@ -20,12 +21,7 @@ namespace vecbench::disttest {
 inline const std::string kExe = VECBENCH_EXE;
 inline const std::string kPhotos = "/usr/share/doc/opencv-doc/examples/data";
 
-inline fs::path tmpdir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("vecbench_dist_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+inline fs::path tmpdir(const std::string& name) { return vecbench::testing::fresh_temp_dir(name); }
 
 struct Cmd {
   int rc;

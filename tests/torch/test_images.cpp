@@ -10,17 +10,13 @@
 
 #include "vecbench/image_files.hpp"
 #include "vecbench/inputs.hpp"
+#include "vecbench/testing/temp_dir.hpp"
 
 using namespace vecbench;
 
 namespace {
 
-fs::path tmpdir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("vecbench_test_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+inline fs::path tmpdir(const std::string& name) { return vecbench::testing::fresh_temp_dir(name); }
 
 cv::Mat photo(int w, int h) {  // BGR test image with structure in every channel
   cv::Mat m(h, w, CV_8UC3);

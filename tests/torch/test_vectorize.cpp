@@ -13,6 +13,7 @@
 
 #include "vecbench/inputs.hpp"
 #include "vecbench/runner.hpp"
+#include "vecbench/testing/temp_dir.hpp"
 #include "vecbench/torchscript_model.hpp"
 #include "vecbench/writer.hpp"
 
@@ -23,12 +24,7 @@ namespace {
 const std::string kModel = VECBENCH_DEFAULT_MODEL;
 const std::string kPhotos = "/usr/share/doc/opencv-doc/examples/data";
 
-fs::path tmpdir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("vecbench_test_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+inline fs::path tmpdir(const std::string& name) { return vecbench::testing::fresh_temp_dir(name); }
 
 std::vector<std::string> some_photos(std::size_t n) {
   std::vector<std::string> v;
