@@ -9,8 +9,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <mutex>
 
 #include "vecbench/error.hpp"
+
+#ifdef VECBENCH_WITH_ONEDNN
+#include "vecbench/onednn_inception.hpp"
+#endif
 
 #ifdef VECBENCH_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
@@ -198,9 +204,120 @@ class TorchScriptModel : public Model {
 #endif
 };
 
+#ifdef VECBENCH_WITH_ONEDNN
+std::vector<float> floats_of(const torch::Tensor& t) {
+  auto c = t.detach().to(torch::kCPU, torch::kFloat).contiguous();
+  return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+}
+
+/// The layers of a tools/export_inception.py file, batch norm folded into each convolution
+/// (a --fuse prepacked file holds them folded already).
+std::shared_ptr<const InceptionWeights> read_inception_weights(const std::string& path) {
+  std::string meta_text;
+  auto m = load_module(path, torch::Device("cpu"), &meta_text);
+  const auto meta = parse_meta(meta_text);
+  auto w = std::make_shared<InceptionWeights>();
+  w->source = path;
+  if (!meta.contains("arch"))
+    throw ReplicaError(path +
+                       ": no vecbench metadata (arch); the onednn engine takes files from tools/export_inception.py");
+  w->arch = meta.value("arch", std::string());
+  w->input_size = meta.value("input_size", 299);
+  w->feature_dim = meta.value("feature_dim", 2048);
+  std::map<std::string, torch::Tensor> t;
+  for (const auto& p : m.named_parameters(true)) t[p.name] = p.value;
+  for (const auto& b : m.named_buffers(true)) t[b.name] = b.value;
+  std::map<std::string, torch::jit::Module> mods;
+  for (const auto& sm : m.named_modules()) mods.emplace(sm.name, sm.value);
+  auto need = [&](const std::string& k) -> const torch::Tensor& {
+    auto it = t.find(k);
+    if (it == t.end()) throw ReplicaError(path + ": tensor " + k + " is missing (onednn engine)");
+    return it->second;
+  };
+  const auto div = floats_of(need("input_div")), mean = floats_of(need("input_mean")),
+             sd = floats_of(need("input_std"));
+  if (div.size() != 1 || mean.size() != 3 || sd.size() != 3)
+    throw ReplicaError(path + ": input normalization buffers have unexpected shapes");
+  w->input_div = div[0];
+  for (int c = 0; c < 3; ++c) w->input_mean[c] = mean[c], w->input_std[c] = sd[c];
+  const std::string conv_w = ".conv.weight";
+  for (const auto& [key, weight] : t) {
+    std::string layer;
+    torch::Tensor wt, bias;
+    if (key.size() > conv_w.size() && key.compare(key.size() - conv_w.size(), conv_w.size(), conv_w) == 0) {
+      layer = key.substr(0, key.size() - conv_w.size());  // conv + BatchNorm2d: fold here
+      const auto bn = layer + ".bn";
+      double eps = 1e-3;
+      if (auto it = mods.find(bn); it != mods.end()) {
+        const auto type = it->second.type();
+        if (type->hasConstant("eps"))
+          eps = type->getConstant("eps").toDouble();
+        else if (it->second.hasattr("eps"))
+          eps = it->second.attr("eps").toDouble();
+      }
+      const auto scale = need(bn + ".weight") / torch::sqrt(need(bn + ".running_var") + eps);
+      wt = weight * scale.reshape({-1, 1, 1, 1});
+      bias = need(bn + ".bias") - need(bn + ".running_mean") * scale;
+    } else if (key.size() > 7 && key.compare(key.size() - 7, 7, ".weight") == 0 && weight.dim() == 4 &&
+               key.find(".bn.") == std::string::npos) {
+      layer = key.substr(0, key.size() - 7);  // --fuse prepacked: already folded
+      wt = weight;
+      bias = need(layer + ".bias");
+    } else {
+      continue;
+    }
+    FoldedConv f;
+    for (int d = 0; d < 4; ++d) f.shape[d] = wt.size(d);
+    f.weight = floats_of(wt);
+    f.bias = floats_of(bias);
+    w->convs.emplace(layer, std::move(f));
+  }
+  return w;
+}
+
+/// Replicas of the oneDNN engine: the file is read once, by the first replica to start.
+ModelFactory onednn_factory(const TorchModelOptions& opt) {
+  struct Shared {
+    std::mutex mu;
+    std::shared_ptr<const InceptionWeights> weights;
+  };
+  auto shared = std::make_shared<Shared>();
+  return [opt, shared](const VirtualDevice& dev) -> std::unique_ptr<Model> {
+    std::shared_ptr<const InceptionWeights> w;
+    {
+      std::lock_guard<std::mutex> lk(shared->mu);
+      if (!shared->weights) shared->weights = read_inception_weights(opt.path);
+      w = shared->weights;
+    }
+    (void)at::get_num_threads();  // same thread set-up as the TorchScript engine
+    at::set_num_threads(dev.threads);
+    OneDnnOptions o;
+    o.winograd = opt.winograd;
+    return make_onednn_inception(std::move(w), dev, o);
+  };
+}
+#endif
+
 }  // namespace
 
+std::vector<std::string> available_engines() {
+#ifdef VECBENCH_WITH_ONEDNN
+  return {"torchscript", "onednn"};
+#else
+  return {"torchscript"};
+#endif
+}
+
 ModelFactory torchscript_factory(const TorchModelOptions& opt) {
+  if (opt.engine == "onednn") {
+#ifdef VECBENCH_WITH_ONEDNN
+    return onednn_factory(opt);
+#else
+    throw ConfigError("--engine", "this vecbench was built without oneDNN (install libdnnl-dev and rebuild)");
+#endif
+  }
+  if (opt.engine != "torchscript")
+    throw ConfigError("--engine", "unknown engine '" + opt.engine + "' (use torchscript or onednn)");
   return [opt](const VirtualDevice& dev) -> std::unique_ptr<Model> {
     return std::make_unique<TorchScriptModel>(dev, opt);
   };
@@ -234,6 +351,9 @@ nlohmann::json backend_info() {
   }
 #endif
   j["parallel_info"] = at::get_parallel_info();
+#ifdef VECBENCH_WITH_ONEDNN
+  j["onednn"] = onednn_info();
+#endif
   return j;
 }
 

@@ -3,6 +3,8 @@
 # each round runs every variant once; medians over ROUNDS rounds. Model only: synthetic input,
 # no decoding, no output. Writes a markdown table to stdout.
 #   tools/levers.sh [BUILD_DIR] [ROUNDS] [IMAGES]
+# SET=engines tools/levers.sh ...: the engine levers instead (fused model, oneDNN engine with and
+# without Winograd, batch and thread splits).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}; ROUNDS=${2:-3}; N=${3:-48}
@@ -11,6 +13,17 @@ JEMALLOC=$(ls /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 2>/dev/null || true)
 TCMALLOC=$(ls /usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 2>/dev/null || true)
 declare -a NAMES CMDS
 add() { NAMES+=("$1"); CMDS+=("$2"); }
+FUSED="$BUILD/models/inception_tf2015_seed0_fused.pt"
+if [ "${SET:-levers}" = engines ]; then
+add "torchscript, default model, data-parallel cpu/2 b1" "$VB --strategy data-parallel --devices cpu/2 --batch 1"
+add "torchscript, fused model, data-parallel cpu/2 b1" "$VB --model $FUSED --strategy data-parallel --devices cpu/2 --batch 1"
+add "torchscript, fused model, data-parallel cpu/2 b4" "$VB --model $FUSED --strategy data-parallel --devices cpu/2 --batch 4"
+add "onednn, no Winograd, data-parallel cpu/2 b1" "$VB --engine onednn --no-winograd --strategy data-parallel --devices cpu/2 --batch 1"
+add "onednn, data-parallel cpu/2 b1"              "$VB --engine onednn --strategy data-parallel --devices cpu/2 --batch 1"
+add "onednn, data-parallel cpu/2 b4"              "$VB --engine onednn --strategy data-parallel --devices cpu/2 --batch 4"
+add "onednn, sequential cpu b1 (2 threads)"       "$VB --engine onednn --strategy sequential --devices cpu --batch 1"
+add "onednn, sequential cpu b8 (2 threads)"       "$VB --engine onednn --strategy sequential --devices cpu --batch 8"
+else
 add "sequential cpu b1, no optimize_for_inference" "$VB --strategy sequential --devices cpu --batch 1 --no-optimize"
 add "sequential cpu b1 (2 threads)"                "$VB --strategy sequential --devices cpu --batch 1"
 add "sequential cpu b8 (2 threads)"                "$VB --strategy sequential --devices cpu --batch 8"
@@ -22,6 +35,7 @@ add "data-parallel cpu/2 b1, OMP_WAIT_POLICY=PASSIVE" "env OMP_WAIT_POLICY=PASSI
 add "sequential cpu b1, OMP_PROC_BIND=close"       "env OMP_PROC_BIND=close OMP_PLACES=cores $VB --strategy sequential --devices cpu --batch 1"
 [ -n "$JEMALLOC" ] && add "data-parallel cpu/2 b1, jemalloc" "env LD_PRELOAD=$JEMALLOC $VB --strategy data-parallel --devices cpu/2 --batch 1"
 [ -n "$TCMALLOC" ] && add "data-parallel cpu/2 b1, tcmalloc" "env LD_PRELOAD=$TCMALLOC $VB --strategy data-parallel --devices cpu/2 --batch 1"
+fi
 declare -A S
 for r in $(seq 1 "$ROUNDS"); do
   for i in "${!CMDS[@]}"; do

@@ -5,6 +5,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake git pkg-config
   libtorch-dev python3-torch python3-torchvision
+  libdnnl-dev                   # oneDNN headers: the --engine onednn backend (same libdnnl LibTorch uses)
   libopenblas0-pthread          # without it libtorch resolves BLAS to the slow reference libblas
   libopencv-dev python3-opencv opencv-doc   # decoding; opencv-doc ships the real sample photos
   nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev

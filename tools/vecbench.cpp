@@ -1,6 +1,7 @@
 // vecbench: command-line front end (CLI11 subcommands).
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -107,7 +108,9 @@ struct VectorizeArgs {
   bool channels_last = false;
   bool flush_denormal = false;
   bool cuda_graphs = false;
+  bool no_winograd = false;
   std::string precision = "fp32";
+  std::string engine = "torchscript";
   std::string json_out;
 };
 
@@ -150,6 +153,8 @@ int cmd_vectorize(const VectorizeArgs& a) {
   mo.precision = a.precision;
   mo.flush_denormal = a.flush_denormal;
   mo.cuda_graphs = a.cuda_graphs;
+  mo.engine = a.engine;
+  mo.winograd = !a.no_winograd;
   std::ostringstream line;  // one write: ranks share stderr
   line << "vecbench: " << (dist.active() ? dist.label() + ": " : "") << source->size() << " inputs (" << source->kind()
        << "), " << todo.size() << " to do, " << (share - todo.size()) << " already done";
@@ -280,6 +285,10 @@ nlohmann::json full_meta(int argc, char** argv, const std::string& model) {
 #endif
                    {"compiler", VECBENCH_COMPILER}};
   m["parallel_info"] = b["parallel_info"];
+  if (b.contains("onednn")) {
+    m["versions"]["onednn"] = b["onednn"]["version"];
+    m["onednn"] = b["onednn"];  // the ISA oneDNN runs with, and whether it has Winograd convolutions
+  }
   auto mm = read_model_meta(model);
   mm["path"] = model;
   m["model"] = mm;
@@ -308,6 +317,7 @@ int cmd_run(const std::string& path, const std::string& results_dir, const std::
   const std::string model = !model_override.empty() ? model_override : e.model == "default" ? default_model() : e.model;
   ExperimentEnv env;
   env.meta = full_meta(argc, argv, model);
+  env.meta["engine"] = {{"name", e.engine}, {"winograd", e.winograd}};
   const auto& mm = env.meta["model"];
   env.model_resize = parse_resize_mode(mm.value("resize_default", std::string("tf-legacy")));
   env.input_size = mm.value("input_size", 299);
@@ -318,11 +328,14 @@ int cmd_run(const std::string& path, const std::string& results_dir, const std::
   mo.precision = e.precision;
   mo.channels_last = e.channels_last;
   mo.cuda_graphs = e.cuda_graphs;
+  mo.engine = e.engine;
+  mo.winograd = e.winograd;
   env.make_factory = [mo] { return torchscript_factory(mo); };
-  TorchModelOptions ref = mo;
+  TorchModelOptions ref = mo;  // the reference pass: TorchScript, fp32, as exported
   ref.precision = "fp32";
   ref.channels_last = false;
   ref.cuda_graphs = false;
+  ref.engine = "torchscript";
   env.make_reference_factory = [ref] { return torchscript_factory(ref); };
   env.make_source = [&e](ResizeMode m) { return experiment_source(e.images, m); };
   env.work_dir = fs::path(results_dir) / e.name / (".tmp-" + std::to_string(::getpid()));
@@ -388,18 +401,24 @@ int cmd_tune(const std::string& images, const std::string& model_arg, double bud
         {{"strategy", {"data-parallel"}}, {"devices", {"cuda", "cuda:0/2", "cuda:0/3"}}, {"batch", {8, 32, 64}}});
   }
   exp["matrix"] = matrices;
-  // Models to try: the given one; by default also the fused export next to the default model
-  // (tools/export_inception.py --fuse prepacked: CPU only, same features within 1e-4).
-  std::vector<std::string> models = {model};
+  // (model, engine) pairs to try: the given model with LibTorch; on a CPU-only machine also the
+  // oneDNN engine (same features within 1e-4) and, by default, the fused export next to the
+  // default model (tools/export_inception.py --fuse prepacked: CPU only, same features within 1e-4).
+  std::vector<std::pair<std::string, std::string>> candidates = {{model, "torchscript"}};
   std::string fused = default_model();
   fused.replace(fused.size() - 3, 3, "_fused.pt");
-  if (model_arg.empty() && nc == 0 && fs::exists(fused)) models.push_back(fused);
+  const auto engines = available_engines();
+  if (nc == 0 && std::find(engines.begin(), engines.end(), "onednn") != engines.end())
+    candidates.emplace_back(model, "onednn");
+  if (model_arg.empty() && nc == 0 && fs::exists(fused)) candidates.emplace_back(fused, "torchscript");
   int rc = 0;
   double best_ips = -1;
-  nlohmann::json best, best_model;
-  for (const auto& m : models) {
-    exp["model"] = m;
-    exp["time_budget_s"] = budget_s / static_cast<double>(models.size());
+  nlohmann::json best;
+  std::pair<std::string, std::string> best_candidate;
+  for (const auto& cand : candidates) {
+    exp["model"] = cand.first;
+    exp["engine"] = cand.second;
+    exp["time_budget_s"] = budget_s / static_cast<double>(candidates.size());
     const std::string path =
         (fs::temp_directory_path() / ("vecbench_tune_" + std::to_string(::getpid()) + ".json")).string();
     atomic_write(path, exp.dump(2));
@@ -414,7 +433,7 @@ int cmd_tune(const std::string& images, const std::string& model_arg, double bud
       if (r["status"] == "ok" && r["summary"]["images_per_s"]["median"].get<double>() > best_ips) {
         best_ips = r["summary"]["images_per_s"]["median"].get<double>();
         best = r;
-        best_model = m;
+        best_candidate = cand;
       }
   }
   if (best_ips < 0) {
@@ -427,9 +446,10 @@ int cmd_tune(const std::string& images, const std::string& model_arg, double bud
           ? " --threads " + std::to_string(best["effective"]["devices"][0]["threads"].get<int>())
           : "";
   std::printf(
-      "\nbest: %.2f img/s\n  vecbench vectorize --images %s --out OUT --model %s --strategy %s --devices %s "
+      "\nbest: %.2f img/s\n  vecbench vectorize --images %s --out OUT --model %s%s --strategy %s --devices %s "
       "--batch %d%s\n",
-      best_ips, images.empty() ? "IMAGES" : images.c_str(), best_model.get<std::string>().c_str(),
+      best_ips, images.empty() ? "IMAGES" : images.c_str(), best_candidate.first.c_str(),
+      best_candidate.second == "torchscript" ? "" : (" --engine " + best_candidate.second).c_str(),
       p["strategy"].get<std::string>().c_str(), p["devices"].get<std::string>().c_str(), p["batch"].get<int>(),
       threads.c_str());
   return rc;
@@ -474,6 +494,11 @@ int main(int argc, char** argv) {
   vec->add_flag("--no-resume", va.no_resume, "Redo inputs whose output already exists");
   vec->add_flag("--no-optimize", va.no_optimize, "Skip optimize_for_inference after loading");
   vec->add_flag("--channels-last", va.channels_last, "Feed channels_last input");
+  vec->add_option("--engine", va.engine,
+                  "torchscript (LibTorch runs the module) | onednn (CPU: the module's weights as vecbench's own oneDNN "
+                  "network: one blocked layout, fused conv+BN+ReLU, zero-copy concat, Winograd 3x3; fastest on CPU)")
+      ->capture_default_str();
+  vec->add_flag("--no-winograd", va.no_winograd, "onednn: direct convolutions only (no Winograd 3x3)");
   vec->add_flag("--flush-denormal", va.flush_denormal, "Flush denormal floats to zero in replica threads");
   vec->add_flag("--cuda-graphs", va.cuda_graphs,
                 "CUDA: capture each replica's forward once, replay it for full batches");

@@ -35,11 +35,13 @@ struct ImageSetSpec {
 struct Experiment {
   std::string name;  ///< results go to results/<name>/<UTC timestamp>.json
   std::string description;
-  std::string model = "default";   ///< model file, or "default" (the build's synthetic model)
-  bool optimize = true;            ///< optimize_for_inference after loading
-  std::string precision = "fp32";  ///< fp32 | fp16 | bf16 (CUDA devices only)
-  bool channels_last = false;      ///< feed channels_last input
-  bool cuda_graphs = false;        ///< CUDA: replay a captured graph per replica for full batches
+  std::string model = "default";       ///< model file, or "default" (the build's synthetic model)
+  bool optimize = true;                ///< optimize_for_inference after loading
+  std::string precision = "fp32";      ///< fp32 | fp16 | bf16 (CUDA devices only)
+  bool channels_last = false;          ///< feed channels_last input
+  bool cuda_graphs = false;            ///< CUDA: replay a captured graph per replica for full batches
+  std::string engine = "torchscript";  ///< torchscript | onednn (CPU; include/vecbench/onednn_inception.hpp)
+  bool winograd = true;                ///< onednn: Winograd 3x3 convolutions where the CPU has them
   ImageSetSpec images;
   /// One matrix: every combination of its lists is one run. "matrix" in the file is one such
   /// object or an array of them (their runs are concatenated, duplicates dropped).
@@ -106,11 +108,11 @@ inline Experiment parse_experiment(const nlohmann::json& j, const std::string& o
   Experiment e;
   e.raw = j;
   try {
-    detail::check_keys(
-        j, "",
-        {"name", "description", "model", "optimize", "precision", "channels_last", "cuda_graphs", "images", "matrix",
-         "warmup_batches", "repetitions", "interleave", "time_budget_s", "decode_threads", "prefetch_batches",
-         "output_format", "verify", "seed_timing_lines", "external"});
+    detail::check_keys(j, "", {"name",           "description",      "model",         "optimize",   "precision",
+                               "channels_last",  "cuda_graphs",      "engine",        "winograd",   "images",
+                               "matrix",         "warmup_batches",   "repetitions",   "interleave", "time_budget_s",
+                               "decode_threads", "prefetch_batches", "output_format", "verify",     "seed_timing_lines",
+                               "external"});
     if (!j.contains("name")) throw ConfigError("name", "required");
     e.name = get_as<std::string>(j["name"], "name");
     if (e.name.empty() || e.name.find_first_of("/\\") != std::string::npos || e.name[0] == '.')
@@ -120,6 +122,12 @@ inline Experiment parse_experiment(const nlohmann::json& j, const std::string& o
     if (j.contains("optimize")) e.optimize = get_as<bool>(j["optimize"], "optimize");
     if (j.contains("channels_last")) e.channels_last = get_as<bool>(j["channels_last"], "channels_last");
     if (j.contains("cuda_graphs")) e.cuda_graphs = get_as<bool>(j["cuda_graphs"], "cuda_graphs");
+    if (j.contains("winograd")) e.winograd = get_as<bool>(j["winograd"], "winograd");
+    if (j.contains("engine")) {
+      e.engine = get_as<std::string>(j["engine"], "engine");
+      if (e.engine != "torchscript" && e.engine != "onednn")
+        throw ConfigError("engine", "unknown engine '" + e.engine + "' (use torchscript, onednn)");
+    }
     if (j.contains("precision")) {
       e.precision = get_as<std::string>(j["precision"], "precision");
       if (!std::set<std::string>{"fp32", "fp16", "bf16"}.count(e.precision))

@@ -451,11 +451,14 @@ inline std::string result_table(const nlohmann::json& result) {
     const auto it = seq_best.find(key(p));
     const double vs = it != seq_best.end() && it->second > 0 ? med / it->second : NAN;
     const double rel = r["verification"].is_object() ? r["verification"]["max_rel_diff"].get<double>() : NAN;
-    std::snprintf(buf, sizeof buf, "| %s | %s | %s | %s | %s | %.2f | %.1f%% | %.2fx | %.1e | %s |\n",
+    char vs_s[32] = "-", rel_s[32] = "-";  // no sequential run to compare with / not verified
+    if (std::isfinite(vs)) std::snprintf(vs_s, sizeof vs_s, "%.2fx", vs);
+    if (std::isfinite(rel)) std::snprintf(rel_s, sizeof rel_s, "%.1e", rel);
+    std::snprintf(buf, sizeof buf, "| %s | %s | %s | %s | %s | %.2f | %.1f%% | %s | %s | %s |\n",
                   p.value("strategy", "").c_str(), p.value("devices", "-").c_str(),
                   p.contains("batch") ? p["batch"].dump().c_str() : "-",
                   p.contains("threads") ? p["threads"].dump().c_str() : "-", p.value("resize", "-").c_str(), med,
-                  spread * 100, vs, rel,
+                  spread * 100, vs_s, rel_s,
                   (r["status"].get<std::string>() +
                    (r["reason"].get<std::string>().empty() ? "" : ": " + r["reason"].get<std::string>()))
                       .c_str());

@@ -2,6 +2,7 @@
 // not include LibTorch: the implementation lives in src/torch_model.cpp, one translation unit.
 #pragma once
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -18,11 +19,19 @@ struct TorchModelOptions {
   bool cudnn_benchmark = true;     ///< CUDA only: let cuDNN autotune convolution algorithms
   bool flush_denormal = false;     ///< CPU: flush denormal floats to zero (FTZ/DAZ) in each replica thread
   bool cuda_graphs = false;        ///< CUDA only: capture the forward of full batches once, then replay it
+  /// What runs the network: "torchscript" (LibTorch runs the module) or "onednn" (CPU only: the
+  /// module's weights in vecbench's own oneDNN network, include/vecbench/onednn_inception.hpp).
+  std::string engine = "torchscript";
+  bool winograd = true;  ///< onednn: Winograd for 3x3 stride-1 convolutions where the CPU has them
 };
 
-/// A factory of TorchScript replicas: each call loads the file onto the device
-/// (torch::jit::load(path, device)), optimizes it, and sets the calling thread's intra-op
-/// thread count to the device's share.
+/// The engines this build has ("torchscript", and "onednn" when built with libdnnl-dev).
+std::vector<std::string> available_engines();
+
+/// A factory of replicas: each call loads the file onto the device (torch::jit::load(path,
+/// device)), optimizes it, and sets the calling thread's intra-op thread count to the device's
+/// share. With engine "onednn", the file is read once (BN folded into the convolutions) and each
+/// call builds a oneDNN network from those weights.
 ModelFactory torchscript_factory(const TorchModelOptions& opt);
 
 /// The `vecbench_meta.json` stored in a model file by the export tool (empty object if none).

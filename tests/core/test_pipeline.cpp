@@ -186,8 +186,12 @@ TEST(Experiment, ValidNamesEveryKeyItUses) {
   const auto e = parse_experiment(nlohmann::json::parse(R"({
     "name": "x", "images": {"synthetic": 8},
     "matrix": [{"strategy": ["sequential"], "devices": "cpu"}, {"strategy": ["naive", "sharded"], "devices": ["cpu/2"], "batch": [1, 8]}],
-    "repetitions": 5, "interleave": false, "time_budget_s": 30})"));
+    "repetitions": 5, "interleave": false, "time_budget_s": 30, "engine": "onednn", "winograd": false})"));
   ASSERT_EQ(e.matrices.size(), 2u);
+  EXPECT_EQ(e.engine, "onednn");
+  EXPECT_FALSE(e.winograd);
+  EXPECT_EQ(parse_experiment(nlohmann::json::parse(R"({"name": "x", "images": {"synthetic": 1}})")).engine,
+            "torchscript");
   EXPECT_EQ(e.matrices[1].batch_sizes, (std::vector<int>{1, 8}));
   EXPECT_EQ(e.matrices[0].devices, (std::vector<std::string>{"cpu"}));
   EXPECT_EQ(e.repetitions, 5);
@@ -219,6 +223,8 @@ TEST(Experiment, BadKeysAndValuesAreNamed) {
       err(R"({"name":"x","images":{"generate":{"count":3,"formats":["gif"]}}})").find("images.generate.formats[0]"),
       std::string::npos);
   EXPECT_NE(err(R"({"name":"x","images":{"synthetic":2},"matrix":{"resize":["nearest"]}})").find("matrix.resize[0]"),
+            std::string::npos);
+  EXPECT_NE(err(R"({"name":"x","images":{"synthetic":2},"engine":"tvm"})").find("engine: unknown engine 'tvm'"),
             std::string::npos);
 }
 
