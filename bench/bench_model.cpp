@@ -1,8 +1,11 @@
-// Model-only forward throughput of the default TorchScript model, per batch size and thread
-// count (no decoding). Set VECBENCH_MODEL to use another model file.
+// Model-only forward throughput of the default model, per engine (TorchScript, and the oneDNN
+// engine when built), batch size and thread count (no decoding). Set VECBENCH_MODEL to use
+// another model file.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <string>
 
 #include "vecbench/torchscript_model.hpp"
 
@@ -10,13 +13,19 @@ using namespace vecbench;
 
 namespace {
 
-void BM_ModelForward(benchmark::State& st) {
+void BM_ModelForward(benchmark::State& st, const std::string& engine) {
+  const auto engines = available_engines();
+  if (std::find(engines.begin(), engines.end(), engine) == engines.end()) {
+    st.SkipWithError(("this build has no " + engine + " engine").c_str());
+    return;
+  }
   const int batch = static_cast<int>(st.range(0));
   VirtualDevice d;
   d.threads = static_cast<int>(st.range(1));
   TorchModelOptions o;
   const char* env = std::getenv("VECBENCH_MODEL");
   o.path = env ? env : VECBENCH_DEFAULT_MODEL;
+  o.engine = engine;
   auto model = torchscript_factory(o)(d);
   model->warmup(batch, 3);
   const std::size_t s = static_cast<std::size_t>(model->input_size());
@@ -25,10 +34,17 @@ void BM_ModelForward(benchmark::State& st) {
   for (auto _ : st) model->forward(in.data(), batch, out.data());
   st.SetItemsProcessed(st.iterations() * batch);
 }
-BENCHMARK(BM_ModelForward)
+BENCHMARK_CAPTURE(BM_ModelForward, torchscript, std::string("torchscript"))
     ->Args({1, 1})
     ->Args({1, 2})
     ->Args({8, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(3.0);
+BENCHMARK_CAPTURE(BM_ModelForward, onednn, std::string("onednn"))
+    ->Args({1, 1})
+    ->Args({4, 1})
+    ->Args({1, 2})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->MinTime(3.0);

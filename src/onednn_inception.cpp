@@ -41,6 +41,7 @@ class Graph {
     // code, 8 otherwise (AVX2). Every Inception-v3 channel count and concat offset is a multiple of 16.
     const bool avx512 = has_isa(dnnl::cpu_isa::avx512_core);
     fmt_ = avx512 ? tag::nChw16c : tag::nChw8c;
+    act_dt_ = opt.precision == "bf16" ? dt::bf16 : dt::f32;
     build();
   }
 
@@ -54,7 +55,7 @@ class Graph {
   int winograd_layers() const { return winograd_layers_; }
 
  private:
-  memory::desc act_desc(int c, int h, int w) const { return memory::desc({n_, c, h, w}, dt::f32, fmt_); }
+  memory::desc act_desc(int c, int h, int w) const { return memory::desc({n_, c, h, w}, act_dt_, fmt_); }
   Act new_act(int c, int h, int w) { return Act{memory(act_desc(c, h, w), eng_), c, h, w}; }
 
   const FoldedConv& layer(const std::string& name, int in_c) const {
@@ -74,19 +75,20 @@ class Graph {
                  int pw) {
     const int oc = static_cast<int>(l.shape[0]), ic = static_cast<int>(l.shape[1]);
     const int kh = static_cast<int>(l.shape[2]), kw = static_cast<int>(l.shape[3]);
-    memory::desc w_any({oc, ic, kh, kw}, dt::f32, tag::any);
+    memory::desc w_any({oc, ic, kh, kw}, act_dt_, tag::any);  // bf16: packed (and rounded) once, here
     memory::desc b_md({oc}, dt::f32, tag::x);
     dnnl::post_ops po;
     po.append_eltwise(1.0f, algorithm::eltwise_relu, 0.0f, 0.0f);
     dnnl::primitive_attr attr;
     attr.set_post_ops(po);
     std::vector<algorithm> algs;
-    if (opt_.winograd && kh == 3 && kw == 3 && stride == 1) algs.push_back(algorithm::convolution_winograd);
+    if (opt_.winograd && act_dt_ == dt::f32 && kh == 3 && kw == 3 && stride == 1)
+      algs.push_back(algorithm::convolution_winograd);
     algs.push_back(algorithm::convolution_direct);
     for (const bool dense_dst : {false, true}) {
       // A slice of a concatenation is not dense; where no implementation writes into one, the
       // layer writes a dense buffer and a reorder copies it into the slice.
-      memory::desc dst_md = dense_dst ? memory::desc(dst.get_desc().dims(), dt::f32, fmt_) : dst.get_desc();
+      memory::desc dst_md = dense_dst ? memory::desc(dst.get_desc().dims(), act_dt_, fmt_) : dst.get_desc();
       for (const auto alg : algs) {
         dnnl::convolution_forward::primitive_desc pd;
         try {
@@ -157,7 +159,7 @@ class Graph {
 
   void pool_into(algorithm alg, const Act& x, const memory& dst, int k, int stride, int pad) {
     for (const bool dense_dst : {false, true}) {
-      memory::desc dst_md = dense_dst ? memory::desc(dst.get_desc().dims(), dt::f32, fmt_) : dst.get_desc();
+      memory::desc dst_md = dense_dst ? memory::desc(dst.get_desc().dims(), act_dt_, fmt_) : dst.get_desc();
       dnnl::pooling_forward::primitive_desc pd;
       try {
         dnnl::pooling_forward::desc d(dnnl::prop_kind::forward_inference, alg, x.mem.get_desc(), dst_md,
@@ -267,10 +269,20 @@ class Graph {
       }
       first_.bias[o] += static_cast<float>(shift);
     }
-    Act x{in_user_, 3, s, s};
+    // The first layer (3 input channels, from the caller's NCHW floats) always runs in f32:
+    // oneDNN 2.6 has no bf16 kernel for it, only its reference code (~0.6 s per image).
+    const dt act_dt = act_dt_;
+    act_dt_ = dt::f32;
     Act y = new_act(static_cast<int>(l1.shape[0]), out_dim(s, 3, 2, 0), out_dim(s, 3, 2, 0));
-    conv_into("Conv2d_1a_3x3", first_, x.mem, y.mem, 2, 0, 0);
-    x = conv("Conv2d_2a_3x3", y, 1, 0);
+    conv_into("Conv2d_1a_3x3", first_, in_user_, y.mem, 2, 0, 0);
+    act_dt_ = act_dt;
+    Act x = y;
+    if (act_dt_ != dt::f32) {  // bf16 from here on
+      x = new_act(y.c, y.h, y.w);
+      ops_.emplace_back(dnnl::reorder(y.mem, x.mem),
+                        std::unordered_map<int, memory>{{DNNL_ARG_FROM, y.mem}, {DNNL_ARG_TO, x.mem}});
+    }
+    x = conv("Conv2d_2a_3x3", x, 1, 0);
     x = conv("Conv2d_2b_3x3", x, 1, 1);
     x = pool(algorithm::pooling_max, x, 3, 2, 0);
     x = conv("Conv2d_3b_1x1", x, 1, 0);
@@ -302,7 +314,8 @@ class Graph {
   dnnl::engine& eng_;
   int n_;
   tag fmt_ = tag::nChw16c;
-  FoldedConv first_;  ///< Conv2d_1a_3x3 with the input normalization folded in
+  dt act_dt_ = dt::f32;  ///< activations and weights: f32, or bf16 (f32 accumulation and bias)
+  FoldedConv first_;     ///< Conv2d_1a_3x3 with the input normalization folded in
   memory in_user_, out_user_;
   std::vector<std::pair<dnnl::primitive, std::unordered_map<int, memory>>> ops_;
   int winograd_layers_ = 0;
@@ -314,6 +327,11 @@ class OneDnnInception : public Model {
       : w_(std::move(w)), dev_(dev), opt_(opt), eng_(dnnl::engine::kind::cpu, 0), stream_(eng_) {
     if (dev.is_cuda())
       throw ReplicaError(w_->source + ": the onednn engine runs on CPU devices only, not " + dev.name());
+    if (opt.precision != "fp32" && opt.precision != "bf16")
+      throw ReplicaError("onednn engine: precision " + opt.precision + " is not supported (use fp32 or bf16)");
+    if (opt.precision == "bf16" && !has_isa(dnnl::cpu_isa::avx512_core_bf16))
+      throw ReplicaError("onednn engine: bf16 needs a CPU with AVX-512 BF16 (oneDNN runs " +
+                         onednn_info()["isa"].get<std::string>() + " code here)");
     omp_set_num_threads(dev.threads);
     graph(1);  // checks the layers now, in the replica's own thread
   }
@@ -362,6 +380,7 @@ nlohmann::json onednn_info() {
   const bool avx512 = has_isa(dnnl::cpu_isa::avx512_core);
   j["isa"] = avx512 ? "avx512_core" : has_isa(dnnl::cpu_isa::avx2) ? "avx2" : "older";
   j["winograd"] = avx512;  // oneDNN 2.x has Winograd convolutions only in its AVX-512 code
+  j["bf16"] = has_isa(dnnl::cpu_isa::avx512_core_bf16);
   return j;
 }
 

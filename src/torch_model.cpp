@@ -293,6 +293,7 @@ ModelFactory onednn_factory(const TorchModelOptions& opt) {
     at::set_num_threads(dev.threads);
     OneDnnOptions o;
     o.winograd = opt.winograd;
+    o.precision = opt.precision;
     return make_onednn_inception(std::move(w), dev, o);
   };
 }

@@ -21,6 +21,7 @@ add "torchscript, fused model, data-parallel cpu/2 b4" "$VB --model $FUSED --str
 add "onednn, no Winograd, data-parallel cpu/2 b1" "$VB --engine onednn --no-winograd --strategy data-parallel --devices cpu/2 --batch 1"
 add "onednn, data-parallel cpu/2 b1"              "$VB --engine onednn --strategy data-parallel --devices cpu/2 --batch 1"
 add "onednn, data-parallel cpu/2 b4"              "$VB --engine onednn --strategy data-parallel --devices cpu/2 --batch 4"
+add "onednn bf16 (AVX-512 BF16 CPUs), data-parallel cpu/2 b4" "$VB --engine onednn --precision bf16 --strategy data-parallel --devices cpu/2 --batch 4"
 add "onednn, sequential cpu b1 (2 threads)"       "$VB --engine onednn --strategy sequential --devices cpu --batch 1"
 add "onednn, sequential cpu b8 (2 threads)"       "$VB --engine onednn --strategy sequential --devices cpu --batch 8"
 else

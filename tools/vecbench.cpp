@@ -502,7 +502,9 @@ int main(int argc, char** argv) {
   vec->add_flag("--flush-denormal", va.flush_denormal, "Flush denormal floats to zero in replica threads");
   vec->add_flag("--cuda-graphs", va.cuda_graphs,
                 "CUDA: capture each replica's forward once, replay it for full batches");
-  vec->add_option("--precision", va.precision, "fp32 | fp16 | bf16 (CUDA devices only)")->capture_default_str();
+  vec->add_option("--precision", va.precision,
+                  "fp32 | fp16 | bf16 (CUDA devices; bf16 also with --engine onednn on CPUs with AVX-512 BF16)")
+      ->capture_default_str();
   vec->add_option("--json", va.json_out, "Also write the run's metrics as JSON to this file");
   DistArgs dist_args;
   add_dist_options(vec, dist_args);

@@ -37,7 +37,7 @@ struct Experiment {
   std::string description;
   std::string model = "default";       ///< model file, or "default" (the build's synthetic model)
   bool optimize = true;                ///< optimize_for_inference after loading
-  std::string precision = "fp32";      ///< fp32 | fp16 | bf16 (CUDA devices only)
+  std::string precision = "fp32";      ///< fp32 | fp16 | bf16 (CUDA; bf16 also engine onednn on AVX-512 BF16)
   bool channels_last = false;          ///< feed channels_last input
   bool cuda_graphs = false;            ///< CUDA: replay a captured graph per replica for full batches
   std::string engine = "torchscript";  ///< torchscript | onednn (CPU; include/vecbench/onednn_inception.hpp)

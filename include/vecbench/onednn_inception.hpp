@@ -42,13 +42,16 @@ struct InceptionWeights {
 
 /// Engine settings.
 struct OneDnnOptions {
-  bool winograd = true;  ///< 3x3 stride-1 convolutions as Winograd where the CPU supports it (AVX-512)
+  bool winograd = true;  ///< 3x3 stride-1 convolutions as Winograd where the CPU supports it (AVX-512; fp32 only)
+  /// fp32, or bf16: activations and weights in bfloat16 (f32 accumulation), on CPUs with AVX-512
+  /// BF16 only; faster, features within ~1e-2 of fp32 (results/PERFORMANCE.md).
+  std::string precision = "fp32";
 };
 
 /// Whether this build has the oneDNN engine (false: built without libdnnl-dev).
 bool onednn_available();
 
-/// oneDNN version, the ISA it runs with, and whether Winograd convolutions are available.
+/// oneDNN version, the ISA it runs with, and whether Winograd and bf16 convolutions are available.
 nlohmann::json onednn_info();
 
 /// One replica on a CPU device; sets the calling thread's OpenMP thread count to dev.threads.

@@ -15,7 +15,7 @@ struct TorchModelOptions {
   std::string path;                ///< TorchScript file from tools/export_inception.py
   bool optimize = true;            ///< torch::jit::optimize_for_inference (freeze + fold) after loading
   bool channels_last = false;      ///< feed NHWC-strided input (channels_last memory format)
-  std::string precision = "fp32";  ///< CUDA only: fp32, fp16 or bf16 (model and input converted)
+  std::string precision = "fp32";  ///< fp32, fp16 or bf16: CUDA (model and input converted); bf16 also engine onednn
   bool cudnn_benchmark = true;     ///< CUDA only: let cuDNN autotune convolution algorithms
   bool flush_denormal = false;     ///< CPU: flush denormal floats to zero (FTZ/DAZ) in each replica thread
   bool cuda_graphs = false;        ///< CUDA only: capture the forward of full batches once, then replay it

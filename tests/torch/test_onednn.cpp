@@ -160,3 +160,37 @@ TEST(OneDnn, VectorizeCommandLine) {
   EXPECT_NE(text.find("unknown engine 'tvm'"), std::string::npos) << text;
   fs::remove_all(d);
 }
+
+TEST(OneDnn, Bf16IsCloseButNotEqualOrRefusedWithTheReason) {
+  if (!have_onednn()) GTEST_SKIP() << "built without libdnnl-dev";
+  const fs::path d = vecbench::testing::fresh_temp_dir("onednn_bf16");
+  const auto src = photos(3, d);
+  TorchModelOptions ts;
+  ts.path = kModel;
+  const auto ref = run_engine(*src, ts, "cpu", 1);
+  TorchModelOptions od = ts;
+  od.engine = "onednn";
+  od.precision = "bf16";
+  if (backend_info()["onednn"].value("bf16", false)) {
+    for (const int batch : {1, 2}) {
+      const auto got = run_engine(*src, od, "cpu/2", batch);
+      for (std::size_t i = 0; i < src->size(); ++i) {
+        ASSERT_EQ(got->features(i).size(), 2048u) << got->error(i);
+        const double e = rel_l2(got->features(i), ref->features(i));
+        // bfloat16 keeps 8 bits of mantissa; over 94 layers that is 2-6% here (results/PERFORMANCE.md)
+        EXPECT_LE(e, 0.1) << "image " << i;
+        EXPECT_GE(e, 1e-5) << "image " << i << ": as close as fp32, so bf16 did not run";
+      }
+    }
+  } else {
+    try {
+      run_engine(*src, od, "cpu", 1);
+      FAIL() << "expected bf16 to be refused on this CPU";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("AVX-512 BF16"), std::string::npos) << e.what();
+    }
+  }
+  od.precision = "fp16";
+  EXPECT_THROW(run_engine(*src, od, "cpu", 1), Error);
+  fs::remove_all(d);
+}
