@@ -394,7 +394,7 @@ int cmd_tune(const std::string& images, const std::string& model_arg, double bud
   matrices.push_back({{"strategy", {"data-parallel"}}, {"devices", specs}, {"batch", {1, 4}}});
   matrices.push_back({{"strategy", {"data-parallel"}}, {"devices", {"cpu"}}, {"batch", {1, 8}}});
   matrices.push_back(
-      {{"strategy", {"sharded"}}, {"devices", {"cpu/" + std::to_string(std::max(2, cores))}}, {"batch", {1}}});
+      {{"strategy", {"sharded"}}, {"devices", {"cpu/" + std::to_string(std::max(2, cores))}}, {"batch", {1, 4}}});
   const int nc = cuda_device_count();
   if (nc > 0) {
     matrices.push_back(
