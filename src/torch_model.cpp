@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "vecbench/error.hpp"
+#include "vecbench/null_model.hpp"
 
 #ifdef VECBENCH_WITH_ONEDNN
 #include "vecbench/onednn_inception.hpp"
@@ -303,13 +304,17 @@ ModelFactory onednn_factory(const TorchModelOptions& opt) {
 
 std::vector<std::string> available_engines() {
 #ifdef VECBENCH_WITH_ONEDNN
-  return {"torchscript", "onednn"};
+  return {"torchscript", "onednn", "none"};
 #else
-  return {"torchscript"};
+  return {"torchscript", "none"};
 #endif
 }
 
 ModelFactory torchscript_factory(const TorchModelOptions& opt) {
+  if (opt.engine == "none") {  // the input pipeline alone; the model file only gives the shapes
+    const auto meta = read_model_meta(opt.path);
+    return null_factory(meta.value("feature_dim", 2048), meta.value("input_size", 299));
+  }
   if (opt.engine == "onednn") {
 #ifdef VECBENCH_WITH_ONEDNN
     return onednn_factory(opt);
@@ -318,7 +323,7 @@ ModelFactory torchscript_factory(const TorchModelOptions& opt) {
 #endif
   }
   if (opt.engine != "torchscript")
-    throw ConfigError("--engine", "unknown engine '" + opt.engine + "' (use torchscript or onednn)");
+    throw ConfigError("--engine", "unknown engine '" + opt.engine + "' (use torchscript, onednn or none)");
   return [opt](const VirtualDevice& dev) -> std::unique_ptr<Model> {
     return std::make_unique<TorchScriptModel>(dev, opt);
   };

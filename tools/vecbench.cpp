@@ -318,6 +318,10 @@ int cmd_run(const std::string& path, const std::string& results_dir, const std::
   ExperimentEnv env;
   env.meta = full_meta(argc, argv, model);
   env.meta["engine"] = {{"name", e.engine}, {"winograd", e.winograd}};
+  if (e.engine == "none" && e.verify) {  // zero features: nothing to verify
+    std::cerr << "vecbench: engine none (input pipeline only): verification off\n";
+    e.verify = false;
+  }
   const auto& mm = env.meta["model"];
   env.model_resize = parse_resize_mode(mm.value("resize_default", std::string("tf-legacy")));
   env.input_size = mm.value("input_size", 299);
@@ -496,7 +500,8 @@ int main(int argc, char** argv) {
   vec->add_flag("--channels-last", va.channels_last, "Feed channels_last input");
   vec->add_option("--engine", va.engine,
                   "torchscript (LibTorch runs the module) | onednn (CPU: the module's weights as vecbench's own oneDNN "
-                  "network: one blocked layout, fused conv+BN+ReLU, zero-copy concat, Winograd 3x3; fastest on CPU)")
+                  "network: one blocked layout, fused conv+BN+ReLU, zero-copy concat, Winograd 3x3; fastest on CPU) | "
+                  "none (no network, zero features: the input pipeline's own ceiling)")
       ->capture_default_str();
   vec->add_flag("--no-winograd", va.no_winograd, "onednn: direct convolutions only (no Winograd 3x3)");
   vec->add_flag("--flush-denormal", va.flush_denormal, "Flush denormal floats to zero in replica threads");

@@ -40,7 +40,7 @@ struct Experiment {
   std::string precision = "fp32";      ///< fp32 | fp16 | bf16 (CUDA; bf16 also engine onednn on AVX-512 BF16)
   bool channels_last = false;          ///< feed channels_last input
   bool cuda_graphs = false;            ///< CUDA: replay a captured graph per replica for full batches
-  std::string engine = "torchscript";  ///< torchscript | onednn (CPU; include/vecbench/onednn_inception.hpp)
+  std::string engine = "torchscript";  ///< torchscript | onednn (CPU) | none (input pipeline only, no verify)
   bool winograd = true;                ///< onednn: Winograd 3x3 convolutions where the CPU has them
   ImageSetSpec images;
   /// One matrix: every combination of its lists is one run. "matrix" in the file is one such
@@ -125,8 +125,8 @@ inline Experiment parse_experiment(const nlohmann::json& j, const std::string& o
     if (j.contains("winograd")) e.winograd = get_as<bool>(j["winograd"], "winograd");
     if (j.contains("engine")) {
       e.engine = get_as<std::string>(j["engine"], "engine");
-      if (e.engine != "torchscript" && e.engine != "onednn")
-        throw ConfigError("engine", "unknown engine '" + e.engine + "' (use torchscript, onednn)");
+      if (e.engine != "torchscript" && e.engine != "onednn" && e.engine != "none")
+        throw ConfigError("engine", "unknown engine '" + e.engine + "' (use torchscript, onednn, none)");
     }
     if (j.contains("precision")) {
       e.precision = get_as<std::string>(j["precision"], "precision");

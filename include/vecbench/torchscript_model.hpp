@@ -19,13 +19,14 @@ struct TorchModelOptions {
   bool cudnn_benchmark = true;     ///< CUDA only: let cuDNN autotune convolution algorithms
   bool flush_denormal = false;     ///< CPU: flush denormal floats to zero (FTZ/DAZ) in each replica thread
   bool cuda_graphs = false;        ///< CUDA only: capture the forward of full batches once, then replay it
-  /// What runs the network: "torchscript" (LibTorch runs the module) or "onednn" (CPU only: the
-  /// module's weights in vecbench's own oneDNN network, include/vecbench/onednn_inception.hpp).
+  /// What runs the network: "torchscript" (LibTorch runs the module), "onednn" (CPU only: the
+  /// module's weights in vecbench's own oneDNN network, include/vecbench/onednn_inception.hpp),
+  /// or "none" (no network, zero features: measures the input pipeline alone, null_model.hpp).
   std::string engine = "torchscript";
   bool winograd = true;  ///< onednn: Winograd for 3x3 stride-1 convolutions where the CPU has them
 };
 
-/// The engines this build has ("torchscript", and "onednn" when built with libdnnl-dev).
+/// The engines this build has ("torchscript", "none", and "onednn" when built with libdnnl-dev).
 std::vector<std::string> available_engines();
 
 /// A factory of replicas: each call loads the file onto the device (torch::jit::load(path,

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <thread>
 
+#include "vecbench/null_model.hpp"
 #include "vecbench/runner.hpp"
 #include "vecbench/testing/stub_model.hpp"
 
@@ -177,4 +178,25 @@ TEST(DataParallel, FasterThanOneReplicaWhenComputeDominates) {
       run_strategy("naive", src, all_indices(src.size()), devs("cpu/4"), stub_factory(o), b, settings(2), o.input_size);
   EXPECT_LT(dp.wall_s, seq.wall_s * 0.6);
   EXPECT_GT(naive.wall_s, seq.wall_s * 0.8);  // the seed's mistake: no overlap
+}
+
+TEST(NullModel, RunsThePipelineAloneWithZeroFeaturesAndFailuresStillReported) {
+  // `--engine none`: every input goes through loading and batching once, features are zeros,
+  // and a bad input is still reported (the pipeline, not the model, finds it).
+  FlakySource src(11, {4});
+  for (const std::string strategy : {"sequential", "data-parallel", "sharded"}) {
+    MemorySink sink(src.size());
+    const auto st =
+        run_strategy(strategy, src, all_indices(src.size()), devs(strategy == "sequential" ? "cpu" : "cpu/2"),
+                     null_factory(6, 16), sink, settings(3), 16);
+    EXPECT_EQ(st.images_failed, 1u) << strategy;
+    for (std::size_t i = 0; i < src.size(); ++i) {
+      if (i == 4) {
+        EXPECT_NE(sink.error(i).find("injected failure"), std::string::npos) << strategy;
+        continue;
+      }
+      ASSERT_EQ(sink.features(i).size(), 6u) << strategy << " image " << i;
+      for (float v : sink.features(i)) EXPECT_EQ(v, 0.0f);
+    }
+  }
 }
