@@ -90,9 +90,16 @@ TEST(Shards, RunResultFilesMergeIntoOneWithPerShardAndTotalFigures) {
   sh(cmd + "wait)");
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(d / "res" / "shardrun")) files.push_back(e.path().string());
-  std::sort(files.begin(), files.end());
+  // names start with each process's own UTC second, which may differ: order them by shard
+  const auto shard_part = [](const std::string& f) {
+    const auto at = f.rfind("-shard");
+    return at == std::string::npos ? f : f.substr(at);
+  };
+  std::sort(files.begin(), files.end(),
+            [&](const std::string& a, const std::string& b) { return shard_part(a) < shard_part(b); });
   ASSERT_EQ(files.size(), 2u) << sh("cat " + (d / "r0.log").string() + " " + (d / "r1.log").string()).out;
   EXPECT_NE(files[0].find("-shard0of2.json"), std::string::npos);
+  EXPECT_NE(files[1].find("-shard1of2.json"), std::string::npos);
   const ResultFile one = load_result(files[1]);
   ASSERT_TRUE(one.runs[0].samples[0].ranks.has_value());
   EXPECT_EQ(one.runs[0].samples[0].ranks->count, 2);
