@@ -114,10 +114,52 @@ inline std::string verification_text(const RunResult& r) {
          format_number("%.3g", v.max_abs_diff) + ", max rel " + format_number("%.3g", v.max_rel_diff);
 }
 
+/// External commands of an experiment (peers) record their strategy as "external:NAME".
+inline bool is_external(const RunResult& r) { return param_string(r.params, "strategy").rfind("external:", 0) == 0; }
+
+/// The external commands beside the experiment's own runs, fastest first, each as a ratio of the
+/// fastest of vecbench's own (matrix) runs in the same file: what a user would run instead.
+inline std::string externals_markdown(const ResultFile& f) {
+  std::vector<const RunResult*> ext;
+  const RunResult* best = nullptr;
+  for (const RunResult& r : f.runs) {
+    if (is_external(r)) {
+      ext.push_back(&r);
+    } else if (r.status == RunStatus::ok &&
+               (!best || r.summary.images_per_s.median > best->summary.images_per_s.median)) {
+      best = &r;
+    }
+  }
+  if (ext.empty()) return "";
+  std::stable_sort(ext.begin(), ext.end(), [](const RunResult* a, const RunResult* b) {
+    const double x = a->status == RunStatus::ok ? a->summary.images_per_s.median : -1.0;
+    const double y = b->status == RunStatus::ok ? b->summary.images_per_s.median : -1.0;
+    return x > y;
+  });
+  std::string md =
+      "### Beside other tools (external commands, run interleaved with the runs above)\n\n"
+      "| command | img/s median (min-max) | vs best matrix run | status |\n|---|---:|---:|---|\n";
+  for (const RunResult* r : ext) {
+    const stats::Summary& t = r->summary.images_per_s;
+    const bool ok = r->status == RunStatus::ok;
+    md += "| `" + md_cell(param_string(r->params, "strategy").substr(9)) + "` | " +
+          (ok ? format_number("%.2f", t.median) + " (" + format_number("%.2f", t.min) + "-" +
+                    format_number("%.2f", t.max) + ")"
+              : "n/a") +
+          " | " + (ok && best ? format_number("%.2fx", t.median / best->summary.images_per_s.median) : "n/a") + " | " +
+          to_string(r->status) + (r->reason.empty() ? "" : ": " + md_cell(r->reason)) + " |\n";
+  }
+  if (best)
+    md += "\nBest matrix run: `" + best->id + "` (" + format_number("%.2f", best->summary.images_per_s.median) +
+          " img/s).\n";
+  return md + "\n";
+}
+
 inline std::string scaling_markdown(const ResultFile& f) {
   std::vector<std::string> strategies = {"sequential"};
   for (const RunResult& r : f.runs)
-    if (std::find(strategies.begin(), strategies.end(), param_string(r.params, "strategy")) == strategies.end())
+    if (!is_external(r) &&
+        std::find(strategies.begin(), strategies.end(), param_string(r.params, "strategy")) == strategies.end())
       strategies.push_back(param_string(r.params, "strategy"));
   std::vector<const RunResult*> refs;  // sequential references, labelled S1, S2, ...
   std::string md;
@@ -241,7 +283,7 @@ inline std::string report_markdown(const std::vector<ResultFile>& results, const
                            : "Plots skipped: " + plots_note + "\n\n";
   for (const ResultFile& f : results)
     md += "## `" + f.name + "` on `" + f.meta.host + "`\n\n" + detail::meta_markdown(f) + "\n" +
-          detail::scaling_markdown(f) + detail::stages_markdown(f);
+          detail::scaling_markdown(f) + detail::externals_markdown(f) + detail::stages_markdown(f);
   return md;
 }
 

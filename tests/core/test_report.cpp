@@ -100,7 +100,8 @@ TEST(ReportMarkdown, TablesSpeedupEfficiencyAndStages) {
                     "max abs 1.2e-07, max rel 3.6e-07 | ok |"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("| 1 (cpu) | batch=1 | 12.00 (11.80-12.20) | 1.20x | S1 | 1.20 |"), std::string::npos) << md;
+  // The external command is listed beside the best matrix run (cpu/4, 30 img/s), not as a scaling series.
+  EXPECT_NE(md.find("| `torchserve` | 12.00 (11.80-12.20) | 0.40x | ok |"), std::string::npos) << md;
   EXPECT_NE(md.find("- S1: `strategy=sequential devices=cpu" + kTail + "` (10.00 img/s)"), std::string::npos) << md;
   EXPECT_NE(md.find("| 0.95x | S1 | 0.95 |"), std::string::npos) << md;  // the slower sequential run
   // Skipped and failed runs keep their reason.
@@ -169,4 +170,41 @@ TEST(ReportPlots, FailingPlotScriptOnlySkipsThePlots) {
   EXPECT_NE(md.find("Plots skipped: /bin/false " + kPlotScript + " failed (exit 1)"), std::string::npos) << md;
   EXPECT_FALSE(fs::exists(dir.path / "throughput_vs_devices.png"));
   EXPECT_NE(md.find("### Scaling: `data-parallel`"), std::string::npos);
+}
+
+TEST(ReportMarkdown, ExternalCommandsGetTheirOwnTableBesideTheBestRun) {
+  ResultFile f;
+  f.name = "peers";
+  auto add = [&](const std::string& strategy, const std::string& devices, double ips, RunStatus st, std::string why) {
+    RunResult r;
+    r.params = {{"strategy", strategy}};
+    if (!devices.empty()) r.params["devices"] = devices;
+    r.id = "strategy=" + strategy;
+    r.status = st;
+    r.reason = std::move(why);
+    if (st == RunStatus::ok)
+      for (int i = 0; i < 3; ++i) r.samples.push_back(Sample{i, 10, 0, 10 / (ips + i), ips + i, {}, {}, {}, {}, 0});
+    summarize_run(r);
+    f.runs.push_back(r);
+  };
+  add("sequential", "cpu", 10, RunStatus::ok, "");
+  add("data-parallel", "cpu/2", 20, RunStatus::ok, "");
+  add("external:onnxruntime-b8", "", 15, RunStatus::ok, "");
+  add("external:dataloader", "", 12, RunStatus::ok, "");
+  add("external:missing-peer", "", 0, RunStatus::skipped, "command not found");
+  TempDir dir("externals");
+  const std::string md = report_for({f}, dir, "");
+  EXPECT_EQ(md.find("### Scaling: `external:"), std::string::npos) << md;  // not a scaling series
+  const auto at = md.find("### Beside other tools");
+  ASSERT_NE(at, std::string::npos) << md;
+  // fastest first, as a ratio of the best matrix run (data-parallel: median 21)
+  const auto ort = md.find("| `onnxruntime-b8` | 16.00 (15.00-17.00) | 0.76x | ok |", at);
+  const auto dl = md.find("| `dataloader` | 13.00 (12.00-14.00) | 0.62x | ok |", at);
+  const auto miss = md.find("| `missing-peer` | n/a | n/a | skipped: command not found |", at);
+  EXPECT_NE(ort, std::string::npos) << md;
+  EXPECT_NE(dl, std::string::npos) << md;
+  EXPECT_NE(miss, std::string::npos) << md;
+  EXPECT_LT(ort, dl);
+  EXPECT_LT(dl, miss);
+  EXPECT_NE(md.find("Best matrix run: `strategy=data-parallel` (21.00 img/s)."), std::string::npos) << md;
 }
