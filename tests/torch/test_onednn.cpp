@@ -4,13 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cmath>
 #include <fstream>
 #include <iterator>
 
 #include "vecbench/inputs.hpp"
 #include "vecbench/npy.hpp"
 #include "vecbench/runner.hpp"
+#include "vecbench/testing/rel_l2.hpp"
 #include "vecbench/testing/temp_dir.hpp"
 #include "vecbench/torchscript_model.hpp"
 
@@ -27,12 +27,7 @@ bool have_onednn() {
 }
 
 double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
-  double d = 0, r = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    d += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
-    r += static_cast<double>(b[i]) * b[i];
-  }
-  return std::sqrt(d / r);
+  return vecbench::testing::rel_l2(a.data(), b.data(), a.size());
 }
 
 std::unique_ptr<MemorySink> run_engine(const ImageSource& src, const TorchModelOptions& mo, const std::string& devices,

@@ -13,11 +13,13 @@
 
 #include "vecbench/inputs.hpp"
 #include "vecbench/runner.hpp"
+#include "vecbench/testing/rel_l2.hpp"
 #include "vecbench/testing/temp_dir.hpp"
 #include "vecbench/torchscript_model.hpp"
 #include "vecbench/writer.hpp"
 
 using namespace vecbench;
+using vecbench::testing::rel_l2;
 
 namespace {
 
@@ -46,15 +48,6 @@ Cmd run(const std::string& cmd) {
   while (std::size_t n = std::fread(buf, 1, sizeof buf, f)) out.append(buf, n);
   const int st = ::pclose(f);
   return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
-}
-
-double rel_l2(const float* a, const float* b, std::size_t n) {
-  double d = 0, r = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    d += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
-    r += static_cast<double>(b[i]) * b[i];
-  }
-  return std::sqrt(d / r);
 }
 
 std::unique_ptr<MemorySink> features(const ImageSource& src, const std::string& strategy, const std::string& devices,
