@@ -52,16 +52,18 @@ class Graph {
     s.wait();
   }
 
-  int winograd_layers() const { return winograd_layers_; }
-
  private:
   memory::desc act_desc(int c, int h, int w) const { return memory::desc({n_, c, h, w}, act_dt_, fmt_); }
   Act new_act(int c, int h, int w) { return Act{memory(act_desc(c, h, w), eng_), c, h, w}; }
 
-  const FoldedConv& layer(const std::string& name, int in_c) const {
+  const FoldedConv& find_layer(const std::string& name) const {
     auto it = wts_.convs.find(name);
     if (it == wts_.convs.end()) throw ReplicaError(wts_.source + ": layer " + name + " is missing (onednn engine)");
-    const auto& l = it->second;
+    return it->second;
+  }
+  /// The layer, checked to take `in_c` input channels.
+  const FoldedConv& layer(const std::string& name, int in_c) const {
+    const auto& l = find_layer(name);
     if (l.shape[1] != in_c)
       throw ReplicaError(wts_.source + ": layer " + name + " expects " + std::to_string(l.shape[1]) +
                          " input channels, the network gives it " + std::to_string(in_c));
@@ -100,7 +102,6 @@ class Graph {
         }
         // oneDNN's reference code accepts everything at ~1% of the speed: only as a last resort
         if (is_reference(pd.impl_info_str()) && !(dense_dst && alg == algs.back())) continue;
-        if (alg == algorithm::convolution_winograd) ++winograd_layers_;
         memory user_w({{oc, ic, kh, kw}, dt::f32, tag::oihw}, eng_, const_cast<float*>(l.weight.data()));
         memory packed_w(pd.weights_desc(), eng_);
         dnnl::stream s(eng_);
@@ -141,11 +142,7 @@ class Graph {
     cat.next += c;
     return memory(md, eng_, cat.out.mem.get_data_handle());
   }
-  int out_channels(const std::string& name) const {
-    auto it = wts_.convs.find(name);
-    if (it == wts_.convs.end()) throw ReplicaError(wts_.source + ": layer " + name + " is missing (onednn engine)");
-    return static_cast<int>(it->second.shape[0]);
-  }
+  int out_channels(const std::string& name) const { return static_cast<int>(find_layer(name).shape[0]); }
   /// Last layer of a branch, writing into the next slice of `cat` (stride-1 "same" padding
   /// unless `stride`/`pad` say otherwise).
   void conv_to(Concat& cat, const std::string& name, const Act& x, int stride = 1, int pad = -1) {
@@ -318,7 +315,6 @@ class Graph {
   FoldedConv first_;     ///< Conv2d_1a_3x3 with the input normalization folded in
   memory in_user_, out_user_;
   std::vector<std::pair<dnnl::primitive, std::unordered_map<int, memory>>> ops_;
-  int winograd_layers_ = 0;
 };
 
 class OneDnnInception : public Model {
@@ -333,7 +329,8 @@ class OneDnnInception : public Model {
       throw ReplicaError("onednn engine: bf16 needs a CPU with AVX-512 BF16 (oneDNN runs " +
                          onednn_info()["isa"].get<std::string>() + " code here)");
     omp_set_num_threads(dev.threads);
-    graph(1);  // checks the layers now, in the replica's own thread
+    // The network is built (and the layers checked) on the first forward of each batch size,
+    // i.e. during warm-up, in this replica's thread: no graph for a batch size never run.
   }
   int feature_dim() const override { return w_->feature_dim; }
   int input_size() const override { return w_->input_size; }

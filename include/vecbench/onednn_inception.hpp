@@ -55,8 +55,9 @@ bool onednn_available();
 nlohmann::json onednn_info();
 
 /// One replica on a CPU device; sets the calling thread's OpenMP thread count to dev.threads.
-/// Throws ReplicaError naming weights.source when a layer is missing or has the wrong shape,
-/// or when dev is not a CPU device.
+/// Throws ReplicaError when dev is not a CPU device or the precision is not supported here; the
+/// network for a batch size is built on its first forward (warm-up), which throws ReplicaError
+/// naming weights.source when a layer is missing or has the wrong shape.
 std::unique_ptr<Model> make_onednn_inception(std::shared_ptr<const InceptionWeights> weights, const VirtualDevice& dev,
                                              const OneDnnOptions& opt);
 
