@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,11 @@ class ImageSource {
   virtual void load(std::size_t i, int size, float* dst, StageTimes& t) const = 0;
   /// The root the inputs' names are relative to (for output names); empty if none.
   virtual std::filesystem::path root() const { return {}; }
+  /// What the decoder warned about while loading input `i` with lenient decoding (empty: nothing).
+  /// Valid once `load(i)` has returned; the writer puts it into the manifest line.
+  virtual std::string warning(std::size_t) const { return {}; }
+  /// Entries of the input list dropped because they name an input already listed.
+  virtual std::size_t duplicates_skipped() const { return 0; }
 };
 
 /// Deterministic synthetic images (smooth gradients plus a hashed texture), made on the fly.
@@ -42,6 +48,7 @@ class SyntheticSource : public ImageSource {
   std::size_t size() const override { return count_; }
   std::string name(std::size_t i) const override { return "synthetic:" + std::to_string(i); }
   std::string kind() const override { return "synthetic"; }
+  std::uint32_t seed() const { return seed_; }
   void load(std::size_t i, int size, float* dst, StageTimes& t) const override {
     StageTimer timer(t, Stage::decode);
     const std::size_t plane = static_cast<std::size_t>(size) * size;
@@ -101,40 +108,66 @@ inline bool has_image_extension(const std::filesystem::path& p) {
   return std::any_of(std::begin(exts), std::end(exts), [&](const char* x) { return e == x; });
 }
 
-/// The image list of `--images`: a directory (scanned recursively for image extensions, sorted)
-/// or a text file with one path per line (relative paths are taken relative to the list file's
-/// directory; blank lines and lines starting with '#' are skipped).
+/// The image list of `--images`: a directory (scanned recursively for image extensions, sorted),
+/// one image file (by its extension), or a text file with one path per line (relative paths are taken relative to the
+/// list file's directory; blank lines and lines starting with '#' are skipped). Every path is canonical (absolute,
+/// symbolic links resolved once, no "." or ".."), so that how the list or the working directory is spelled never
+/// changes an input's identity; an input named twice is kept once.
 struct ImageList {
   std::vector<std::string> paths;
-  std::filesystem::path root;  ///< directory the output names are made relative to
+  std::filesystem::path root;  ///< directory the output names are made relative to (canonical)
+  std::size_t duplicates = 0;  ///< entries dropped because an earlier entry names the same file
 };
+
+/// The canonical form of `p` (see ImageList); a path that cannot be resolved (a symbolic link
+/// loop, a missing parent) stays absolute and lexically normal, and fails when it is read.
+inline std::string canonical_input_path(const std::filesystem::path& p) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path abs = fs::absolute(p, ec).lexically_normal();
+  const fs::path c = fs::weakly_canonical(abs, ec);
+  return (ec ? abs : c).string();
+}
 
 inline ImageList collect_images(const std::filesystem::path& spec) {
   namespace fs = std::filesystem;
   ImageList list;
   std::error_code ec;
+  std::vector<std::string> found;
   if (fs::is_directory(spec, ec)) {
-    list.root = spec;
+    list.root = canonical_input_path(spec);
     for (auto it = fs::recursive_directory_iterator(spec, fs::directory_options::skip_permission_denied, ec);
          it != fs::recursive_directory_iterator(); it.increment(ec))
-      if (it->is_regular_file(ec) && has_image_extension(it->path())) list.paths.push_back(it->path().string());
-    std::sort(list.paths.begin(), list.paths.end());
-    if (list.paths.empty()) throw InputError(spec.string(), "directory holds no image files");
-    return list;
+      if (it->is_regular_file(ec) && has_image_extension(it->path())) found.push_back(it->path().string());
+    std::sort(found.begin(), found.end());
+    if (found.empty()) throw InputError(spec.string(), "directory holds no image files");
+  } else if (has_image_extension(spec) && fs::is_regular_file(spec, ec)) {  // one image file
+    list.root = fs::path(canonical_input_path(spec)).parent_path();
+    found.push_back(spec.string());
+  } else {
+    std::ifstream in(spec);
+    if (!in)
+      throw InputError(spec.string(), fs::exists(spec, ec) ? "cannot read image list" : "no such file or directory");
+    const fs::path base = spec.parent_path();
+    list.root = canonical_input_path(base.empty() ? fs::path(".") : base);
+    std::string line;
+    while (std::getline(in, line)) {
+      while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
+      if (line.empty() || line[0] == '#') continue;
+      fs::path p(line);
+      if (p.is_relative()) p = fs::path(list.root) / p;
+      found.push_back(p.string());
+    }
+    if (found.empty()) throw InputError(spec.string(), "image list is empty");
   }
-  std::ifstream in(spec);
-  if (!in)
-    throw InputError(spec.string(), fs::exists(spec, ec) ? "cannot read image list" : "no such file or directory");
-  list.root = spec.parent_path();
-  std::string line;
-  while (std::getline(in, line)) {
-    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
-    if (line.empty() || line[0] == '#') continue;
-    fs::path p(line);
-    if (p.is_relative()) p = list.root / p;
-    list.paths.push_back(p.lexically_normal().string());
+  std::set<std::string> seen;
+  for (const auto& f : found) {
+    std::string c = canonical_input_path(f);
+    if (seen.insert(c).second)
+      list.paths.push_back(std::move(c));
+    else
+      ++list.duplicates;
   }
-  if (list.paths.empty()) throw InputError(spec.string(), "image list is empty");
   return list;
 }
 

@@ -113,7 +113,7 @@ TEST(Decode, BadInputsNameTheFileAndCause) {
   std::vector<std::uint8_t> png;
   cv::imencode(".png", photo(64, 64), png);
   std::vector<std::uint8_t> pcut(png.begin(), png.begin() + 60);
-  EXPECT_NE(error_of(pcut, "cut.png").find("cut.png: corrupt or truncated PNG"), std::string::npos);
+  EXPECT_NE(error_of(pcut, "cut.png").find("cut.png: corrupt PNG data (libpng: "), std::string::npos);
   std::vector<std::uint8_t> garbage = {0xFF, 0xD8, 0xFF, 0xE0, 1, 2, 3, 4, 5, 0xFF, 0xD9};
   EXPECT_NE(error_of(garbage, "junk.jpg").find("junk.jpg: corrupt"), std::string::npos);
   try {
