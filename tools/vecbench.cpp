@@ -17,6 +17,7 @@
 #include "vecbench/meta.hpp"
 #include "vecbench/report.hpp"
 #include "vecbench/runner.hpp"
+#include "vecbench/sha256.hpp"
 #include "vecbench/torchscript_model.hpp"
 #include "vecbench/writer.hpp"
 #ifdef VECBENCH_WITH_OPENCV
@@ -29,6 +30,14 @@ using namespace vecbench;
 namespace {
 
 std::atomic<bool> g_stop{false};
+
+// Exit statuses (README "Exit status"): 0 ok; 1 a usage error or a fatal error; 2 some inputs
+// failed (the rest is done); 3 the output folder refused the run (another writer holds it, or it
+// holds another fingerprint; nothing was written); 130 interrupted. `compare`: 1 SLOWER, 2 could
+// not compare.
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 1;
+constexpr int kExitOutputRefused = 3;
 
 // ---- Scale-out (MPI ranks, shards): the processes of `vectorize` and `run` -----------------------
 struct DistArgs {
@@ -44,15 +53,20 @@ void add_dist_options(CLI::App* c, DistArgs& d) {
   c->add_option("--distribution", d.mode,
                 "Several processes (mpirun): static (rank r takes every R-th input) or dynamic (rank 0 hands out "
                 "chunks on request)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::IsMember({"static", "dynamic"}));
   c->add_option("--chunk", d.chunk, "dynamic: inputs per request (0: N/(16 ranks), within [2 x batch x devices, 256])")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 30));
   c->add_option("--rank-timeout", d.timeout_s, "dynamic: abort the job when a rank holds a chunk this many seconds")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(1e-3, 1e9));
   c->add_option("--shard-index", d.shard_index,
-                "Without MPI: this process takes every N-th input from this one (default: $SLURM_PROCID)");
+                "Without MPI: this process takes every N-th input from this one (default: $SLURM_PROCID)")
+      ->check(CLI::Range(0, 1 << 20));
   c->add_option("--num-shards", d.num_shards,
-                "Without MPI: number of processes sharing the inputs (default: $SLURM_NTASKS)");
+                "Without MPI: number of processes sharing the inputs (default: $SLURM_NTASKS)")
+      ->check(CLI::Range(1, 1 << 20));
 }
 
 /// Starts the process group (MPI when launched by mpirun/srun in an MPI build) once.
@@ -109,10 +123,68 @@ struct VectorizeArgs {
   bool flush_denormal = false;
   bool cuda_graphs = false;
   bool no_winograd = false;
+  bool lenient_decode = false;
+  bool replace_fingerprint = false;
+  bool force = false;
+  std::uint64_t max_pixels = 178956970;
   std::string precision = "fp32";
   std::string engine = "torchscript";
   std::string json_out;
 };
+
+/// What makes this run's vectors (the output folder's fingerprint).
+Fingerprint vectorize_fingerprint(const VectorizeArgs& a, const nlohmann::json& meta, const InputOptions& in,
+                                  const ImageSource& source) {
+  FingerprintFields f;
+  f.model_sha256 = meta.value("weight_sha256", std::string());
+  if (f.model_sha256.empty()) f.model_sha256 = sha256_file(a.model);  // not made by the export tool
+  f.model_arch = meta.value("arch", std::string("?"));
+  f.input_size = meta.value("input_size", 299);
+  f.feature_dim = meta.value("feature_dim", 2048);
+  f.resize = to_string(in.resize);
+  f.exif = a.exif;
+  f.fast_decode = a.fast_decode;
+  f.arithmetic = a.engine == "none" ? "none" : a.precision;
+  f.source = source.kind();
+  if (const auto* syn = dynamic_cast<const SyntheticSource*>(&source))
+    f.source += " seed " + std::to_string(syn->seed());
+  return make_fingerprint(f);
+}
+
+/// Bytes of memory the system can still give (MemAvailable), 0 if unknown.
+std::uint64_t available_memory_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  std::uint64_t kb = 0;
+  std::string unit;
+  while (in >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024;
+  return 0;
+}
+
+/// Refuses (without --force) more CPU replicas than cores, or than the memory holds: each
+/// replica holds its own copy of the network (~2.5x the model file: weights, packed weights and
+/// activations).
+void check_replicas_fit(const std::vector<VirtualDevice>& devs, int cores, const std::string& model, bool force) {
+  if (force) return;
+  const auto n = static_cast<int>(std::count_if(devs.begin(), devs.end(), [](auto& d) { return d.kind == "cpu"; }));
+  if (n == 0) return;
+  std::error_code ec;
+  const auto file = fs::file_size(model, ec);
+  const std::uint64_t per = ec ? 0 : file * 5 / 2;
+  const std::uint64_t avail = available_memory_bytes();
+  std::ostringstream why;
+  if (n > cores)
+    why << n << " virtual CPU devices on " << cores << " cores: each runs its own replica thread, so past one per core "
+        << "they only compete for the cores and memory";
+  else if (per > 0 && avail > 0 && per * static_cast<std::uint64_t>(n) > avail)
+    why << n << " CPU replicas need about " << per * n / (1 << 20) << " MB, more than the " << avail / (1 << 20)
+        << " MB of memory available";
+  else
+    return;
+  throw ConfigError("--devices", why.str() + " (each replica ~" + std::to_string(per / (1 << 20)) +
+                                     " MB); use fewer devices, or --force to run anyway");
+}
 
 int cmd_vectorize(const VectorizeArgs& a) {
   nlohmann::json meta = read_model_meta(a.model);
@@ -120,13 +192,24 @@ int cmd_vectorize(const VectorizeArgs& a) {
   in.resize = parse_resize_mode(!a.resize.empty() ? a.resize : meta.value("resize_default", std::string("tf-legacy")));
   in.fast_decode = a.fast_decode;
   in.exif = a.exif;
+  in.lenient_decode = a.lenient_decode;
+  in.max_pixels = a.max_pixels;
   auto source = make_source(a.images, in);
   WriterOptions w;
   w.format = parse_output_format(a.format);
   w.out_dir = a.out;
   w.shard_rows = a.shard_rows;
   w.resume = !a.no_resume;
+  w.fingerprint = vectorize_fingerprint(a, meta, in, *source);
+  w.replace_fingerprint = a.replace_fingerprint;
+  w.feature_dim = meta.value("feature_dim", 2048);
   const Distribution& dist = current_dist();
+  DeviceOptions dopt;  // devices first: a refused device spec leaves OUT untouched
+  dopt.threads_per_replica = a.threads;
+  dopt.cuda_devices = cuda_device_count();
+  if (dist.active()) dopt.cpu_cores = dist.cpu_cores();
+  const auto devs = expand_devices(a.devices, dopt);
+  check_replicas_fit(devs, dist.active() ? dist.cpu_cores() : hardware_cores(), a.model, a.force);
   if (dist.active()) {  // per-rank files; only rank 0 cleans up and scans what is done (MPI)
     w.rank = dist.rank();
     w.stale_temp_age_s = !dist.comm().connected() ? 600 : dist.rank() == 0 ? 0 : -1;
@@ -135,11 +218,6 @@ int cmd_vectorize(const VectorizeArgs& a) {
   OutputWriter writer(*source, w);
   std::size_t share = source->size();
   auto todo = dist.todo(writer.pending(), source->size(), &share);
-  DeviceOptions dopt;
-  dopt.threads_per_replica = a.threads;
-  dopt.cuda_devices = cuda_device_count();
-  if (dist.active()) dopt.cpu_cores = dist.cpu_cores();
-  const auto devs = expand_devices(a.devices, dopt);
   RunSettings s;
   s.batch_size = a.batch;
   s.decode_threads = a.decode_threads;
@@ -163,7 +241,10 @@ int cmd_vectorize(const VectorizeArgs& a) {
   line << "; model " << meta.value("arch", "?") << " (" << meta.value("weight_source", "?") << "), resize "
        << to_string(in.resize) << "; strategy " << a.strategy << " on " << a.devices << " =";
   for (const auto& d : devs) line << " " << d.name() << "(" << d.threads << " thr)";
-  line << "; batch " << a.batch << "\n";
+  line << "; batch " << a.batch;
+  if (source->duplicates_skipped() > 0) line << "; " << source->duplicates_skipped() << " duplicate inputs skipped";
+  if (w.format != OutputFormat::none) line << "; fingerprint " << writer.fingerprint_id();
+  line << "\n";
   std::cerr << line.str() << std::flush;
   RunStats st;
   long chunks = -1;
@@ -195,6 +276,9 @@ int cmd_vectorize(const VectorizeArgs& a) {
               << tot.merged->files.size() << " manifests\n";
   else if (dist.active() && w.format != OutputFormat::none)
     std::cerr << "vecbench: when every shard is done: vecbench merge " << a.out << "\n";
+  if (writer.warned() > 0)
+    std::cerr << "vecbench: " << writer.warned()
+              << " inputs decoded with decoder warnings (--lenient-decode): their manifest lines say which\n";
   if (!a.json_out.empty()) atomic_write(a.json_out, tot.sample.dump(2) + "\n");
   return tot.exit_code;
 }
@@ -468,48 +552,89 @@ int main(int argc, char** argv) {
                ": Inception-v3 pool_3 feature vectors from image lists, and the execution strategies "
                "that make N devices faster than one."};
   app.require_subcommand(0, 1);
+  const std::string exit_status =
+      "Exit status: 0 all ok; 1 usage error (a bad option value names the option) or fatal error; 2 some inputs "
+      "failed, the rest is done; 3 the output folder refused the run (another writer holds its lock, or it holds "
+      "vectors of another fingerprint; nothing was written); 130 interrupted. compare: 0 no regression, 1 a run is "
+      "SLOWER, 2 nothing could be compared.";
+  app.footer(exit_status);
   app.set_version_flag("--version", std::string("vecbench ") + VECBENCH_VERSION + " (" + VECBENCH_GIT_SHA + ")");
 
   VectorizeArgs va;
   auto* vec = app.add_subcommand("vectorize", "Turn images into 2048-float pool_3 vectors");
+  vec->footer(
+      "Output folder: one writer at a time (lock), one fingerprint (OUT/vecbench.json), each input once; see "
+      "README 'Output folder'.\n" +
+      exit_status);
   vec->add_option("--images", va.images,
-                  "Image directory, list file (one path per line), pre-decoded .npy, or synthetic:N")
+                  "Image directory, one image, list file (one path per line), pre-decoded .npy, or synthetic:N[:SEED]")
       ->required();
   vec->add_option("--out", va.out, "Output directory")->required();
   vec->add_option("--model", va.model, "TorchScript model from tools/export_inception.py")->capture_default_str();
   vec->add_option("--format", va.format,
                   "vc (one text file per image, as the seed), npy (one .npy per image), shards (N x 2048 .npy shards + "
                   "manifest), none")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::IsMember({"vc", "npy", "shards", "none"}));
   vec->add_option("--strategy", va.strategy, "naive | sequential | sharded | data-parallel | mirrored")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::IsMember({"naive", "sequential", "sharded", "data-parallel", "mirrored"}));
   vec->add_option("--devices", va.devices, "cpu, cpu/N, cuda, cuda:K, cuda:K/N (comma-separated)")
       ->capture_default_str();
-  vec->add_option("--batch", va.batch, "Images per forward call (per device)")->capture_default_str();
-  vec->add_option("--threads", va.threads, "Intra-op threads per replica (0: split the cores)")->capture_default_str();
-  vec->add_option("--decode-threads", va.decode_threads, "data-parallel: decode threads")->capture_default_str();
-  vec->add_option("--prefetch", va.prefetch, "data-parallel: ready batches queued ahead")->capture_default_str();
-  vec->add_option("--warmup", va.warmup, "Untimed warm-up forwards per replica")->capture_default_str();
-  vec->add_option("--resize", va.resize, "tf-legacy | bilinear (default: the model's own)");
+  vec->add_option("--batch", va.batch, "Images per forward call (per device), 1..4096")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  vec->add_option("--threads", va.threads, "Intra-op threads per replica (0: split the cores), 0..1024")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1024));
+  vec->add_option("--decode-threads", va.decode_threads, "data-parallel: decode threads, 1..256")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  vec->add_option("--prefetch", va.prefetch, "data-parallel: ready batches queued ahead, 1..1024")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  vec->add_option("--warmup", va.warmup, "Untimed warm-up forwards per replica, 0..1000")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000));
+  vec->add_option("--resize", va.resize, "tf-legacy | bilinear (default: the model's own)")
+      ->check(CLI::IsMember({"tf-legacy", "bilinear"}));
   vec->add_flag("--fast-decode", va.fast_decode,
                 "Decode large JPEGs at 1/2, 1/4 or 1/8 DCT scale (faster, not bit-exact)");
-  vec->add_option("--exif", va.exif, "EXIF orientation: ignore (as TF's DecodeJpeg) or apply")->capture_default_str();
-  vec->add_option("--shard-rows", va.shard_rows, "shards: rows per shard file")->capture_default_str();
+  vec->add_option("--exif", va.exif, "EXIF orientation: ignore (as TF's DecodeJpeg) or apply")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"ignore", "apply"}));
+  vec->add_flag("--lenient-decode", va.lenient_decode,
+                "Accept images the decoder warns about (corrupt or truncated data, e.g. web-scraped sets): status ok "
+                "with a `warning` in the manifest line (default: strict, such a file is an error)");
+  vec->add_option("--max-pixels", va.max_pixels,
+                  "Refuse images larger than this many pixels, read from the header before decoding (PIL's "
+                  "decompression-bomb limit; bounds decode memory per thread at ~3 bytes per pixel)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
+  vec->add_option("--shard-rows", va.shard_rows, "shards: rows per shard file, 1..1048576")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
   vec->add_flag("--no-resume", va.no_resume, "Redo inputs whose output already exists");
+  vec->add_flag("--replace-fingerprint", va.replace_fingerprint,
+                "OUT holds vectors made under another fingerprint (model, preprocessing, precision): move them aside "
+                "into OUT/superseded-*/ and redo every input under this run's");
+  vec->add_flag("--force", va.force, "Run even with more CPU devices than cores, or than memory holds");
   vec->add_flag("--no-optimize", va.no_optimize, "Skip optimize_for_inference after loading");
   vec->add_flag("--channels-last", va.channels_last, "Feed channels_last input");
   vec->add_option("--engine", va.engine,
                   "torchscript (LibTorch runs the module) | onednn (CPU: the module's weights as vecbench's own oneDNN "
                   "network: one blocked layout, fused conv+BN+ReLU, zero-copy concat, Winograd 3x3; fastest on CPU) | "
                   "none (no network, zero features: the input pipeline's own ceiling)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::IsMember({"torchscript", "onednn", "none"}));
   vec->add_flag("--no-winograd", va.no_winograd, "onednn: direct convolutions only (no Winograd 3x3)");
   vec->add_flag("--flush-denormal", va.flush_denormal, "Flush denormal floats to zero in replica threads");
   vec->add_flag("--cuda-graphs", va.cuda_graphs,
                 "CUDA: capture each replica's forward once, replay it for full batches");
   vec->add_option("--precision", va.precision,
                   "fp32 | fp16 | bf16 (CUDA devices; bf16 also with --engine onednn on CPUs with AVX-512 BF16)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   vec->add_option("--json", va.json_out, "Also write the run's metrics as JSON to this file");
   DistArgs dist_args;
   add_dist_options(vec, dist_args);
@@ -520,8 +645,10 @@ int main(int argc, char** argv) {
                                  "Decode and resize images once into a uint8 [N,S,S,3] .npy (model-side experiments)");
   pre->add_option("--images", pd_images, "Image directory or list file")->required();
   pre->add_option("--out", pd_out, "Output .npy")->required();
-  pre->add_option("--resize", pd_resize, "tf-legacy | bilinear")->capture_default_str();
-  pre->add_option("--size", pd_size, "Image side")->capture_default_str();
+  pre->add_option("--resize", pd_resize, "tf-legacy | bilinear")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"tf-legacy", "bilinear"}));
+  pre->add_option("--size", pd_size, "Image side, 1..4096")->capture_default_str()->check(CLI::Range(1, 4096));
 
   std::vector<std::string> dev_specs;
   auto* devs = app.add_subcommand("devices", "List devices and what each spec expands to");
@@ -540,7 +667,8 @@ int main(int argc, char** argv) {
   run->add_option("experiment", run_path, "Experiment JSON (experiments/*.json)");
   run->add_option("--results", results_dir, "Results directory")->capture_default_str();
   run->add_option("--model", run_model, "Override the experiment's model");
-  run->add_option("--repetitions", run_reps, "Override the experiment's repetitions");
+  run->add_option("--repetitions", run_reps, "Override the experiment's repetitions, 1..10000")
+      ->check(CLI::Range(1, 10000));
   add_dist_options(run, dist_args);
 
   std::string tune_images, tune_model;
@@ -550,18 +678,27 @@ int main(int argc, char** argv) {
                                   "print the winning command line");
   tune->add_option("--images", tune_images, "Images to tune on (default: a generated ImageNet-like set)");
   tune->add_option("--model", tune_model, "Model file (default: the build's model)");
-  tune->add_option("--budget", tune_budget, "Time budget in seconds")->capture_default_str();
+  tune->add_option("--budget", tune_budget, "Time budget in seconds")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 1e7));
   tune->add_option("--results", results_dir, "Results directory")->capture_default_str();
 
   std::string cmp_base, cmp_new;
   CompareOptions cmp_opt;
   auto* cmp =
       app.add_subcommand("compare", "Compare two result files: markdown table, verdicts, exit 1 if any run is SLOWER");
+  cmp->footer(exit_status);
   cmp->add_option("base", cmp_base, "Base result JSON")->required();
   cmp->add_option("new", cmp_new, "New result JSON")->required();
-  cmp->add_option("--threshold", cmp_opt.threshold, "Relative change that counts (0.1 = 10%)")->capture_default_str();
-  cmp->add_option("--alpha", cmp_opt.alpha, "Significance level of the rank test")->capture_default_str();
-  cmp->add_option("--min-reps", cmp_opt.min_reps, "Fewer repetitions give UNKNOWN")->capture_default_str();
+  cmp->add_option("--threshold", cmp_opt.threshold, "Relative change that counts (0.1 = 10%), 0..10")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 10.0));
+  cmp->add_option("--alpha", cmp_opt.alpha, "Significance level of the rank test, 0..1")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  cmp->add_option("--min-reps", cmp_opt.min_reps, "Fewer repetitions give UNKNOWN")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
   cmp->add_option("--normalize-by", cmp_opt.normalize_by,
                   "Compare ratios to a reference run of the same file, e.g. strategy=sequential");
 
@@ -584,7 +721,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    const int rc = app.exit(e);  // prints the help, or the error naming the option
+    if (rc == 0) return 0;
+    return argc > 1 && std::string(argv[1]) == "compare" ? kCompareUnusable : kExitUsage;
   }
   try {
     if (*vec || *run) open_dist(dist_args, &argc, &argv);
@@ -596,9 +735,14 @@ int main(int argc, char** argv) {
     if (*tune) return cmd_tune(tune_images, tune_model, tune_budget, results_dir, argc, argv);
     if (*run) return close_dist(cmd_run(run_path, results_dir, run_model, run_reps, argc, argv));
     if (*cmp) {
-      const auto report = compare_results(load_result(cmp_base), load_result(cmp_new), cmp_opt);
-      std::cout << compare_markdown(report);
-      return compare_exit_code(report);
+      try {
+        const auto report = compare_results(load_result(cmp_base), load_result(cmp_new), cmp_opt);
+        std::cout << compare_markdown(report);
+        return compare_exit_code(report);
+      } catch (const std::exception& e) {  // a broken comparison is not a regression
+        std::cerr << "vecbench compare: error: " << e.what() << "\n";
+        return kCompareUnusable;
+      }
     }
     if (*rep) {
       std::vector<ResultFile> files;
@@ -615,6 +759,6 @@ int main(int argc, char** argv) {
                         " (aborting all " + std::to_string(g_comm->size()) + " ranks)",
                     1);
     std::cerr << "vecbench: error: " << e.what() << "\n";
-    return 1;
+    return dynamic_cast<const OutputFolderError*>(&e) ? kExitOutputRefused : kExitError;
   }
 }

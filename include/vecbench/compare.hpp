@@ -239,10 +239,16 @@ inline CompareReport compare_results(const ResultFile& base, const ResultFile& n
   return r;
 }
 
-/// 1 when any run is SLOWER (significant and beyond the threshold), else 0.
+/// Exit status of `vecbench compare`: 1 when any run is SLOWER (significant and beyond the
+/// threshold), 2 when nothing could be compared (no run is in both files), else 0. A file that
+/// cannot be read also exits 2 (the CLI's error path), so scripts can tell a regression from a
+/// broken comparison.
+constexpr int kCompareRegression = 1;
+constexpr int kCompareUnusable = 2;
 inline int compare_exit_code(const CompareReport& r) {
+  if (r.runs.empty()) return kCompareUnusable;
   return std::any_of(r.runs.begin(), r.runs.end(), [](const RunComparison& c) { return c.verdict == Verdict::slower; })
-             ? 1
+             ? kCompareRegression
              : 0;
 }
 
@@ -281,6 +287,10 @@ inline std::string compare_markdown(const CompareReport& r) {
   for (const RunComparison& c : r.runs) slower += c.verdict == Verdict::slower, faster += c.verdict == Verdict::faster;
   md += "Result: " + std::to_string(slower) + " SLOWER, " + std::to_string(faster) + " FASTER of " +
         std::to_string(r.runs.size()) + " runs compared.\n\n";
+  if (r.runs.empty())
+    md +=
+        "**Nothing was compared: no run id is in both files** (exit status 2): check that both files come from "
+        "the same experiment.\n\n";
   if (!notes.empty()) md += "Notes:\n" + notes + "\n";
   auto list = [&](const char* title, const std::vector<std::string>& ids) {
     if (ids.empty()) return;

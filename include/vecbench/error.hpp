@@ -28,6 +28,12 @@ struct ConfigError : Error {
   ConfigError(const std::string& key, const std::string& cause) : Error(key + ": " + cause) {}
 };
 
+/// The output folder refuses this run: another process holds its lock, or it holds vectors
+/// made under another fingerprint. Nothing was written. `vecbench` exits with status 3.
+struct OutputFolderError : Error {
+  OutputFolderError(const std::string& dir, const std::string& cause) : Error(dir + ": " + cause) {}
+};
+
 /// Raised by a model replica (load, warm-up or forward); the run stops cleanly.
 struct ReplicaError : Error {
   using Error::Error;

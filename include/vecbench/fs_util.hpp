@@ -1,8 +1,11 @@
 // Atomic file writes (temp file + rename) and safe output names.
 #pragma once
 #include <unistd.h>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -20,10 +23,14 @@ namespace fs = std::filesystem;
 inline void atomic_write(const fs::path& path, const void* data, std::size_t size) {
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
-  const fs::path tmp = path.parent_path() / ("." + path.filename().string() + ".tmp." + std::to_string(::getpid()));
+  // The temp name stays short whatever the target's length (a long file name must not fail here).
+  static std::atomic<unsigned long> seq{0};
+  const std::string base = path.filename().string().substr(0, 100);
+  const fs::path tmp =
+      path.parent_path() / ("." + base + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(seq.fetch_add(1)));
   {
     std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (!f) throw IoError(tmp.string(), "cannot create file");
+    if (!f) throw IoError(path.string(), std::string("cannot create file: ") + std::strerror(errno));
     const bool ok = std::fwrite(data, 1, size, f) == size && std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
     std::fclose(f);
     if (!ok) {
@@ -42,7 +49,7 @@ inline void atomic_write(const fs::path& path, const std::string& text) {
   atomic_write(path, text.data(), text.size());
 }
 
-/// Removes leftovers of atomic writes killed mid-way (".NAME.tmp.PID") below `dir`; with
+/// Removes leftovers of atomic writes killed mid-way (".NAME.tmp.PID[.SEQ]") below `dir`; with
 /// `min_age_s` > 0 only those last written at least that long ago (other processes may be
 /// writing the younger ones right now).
 inline std::size_t remove_stale_temp_files(const fs::path& dir, double min_age_s = 0) {

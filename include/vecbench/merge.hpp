@@ -14,7 +14,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "vecbench/fingerprint.hpp"
 #include "vecbench/fs_util.hpp"
+#include "vecbench/manifest.hpp"
+#include "vecbench/output_lock.hpp"
 #include "vecbench/result.hpp"
 #include "vecbench/run_json.hpp"
 #include "vecbench/stats.hpp"
@@ -54,57 +57,93 @@ struct ManifestMerge {
   std::size_t ok = 0;           ///< of which "ok"
   std::size_t errors = 0;       ///< of which "error" (no ok line for the input anywhere)
   std::size_t lines = 0;        ///< manifest lines read
-  std::size_t dropped = 0;      ///< "ok" lines whose output or shard file is missing
+  std::size_t dropped = 0;      ///< "ok" lines whose output or shard file is missing or incomplete
+  std::size_t other_fp = 0;     ///< lines made under another fingerprint than their folder's (left out)
   std::vector<fs::path> files;  ///< manifests read
+  std::string fingerprint_id;   ///< the fingerprint every merged line has ("" for folders without one)
 };
+
+/// The one fingerprint of the output folders `dirs` (empty when none has vecbench.json).
+/// OutputFolderError when they differ, or when some have one and others hold manifests without:
+/// merge never mixes vectors made differently.
+inline Fingerprint common_fingerprint(const std::vector<fs::path>& dirs) {
+  Fingerprint common;
+  std::string first;
+  bool unfingerprinted = false;
+  for (const auto& dir : dirs) {
+    const Fingerprint fp = read_store_fingerprint(dir);
+    if (fp.empty()) {
+      unfingerprinted = unfingerprinted || !manifest_files(dir).empty();
+    } else if (common.empty()) {
+      common = fp;
+      first = dir.string();
+    } else if (fp.id() != common.id()) {
+      std::string why =
+          "its vectors were made under fingerprint " + fp.id() + ", those of " + first + " under " + common.id() + ":";
+      for (const auto& d : fingerprint_diff(common.fields, fp.fields)) why += "\n  " + d;
+      throw OutputFolderError(dir.string(), why + "\nmerge refuses to mix them");
+    }
+    if (!common.empty() && unfingerprinted)
+      throw OutputFolderError(dir.string(),
+                              "merge refuses to mix folders with a fingerprint (vecbench.json) and "
+                              "folders written before fingerprints");
+  }
+  return common;
+}
 
 /// Combines every manifest (manifest.jsonl and manifest-rRRRR.jsonl) of the output directories
 /// `dirs` into `out`/manifest.jsonl (atomically): one line per input. An input's line is its
-/// first "ok" line whose data (output file, or shard file) exists, else its last "error" line.
+/// first "ok" line whose data (output file, or shard rows) is complete, else its last "error"
+/// line. Lines of another fingerprint than their folder's are left out; folders of different
+/// fingerprints are refused (common_fingerprint), and `out` gets their vecbench.json.
 /// Lines of a directory other than `out` get their output/shard paths rewritten relative to
 /// `out`. Order: the input names in `order` first, in that order, then the rest in natural order.
 inline ManifestMerge merge_manifests(const std::vector<fs::path>& dirs, const fs::path& out,
                                      const std::vector<std::string>& order = {}) {
   ManifestMerge m;
   std::error_code ec;
+  for (const auto& dir : dirs)
+    if (!fs::is_directory(dir, ec)) throw IoError(dir.string(), "not a directory");
+  const Fingerprint fp = common_fingerprint(dirs);
+  m.fingerprint_id = fp.empty() ? "" : fp.id();
+  const int dim = fp.empty() ? 0 : fp.fields.value("feature_dim", 0);
   const fs::path out_c = fs::weakly_canonical(out, ec);
   std::map<std::string, nlohmann::json> ok, err;
   std::vector<std::string> seen;
   std::set<std::string> seen_set;
   for (const auto& dir : dirs) {
-    if (!fs::is_directory(dir, ec)) throw IoError(dir.string(), "not a directory");
     const fs::path dir_c = fs::weakly_canonical(dir, ec);
     const bool same = dir_c == out_c;
+    LineDataCheck complete(dir, dim);
     for (const auto& file : manifest_files(dir)) {
       m.files.push_back(file);
-      std::ifstream in(file);
-      std::string text;
-      while (std::getline(in, text)) {
-        auto j = nlohmann::json::parse(text, nullptr, false);
-        if (j.is_discarded() || !j.is_object() || !j.contains("input") || !j["input"].is_string()) continue;
+      for_each_manifest_line(file, [&](nlohmann::json j) {
+        if (!j.contains("input") || !j["input"].is_string()) return;
         ++m.lines;
+        if (j.value("fp", std::string()) != m.fingerprint_id) {
+          ++m.other_fp;
+          return;
+        }
         const std::string input = j["input"].get<std::string>();
         if (seen_set.insert(input).second) seen.push_back(input);
         if (j.value("status", "") == "ok") {
-          if (ok.count(input)) continue;
-          bool present = true;
-          for (const char* k : {"output", "shard"}) {
-            if (!j.contains(k) || !j[k].is_string()) continue;
-            const fs::path p = dir / j[k].get<std::string>();
-            present = present && fs::exists(p, ec);
-            if (!same) j[k] = (dir_c / j[k].get<std::string>()).lexically_normal().lexically_relative(out_c).string();
-          }
-          if (!present) {
+          if (ok.count(input)) return;
+          if (!complete(j)) {
             ++m.dropped;
-            continue;
+            return;
           }
+          if (!same)
+            for (const char* k : {"output", "shard"})
+              if (j.contains(k) && j[k].is_string())
+                j[k] = (dir_c / j[k].get<std::string>()).lexically_normal().lexically_relative(out_c).string();
           ok[input] = j;
         } else {
           err[input] = j;
         }
-      }
+      });
     }
   }
+  if (!fp.empty()) open_store_identity(out, fp, false, std::cerr);
   std::map<std::string, std::size_t> rank;
   for (std::size_t i = 0; i < order.size(); ++i) rank.emplace(order[i], i);
   std::stable_sort(seen.begin(), seen.end(), [&](const std::string& a, const std::string& b) {
@@ -120,10 +159,10 @@ inline ManifestMerge merge_manifests(const std::vector<fs::path>& dirs, const fs
   for (const auto& input : seen) {
     const auto it = ok.find(input);
     if (it != ok.end()) {
-      text += it->second.dump() + "\n";
+      text += manifest_text(it->second);
       ++m.ok;
     } else if (err.count(input)) {
-      text += err[input].dump() + "\n";
+      text += manifest_text(err[input]);
       ++m.errors;
     } else {
       continue;  // only ok lines with missing data
@@ -398,7 +437,8 @@ inline int merge_command(const std::vector<std::string>& dirs, const std::vector
   auto report = [&](const fs::path& target, const ManifestMerge& m) {
     info << "merge: " << (target / "manifest.jsonl").string() << ": " << m.inputs << " inputs (" << m.ok << " ok, "
          << m.errors << " failed) from " << m.files.size() << " manifests";
-    if (m.dropped) info << "; " << m.dropped << " ok lines dropped: their output is missing";
+    if (m.dropped) info << "; " << m.dropped << " ok lines dropped: their output is missing or incomplete";
+    if (m.other_fp) info << "; " << m.other_fp << " lines of another fingerprint left out";
     info << "\n";
   };
   if (dirs.empty() && out.empty())
@@ -407,10 +447,14 @@ inline int merge_command(const std::vector<std::string>& dirs, const std::vector
     std::vector<fs::path> v(dirs.begin(), dirs.end());
     std::error_code ec;
     fs::create_directories(out, ec);
+    const OutputLock lock(out, -1);  // the only writer of `out` while merging
     report(out, merge_manifests(v, out));
     return 0;
   }
-  for (const auto& d : dirs.empty() ? std::vector<std::string>{out} : dirs) report(d, merge_manifests({d}, d));
+  for (const auto& d : dirs.empty() ? std::vector<std::string>{out} : dirs) {
+    const OutputLock lock(d, -1);  // refused while a vectorize (or its shards) writes there
+    report(d, merge_manifests({d}, d));
+  }
   return 0;
 }
 

@@ -1,7 +1,8 @@
 // Output writers: `vc` (one text file per image, np.savetxt layout as the seed wrote it),
 // `npy` (one .npy per image), `shards` ([N,2048] float32 .npy shards + manifest.jsonl).
 // Every file is written atomically; `manifest.jsonl` gets one line per outcome, appended only
-// after the data it points to is in place; a rerun skips what is done (resume).
+// after the data it points to is in place; a rerun skips what is done (resume). The folder is a
+// store (see OutputWriter): lock, fingerprint, repaired manifests, unique names.
 // When several processes share one output directory (MPI ranks, Slurm shards), each writes its
 // own `manifest-rRRRR.jsonl` and `shard-rRRRR-NNNNN.npy` files (R = rank), and resume counts
 // every manifest of the directory; `vecbench merge` (or rank 0) combines them into manifest.jsonl.
@@ -10,6 +11,7 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -17,9 +19,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "vecbench/fingerprint.hpp"
 #include "vecbench/fs_util.hpp"
 #include "vecbench/image_source.hpp"
+#include "vecbench/manifest.hpp"
 #include "vecbench/npy.hpp"
+#include "vecbench/output_lock.hpp"
+#include "vecbench/sha256.hpp"
 #include "vecbench/sink.hpp"
 
 namespace vecbench {
@@ -47,45 +53,33 @@ struct WriterOptions {
   /// Leftover temp files of killed writes are removed only when older than this (seconds):
   /// other processes sharing out_dir may be writing theirs right now. < 0: not removed.
   double stale_temp_age_s = 0;
+  /// What makes the vectors (checked against OUT/vecbench.json, written into every manifest
+  /// line). Empty: no identity (temporary outputs of benchmark runs).
+  Fingerprint fingerprint;
+  /// With another fingerprint in OUT: move the old outputs aside and redo everything (one writer only).
+  bool replace_fingerprint = false;
+  bool lock = true;                ///< hold OUT's advisory lock (OutputLock) for the writer's life
+  int feature_dim = 0;             ///< floats per vector, for checking existing outputs (0: any, as their headers say)
+  std::ostream* log = &std::cerr;  ///< notes on what was found and repaired in OUT
 };
 
-/// Parses `s` as exactly `prefix` DIGITS `suffix`; returns the number, or -1. With `rest`,
-/// the suffix may be followed by more text, which goes there.
-inline long parse_numbered(const std::string& s, const std::string& prefix, const std::string& suffix,
-                           std::string* rest = nullptr) {
-  if (s.compare(0, prefix.size(), prefix) != 0) return -1;
-  std::size_t i = prefix.size(), j = i;
-  while (j < s.size() && j - i < 12 && s[j] >= '0' && s[j] <= '9') ++j;
-  if (j == i || s.compare(j, suffix.size(), suffix) != 0) return -1;
-  const std::size_t end = j + suffix.size();
-  if (rest)
-    *rest = s.substr(end);
-  else if (end != s.size())
-    return -1;
-  return std::stol(s.substr(i, j - i));
-}
+/// Longest output file name component vecbench makes (bytes); longer ones are shortened with a
+/// hash, leaving room under the usual 255-byte limit for temp-file affixes.
+constexpr std::size_t kMaxOutputNameBytes = 200;
 
-/// The manifest files of an output directory: manifest.jsonl (when there), then every
-/// per-rank manifest-rRRRR.jsonl, by rank.
-inline std::vector<fs::path> manifest_files(const fs::path& dir) {
-  std::vector<fs::path> v;
-  std::error_code ec;
-  if (fs::exists(dir / "manifest.jsonl", ec)) v.push_back(dir / "manifest.jsonl");
-  std::vector<fs::path> ranks;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (parse_numbered(e.path().filename().string(), "manifest-r", ".jsonl") >= 0) ranks.push_back(e.path());
-  }
-  std::sort(ranks.begin(), ranks.end());
-  v.insert(v.end(), ranks.begin(), ranks.end());
-  return v;
-}
-
-/// The manifest file name of writer `rank` (-1: the only writer).
-inline std::string manifest_name(int rank) {
-  if (rank < 0) return "manifest.jsonl";
-  char b[40];
-  std::snprintf(b, sizeof b, "manifest-r%04d.jsonl", rank);
-  return b;
+/// The output name of input `key` made unique: `rel` (a relative path ending in `ext`) with its
+/// last component cut to a UTF-8-clean prefix plus "~" and `hex_digits` of sha256(key).
+inline std::string hashed_output_name(const std::string& rel, const std::string& ext, const std::string& key,
+                                      std::size_t hex_digits = 16) {
+  const fs::path p(rel);
+  std::string stem = p.filename().string();
+  if (stem.size() >= ext.size() && stem.compare(stem.size() - ext.size(), ext.size(), ext) == 0)
+    stem.resize(stem.size() - ext.size());
+  std::size_t cut = std::min<std::size_t>(stem.size(), 100);
+  while (cut > 0 && cut < stem.size() && (static_cast<unsigned char>(stem[cut]) & 0xC0) == 0x80) --cut;
+  stem.resize(cut);
+  const std::string name = stem + "~" + sha256_hex(key).substr(0, hex_digits) + ext;
+  return (p.parent_path() / name).string();
 }
 
 /// The text of one `.vc` file: np.savetxt's default layout, one value per line ("%.18e").
@@ -110,6 +104,11 @@ inline std::vector<float> read_vc(const fs::path& p) {
   return v;
 }
 
+/// Writes each input's vector (or error) into an output folder that is a store: one writer at a
+/// time (OutputLock), one fingerprint (vecbench.json), append-only manifests whose torn last line
+/// is cut on open, every input keyed by its name (canonical path for files) and done at most once,
+/// output names unique by construction. Existing outputs count as done only when their manifest
+/// line has this fingerprint and the data it points at is complete; anything else is redone.
 class OutputWriter : public ResultSink {
  public:
   OutputWriter(const ImageSource& src, WriterOptions opt) : src_(src), opt_(std::move(opt)) {
@@ -117,30 +116,29 @@ class OutputWriter : public ResultSink {
     std::error_code ec;
     fs::create_directories(opt_.out_dir, ec);
     if (ec) throw IoError(opt_.out_dir.string(), "cannot create output directory: " + ec.message());
-    if (opt_.stale_temp_age_s >= 0) remove_stale_temp_files(opt_.out_dir, opt_.stale_temp_age_s);
-    // Output names: relative to the input root, never escaping out_dir; collisions get ".<index>".
-    const std::string ext = opt_.format == OutputFormat::vc ? ".vc" : ".npy";
-    std::set<std::string> taken;
-    names_.resize(src_.size());
-    for (std::size_t i = 0; i < src_.size(); ++i) {
-      std::string rel = safe_relative_name(src_.name(i), src_.root()).string();
-      if (!taken.insert(rel).second) rel += "." + std::to_string(i);
-      taken.insert(rel);
-      names_[i] = rel + ext;
+    if (opt_.lock) lock_ = OutputLock(opt_.out_dir, opt_.rank);
+    if (!opt_.fingerprint.empty()) {
+      if (opt_.replace_fingerprint && opt_.rank >= 0)
+        throw ConfigError("--replace-fingerprint",
+                          "needs the only writer: run it once without MPI ranks or --shard-index shards");
+      open_store_identity(opt_.out_dir, opt_.fingerprint, opt_.replace_fingerprint, *opt_.log);
+      fp_id_ = opt_.fingerprint.id();
     }
+    if (opt_.stale_temp_age_s >= 0) remove_stale_temp_files(opt_.out_dir, opt_.stale_temp_age_s);
+    repair_manifests();
     done_.assign(src_.size(), false);
+    std::map<std::string, std::string> recorded;  // input -> output name of its complete ok line
+    std::map<std::string, std::string> taken;     // output name -> input it belongs to
+    scan_existing(recorded, taken);
+    assign_names(recorded, taken);
     if (opt_.format == OutputFormat::shards) scan_shard_numbers();
-    if (opt_.resume) scan_done();
-    manifest_path_ = opt_.out_dir / manifest_name(opt_.rank);
-    manifest_ = std::fopen(manifest_path_.c_str(), "ab");
-    if (!manifest_) throw IoError(manifest_path_.string(), "cannot open for append");
+    manifest_ = std::make_unique<ManifestAppender>(opt_.out_dir / manifest_name(opt_.rank));
   }
   ~OutputWriter() override {
     try {
       finish();
     } catch (...) {
     }
-    if (manifest_) std::fclose(manifest_);
   }
   OutputWriter(const OutputWriter&) = delete;
   OutputWriter& operator=(const OutputWriter&) = delete;
@@ -162,10 +160,16 @@ class OutputWriter : public ResultSink {
       case OutputFormat::none:
         return;
       case OutputFormat::vc:
-        atomic_write(opt_.out_dir / names_[index], vc_text(f, dim));
-        break;
       case OutputFormat::npy:
-        npy::save_f32(opt_.out_dir / names_[index], f, {static_cast<std::size_t>(dim)});
+        try {
+          if (opt_.format == OutputFormat::vc)
+            atomic_write(opt_.out_dir / names_[index], vc_text(f, dim));
+          else
+            npy::save_f32(opt_.out_dir / names_[index], f, {static_cast<std::size_t>(dim)});
+        } catch (const IoError& e) {  // this input's file alone: the run goes on
+          record_error(index, src_.name(index) + ": cannot write its output: " + e.what());
+          return;
+        }
         break;
       case OutputFormat::shards:
         dim_ = dim;
@@ -174,34 +178,50 @@ class OutputWriter : public ResultSink {
         if (row_index_.size() >= opt_.shard_rows) flush_shard();
         return;
     }
-    append_manifest({{"input", src_.name(index)}, {"output", names_[index]}, {"status", "ok"}});
+    manifest_->append(ok_line(index, {{"output", names_[index]}}));
   }
 
   void on_error(std::size_t index, const std::string& message) override {
     std::lock_guard<std::mutex> lk(m_);
-    ++failed_;
-    if (!opt_.quiet)
-      std::cerr << ("vecbench: error: " + message + "\n") << std::flush;  // one write: ranks share stderr
-    if (opt_.format == OutputFormat::none) return;
-    append_manifest({{"input", src_.name(index)}, {"status", "error"}, {"error", message}});
+    record_error(index, message);
   }
 
   /// Writes the last partial shard and puts the manifest on disk. Safe to call more than once.
   void finish() {
     std::lock_guard<std::mutex> lk(m_);
     if (opt_.format == OutputFormat::shards && !row_index_.empty()) flush_shard();
-    if (manifest_) {
-      std::fflush(manifest_);
-      if (opt_.rank >= 0) ::fsync(::fileno(manifest_));  // another node may read it next (NFS)
-    }
+    if (manifest_) manifest_->sync();
   }
   std::size_t failed() const { return failed_; }
+  /// Inputs written with a decoder warning (lenient decoding).
+  std::size_t warned() const { return warned_; }
+  /// Shard files in OUT that no manifest line points at (left out of every reader).
+  std::size_t orphaned_shards() const { return orphans_; }
+  /// The fingerprint id every line gets ("" without a fingerprint).
+  const std::string& fingerprint_id() const { return fp_id_; }
 
  private:
-  void append_manifest(const nlohmann::json& j) {
-    const std::string line = j.dump() + "\n";
-    if (std::fwrite(line.data(), 1, line.size(), manifest_) != line.size() || std::fflush(manifest_) != 0)
-      throw IoError(manifest_path_.string(), "write failed");
+  std::string ok_line(std::size_t index, nlohmann::json j) {
+    j["input"] = src_.name(index);
+    j["status"] = "ok";
+    const std::string w = src_.warning(index);
+    if (!w.empty()) {
+      j["warning"] = w;
+      ++warned_;
+      if (!opt_.quiet) std::cerr << ("vecbench: warning: " + src_.name(index) + ": " + w + "\n") << std::flush;
+    }
+    if (!fp_id_.empty()) j["fp"] = fp_id_;
+    return manifest_text(j);
+  }
+
+  void record_error(std::size_t index, const std::string& message) {
+    ++failed_;
+    if (!opt_.quiet)
+      std::cerr << ("vecbench: error: " + message + "\n") << std::flush;  // one write: ranks share stderr
+    if (opt_.format == OutputFormat::none) return;
+    nlohmann::json j = {{"input", src_.name(index)}, {"status", "error"}, {"error", message}};
+    if (!fp_id_.empty()) j["fp"] = fp_id_;
+    manifest_->append(manifest_text(j));
   }
 
   void flush_shard() {
@@ -212,14 +232,90 @@ class OutputWriter : public ResultSink {
       std::snprintf(name, sizeof name, "shard-r%04d-%05zu.npy", opt_.rank, next_shard_++);
     npy::save_f32(opt_.out_dir / name, rows_.data(), {row_index_.size(), static_cast<std::size_t>(dim_)});
     std::string lines;
-    for (std::size_t r = 0; r < row_index_.size(); ++r)
-      lines +=
-          nlohmann::json{{"input", src_.name(row_index_[r])}, {"shard", name}, {"row", r}, {"status", "ok"}}.dump() +
-          "\n";
-    if (std::fwrite(lines.data(), 1, lines.size(), manifest_) != lines.size() || std::fflush(manifest_) != 0)
-      throw IoError(manifest_path_.string(), "write failed");
+    for (std::size_t r = 0; r < row_index_.size(); ++r) lines += ok_line(row_index_[r], {{"shard", name}, {"row", r}});
+    manifest_->append(lines);  // one write for the shard's lines, after the shard is in place
     rows_.clear();
     row_index_.clear();
+  }
+
+  /// Cuts a partial last line (a crash mid-append) off the manifests this writer may touch: its
+  /// own, or every one when it is the only writer.
+  void repair_manifests() {
+    std::vector<fs::path> files;
+    if (opt_.rank < 0)
+      files = manifest_files(opt_.out_dir);
+    else
+      files = {opt_.out_dir / manifest_name(opt_.rank)};
+    for (const auto& f : files)
+      if (const auto cut = repair_manifest_tail(f))
+        *opt_.log << "vecbench: " << f.string() << ": cut a partial last line (" << cut
+                  << " bytes) left by an interrupted run\n";
+  }
+
+  /// Reads every manifest of OUT: which inputs are done (an ok line of this fingerprint whose data
+  /// is complete: `recorded` gets its output name), which output names belong to which input
+  /// (`taken`), and how many shard files no line points at.
+  void scan_existing(std::map<std::string, std::string>& recorded, std::map<std::string, std::string>& taken) {
+    std::map<std::string, std::size_t> by_name;
+    for (std::size_t i = 0; i < src_.size(); ++i) by_name.emplace(src_.name(i), i);
+    LineDataCheck complete(opt_.out_dir, opt_.feature_dim);
+    std::set<std::string> referenced;
+    for (const auto& file : manifest_files(opt_.out_dir)) {
+      for_each_manifest_line(file, [&](const nlohmann::json& j) {
+        const std::string input = j.value("input", "");
+        if (j.contains("shard") && j["shard"].is_string()) referenced.insert(j["shard"].get<std::string>());
+        if (j.contains("output") && j["output"].is_string()) taken.emplace(j["output"].get<std::string>(), input);
+        if (!opt_.resume || j.value("status", "") != "ok") return;
+        if (!fp_id_.empty() && j.value("fp", "") != fp_id_) return;
+        const auto it = by_name.find(input);
+        if (it == by_name.end() || done_[it->second] || !complete(j)) return;
+        done_[it->second] = true;
+        if (j.contains("output") && j["output"].is_string()) recorded[input] = j["output"].get<std::string>();
+      });
+    }
+    if (opt_.rank >= 0) return;  // other processes may be between a shard and its lines right now
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(opt_.out_dir, ec)) {
+      const std::string n = e.path().filename().string();
+      if (is_shard_name(n) && !referenced.count(n)) ++orphans_;
+    }
+    if (orphans_)
+      *opt_.log << "vecbench: " << opt_.out_dir.string() << ": " << orphans_
+                << " shard file(s) that no manifest line points at (a run killed between a shard and its lines): "
+                   "left out, and their inputs are redone\n";
+  }
+
+  /// Output names (vc/npy): a done input keeps the name its line records; another gets its path
+  /// relative to the input root (never escaping OUT), shortened with a hash when too long, and
+  /// made unique with a hash of the input name when another input has (or had) that name.
+  void assign_names(const std::map<std::string, std::string>& recorded, std::map<std::string, std::string>& taken) {
+    names_.resize(src_.size());
+    if (opt_.format != OutputFormat::vc && opt_.format != OutputFormat::npy) return;
+    const std::string ext = opt_.format == OutputFormat::vc ? ".vc" : ".npy";
+    for (std::size_t i = 0; i < src_.size(); ++i) {
+      const auto r = recorded.find(src_.name(i));
+      if (r != recorded.end() && done_[i]) {
+        names_[i] = r->second;
+        taken[r->second] = src_.name(i);
+      }
+    }
+    std::set<std::string> seen_inputs;
+    for (std::size_t i = 0; i < src_.size(); ++i) {
+      if (!names_[i].empty()) continue;
+      const std::string name = src_.name(i);
+      // The same name twice in one source (not from a file list, which is deduplicated): its own key.
+      const std::string key = seen_inputs.insert(name).second ? name : name + "#" + std::to_string(i);
+      std::string n = safe_relative_name(name, src_.root()).string() + ext;
+      auto owner = taken.find(n);
+      const bool collides = owner != taken.end() && owner->second != key;
+      if (collides || fs::path(n).filename().string().size() > kMaxOutputNameBytes) {
+        n = hashed_output_name(n, ext, key);
+        owner = taken.find(n);
+        if (owner != taken.end() && owner->second != key) n = hashed_output_name(n, ext, key, 64);
+      }
+      taken[n] = key;
+      names_[i] = n;
+    }
   }
 
   /// The number of a shard file this writer names ("shard-NNNNN.npy", or
@@ -240,53 +336,22 @@ class OutputWriter : public ResultSink {
     };
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(opt_.out_dir, ec)) bump(e.path().filename().string());
-    std::ifstream in(opt_.out_dir / manifest_name(opt_.rank));
-    std::string line;
-    while (std::getline(in, line)) {
-      const auto j = nlohmann::json::parse(line, nullptr, false);
-      if (!j.is_discarded() && j.is_object() && j.contains("shard") && j["shard"].is_string())
-        bump(j["shard"].get<std::string>());
-    }
-  }
-
-  /// Marks inputs whose output is complete: vc/npy by the output file (renamed into place only
-  /// when complete), shards by lines of any manifest of the directory (any rank's) whose shard
-  /// file exists.
-  void scan_done() {
-    if (opt_.format == OutputFormat::vc || opt_.format == OutputFormat::npy) {
-      std::error_code ec;
-      for (std::size_t i = 0; i < names_.size(); ++i) done_[i] = fs::exists(opt_.out_dir / names_[i], ec);
-      return;
-    }
-    std::map<std::string, std::size_t> by_name;
-    for (std::size_t i = 0; i < src_.size(); ++i) by_name.emplace(src_.name(i), i);
-    std::map<std::string, bool> shard_exists;
-    std::error_code ec;
-    for (const auto& file : manifest_files(opt_.out_dir)) {
-      std::ifstream in(file);
-      std::string line;
-      while (std::getline(in, line)) {
-        const auto j = nlohmann::json::parse(line, nullptr, false);
-        if (j.is_discarded() || !j.is_object()) continue;  // a line cut by a kill
-        if (!j.contains("shard") || !j["shard"].is_string() || j.value("status", "") != "ok") continue;
-        const std::string shard = j["shard"].get<std::string>();
-        auto se = shard_exists.find(shard);
-        if (se == shard_exists.end()) se = shard_exists.emplace(shard, fs::exists(opt_.out_dir / shard, ec)).first;
-        if (!se->second) continue;
-        auto it = by_name.find(j.value("input", ""));
-        if (it != by_name.end()) done_[it->second] = true;
-      }
-    }
+    for_each_manifest_line(opt_.out_dir / manifest_name(opt_.rank), [&](const nlohmann::json& j) {
+      if (j.contains("shard") && j["shard"].is_string()) bump(j["shard"].get<std::string>());
+    });
   }
 
   const ImageSource& src_;
   WriterOptions opt_;
+  OutputLock lock_;
+  std::string fp_id_;
   std::vector<std::string> names_;
   std::vector<bool> done_;
-  fs::path manifest_path_;
-  std::FILE* manifest_ = nullptr;
+  std::unique_ptr<ManifestAppender> manifest_;
   std::mutex m_;
   std::size_t failed_ = 0;
+  std::size_t warned_ = 0;
+  std::size_t orphans_ = 0;
   std::size_t next_shard_ = 0;
   int dim_ = 0;
   std::vector<float> rows_;

@@ -264,7 +264,8 @@ TEST(Distributed, MergePrefersOkLinesWithDataAndRewritesPathsForAnotherDirectory
   const fs::path d = tmpdir("merge");
   fs::create_directories(d / "a");
   fs::create_directories(d / "b");
-  std::ofstream(d / "a" / "x.npy") << "data";
+  const float x[2] = {1, 2};
+  npy::save_f32(d / "a" / "x.npy", x, {2});  // complete data (a cut or non-.npy file would be dropped)
   std::ofstream(d / "a" / "manifest-r0000.jsonl")
       << R"({"input":"img10.jpg","status":"error","error":"img10.jpg: truncated JPEG"})"
          "\n"

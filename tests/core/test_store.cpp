@@ -1,0 +1,348 @@
+// The output folder as a store (no LibTorch, no OpenCV): one writer (lock), one fingerprint,
+// manifests repaired on open, outputs checked before they count as done, names unique by
+// construction, inputs keyed by canonical path, merge never mixing fingerprints.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "vecbench/compare.hpp"
+#include "vecbench/merge.hpp"
+#include "vecbench/sha256.hpp"
+#include "vecbench/testing/temp_dir.hpp"
+#include "vecbench/writer.hpp"
+
+using namespace vecbench;
+
+namespace {
+fs::path tmpdir(const std::string& name) { return vecbench::testing::fresh_temp_dir(name); }
+
+class NamedSource : public SyntheticSource {
+ public:
+  explicit NamedSource(std::vector<std::string> names, fs::path root = {})
+      : SyntheticSource(names.size()), names_(std::move(names)), root_(std::move(root)) {}
+  std::string name(std::size_t i) const override { return names_.at(i); }
+  fs::path root() const override { return root_; }
+
+ private:
+  std::vector<std::string> names_;
+  fs::path root_;
+};
+
+Fingerprint fingerprint(const std::string& resize = "tf-legacy", const std::string& sha = "aa") {
+  FingerprintFields f;
+  f.model_sha256 = sha;
+  f.model_arch = "tf2015";
+  f.resize = resize;
+  f.exif = "ignore";
+  f.arithmetic = "fp32";
+  f.feature_dim = 4;
+  return make_fingerprint(f);
+}
+
+WriterOptions options(const fs::path& d, OutputFormat format, const Fingerprint& fp = fingerprint()) {
+  WriterOptions o;
+  o.format = format;
+  o.out_dir = d;
+  o.quiet = true;
+  o.fingerprint = fp;
+  o.feature_dim = 4;
+  o.shard_rows = 2;
+  static std::ostringstream sink;
+  o.log = &sink;
+  return o;
+}
+
+std::vector<nlohmann::json> lines(const fs::path& f) {
+  std::vector<nlohmann::json> v;
+  std::ifstream in(f);
+  std::string s;
+  while (std::getline(in, s)) v.push_back(nlohmann::json::parse(s));
+  return v;
+}
+
+void write_all(OutputWriter& w, const std::vector<std::size_t>& idx) {
+  for (std::size_t i : idx) {
+    const float f[4] = {static_cast<float>(i), 1, 2, 3};
+    w.on_features(i, f, 4);
+  }
+  w.finish();
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+}  // namespace
+
+TEST(Sha256, KnownDigests) {
+  EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha256_hex(std::string(1000, 'a')), "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3");
+}
+
+TEST(Store, ASecondWriterIsRefusedNamingTheHolderAndTouchesNothing) {
+  const fs::path d = tmpdir("lock");
+  SyntheticSource src(4);
+  OutputWriter a(src, options(d, OutputFormat::shards));
+  write_all(a, {0, 1});
+  const std::string before = slurp(d / "manifest.jsonl");
+  try {
+    OutputWriter b(src, options(d, OutputFormat::shards));
+    FAIL() << "a second writer was let in";
+  } catch (const OutputFolderError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("pid " + std::to_string(::getpid())), std::string::npos) << m;
+    EXPECT_NE(m.find(this_host_name()), std::string::npos) << m;
+  }
+  // A rank of a multi-process job is refused too, and while ranks write, a one-process run is.
+  EXPECT_THROW(
+      {
+        auto o = options(d, OutputFormat::shards);
+        o.rank = 0;
+        OutputWriter r(src, o);
+      },
+      OutputFolderError);
+  EXPECT_EQ(slurp(d / "manifest.jsonl"), before);
+  EXPECT_TRUE(fs::exists(d / "shard-00000.npy"));
+  EXPECT_FALSE(fs::exists(d / "shard-00001.npy"));
+
+  const fs::path e = tmpdir("lock_ranks");
+  auto r0 = options(e, OutputFormat::shards);
+  r0.rank = 0;
+  OutputWriter rank0(src, r0);
+  auto r1 = r0;
+  r1.rank = 1;
+  OutputWriter rank1(src, r1);  // ranks share the folder
+  try {
+    OutputWriter single(src, options(e, OutputFormat::shards));
+    FAIL() << "a one-process writer ran beside ranks";
+  } catch (const OutputFolderError& x) {
+    EXPECT_NE(std::string(x.what()).find("multi-process job"), std::string::npos) << x.what();
+  }
+  EXPECT_THROW(OutputWriter(src, r1), OutputFolderError);  // rank 1 twice
+  fs::remove_all(d);
+  fs::remove_all(e);
+}
+
+TEST(Store, TheLockGoesWithAKilledProcess) {
+  const fs::path d = tmpdir("lock_kill");
+  SyntheticSource src(2);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    OutputWriter w(src, options(d, OutputFormat::npy));
+    ::pause();
+    ::_exit(0);
+  }
+  for (int i = 0; i < 200 && !fs::exists(d / "vecbench.json"); ++i) ::usleep(10000);
+  ::usleep(50000);
+  EXPECT_THROW(OutputWriter(src, options(d, OutputFormat::npy)), OutputFolderError);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  OutputWriter w(src, options(d, OutputFormat::npy));  // no stale lock
+  EXPECT_EQ(w.pending().size(), 2u);
+  fs::remove_all(d);
+}
+
+TEST(Store, AnotherFingerprintIsRefusedNamingTheFieldsUnlessReplaced) {
+  const fs::path d = tmpdir("fp");
+  SyntheticSource src(3);
+  {
+    OutputWriter w(src, options(d, OutputFormat::npy));
+    write_all(w, {0, 1, 2});
+  }
+  const std::string before = slurp(d / "manifest.jsonl");
+  for (const auto& m : lines(d / "manifest.jsonl")) EXPECT_EQ(m["fp"], fingerprint().id());
+  try {
+    OutputWriter w(src, options(d, OutputFormat::npy, fingerprint("bilinear", "bb")));
+    FAIL() << "resumed under another fingerprint";
+  } catch (const OutputFolderError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("resize: \"tf-legacy\" in the folder vs \"bilinear\" for this run"), std::string::npos) << m;
+    EXPECT_NE(m.find("model_sha256"), std::string::npos) << m;
+    EXPECT_EQ(m.find("exif"), std::string::npos) << m;  // only the differing fields
+    EXPECT_NE(m.find("--replace-fingerprint"), std::string::npos) << m;
+    EXPECT_NE(m.find("new --out"), std::string::npos) << m;
+  }
+  EXPECT_EQ(slurp(d / "manifest.jsonl"), before);  // nothing written
+  auto o = options(d, OutputFormat::npy, fingerprint("bilinear", "bb"));
+  o.replace_fingerprint = true;
+  {
+    OutputWriter w(src, o);
+    EXPECT_EQ(w.pending().size(), 3u);  // everything redone under the new fingerprint
+    write_all(w, {0, 1, 2});
+  }
+  EXPECT_EQ(read_store_fingerprint(d).id(), fingerprint("bilinear", "bb").id());
+  int superseded = 0;
+  for (const auto& e : fs::directory_iterator(d))
+    if (e.path().filename().string().rfind("superseded-" + fingerprint().id(), 0) == 0) {
+      ++superseded;
+      EXPECT_EQ(slurp(e.path() / "manifest.jsonl"), before);  // the old vectors kept, aside
+      EXPECT_TRUE(fs::exists(e.path() / "synthetic:0.npy"));
+    }
+  EXPECT_EQ(superseded, 1);
+  for (const auto& m : lines(d / "manifest.jsonl")) EXPECT_EQ(m["fp"], fingerprint("bilinear", "bb").id());
+  fs::remove_all(d);
+}
+
+TEST(Store, AFolderWrittenBeforeFingerprintsIsRefused) {
+  const fs::path d = tmpdir("legacy");
+  std::ofstream(d / "manifest.jsonl") << R"({"input":"synthetic:0","output":"synthetic:0.npy","status":"ok"})"
+                                         "\n";
+  SyntheticSource src(1);
+  try {
+    OutputWriter w(src, options(d, OutputFormat::npy));
+    FAIL();
+  } catch (const OutputFolderError& e) {
+    EXPECT_NE(std::string(e.what()).find("before output folders had fingerprints"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(d / "vecbench.json"));
+  fs::remove_all(d);
+}
+
+TEST(Store, ACutManifestLineIsRepairedAndEveryInputWrittenOnce) {
+  const fs::path d = tmpdir("cutline");
+  SyntheticSource src(10);
+  {
+    OutputWriter w(src, options(d, OutputFormat::shards));
+    write_all(w, {0, 1, 2, 3, 4, 5});
+  }
+  const auto size = fs::file_size(d / "manifest.jsonl");
+  fs::resize_file(d / "manifest.jsonl", size - 7);  // a crash mid-append: the last line is cut
+  for (int run = 0; run < 2; ++run) {
+    OutputWriter w(src, options(d, OutputFormat::shards));
+    write_all(w, w.pending());
+  }
+  std::map<std::string, int> seen;
+  for (const auto& m : lines(d / "manifest.jsonl")) ++seen[m["input"].get<std::string>()];  // every line parses
+  EXPECT_EQ(seen.size(), 10u);
+  for (const auto& [k, n] : seen) EXPECT_EQ(n, 1) << k;
+  fs::remove_all(d);
+}
+
+TEST(Store, MissingTruncatedOrOrphanedDataIsRedone) {
+  const fs::path d = tmpdir("redo");
+  SyntheticSource src(4);
+  {
+    OutputWriter w(src, options(d, OutputFormat::npy));
+    write_all(w, {0, 1, 2, 3});
+  }
+  fs::resize_file(d / "synthetic:1.npy", 100);        // truncated
+  fs::remove(d / "synthetic:2.npy");                  // missing
+  std::ofstream(d / "synthetic:3.npy") << "garbage";  // unreadable
+  {
+    OutputWriter w(src, options(d, OutputFormat::npy));
+    EXPECT_EQ(w.pending(), (std::vector<std::size_t>{1, 2, 3}));
+  }
+  const fs::path s = tmpdir("redo_shards");
+  {
+    OutputWriter w(src, options(s, OutputFormat::shards));
+    write_all(w, {0, 1, 2, 3});  // shard-00000: 0, 1; shard-00001: 2, 3
+  }
+  fs::resize_file(s / "shard-00001.npy", fs::file_size(s / "shard-00001.npy") - 4);
+  const float f[8] = {};
+  npy::save_f32(s / "shard-00007.npy", f, {2, 4});  // a shard no line points at
+  OutputWriter w(src, options(s, OutputFormat::shards));
+  EXPECT_EQ(w.pending(), (std::vector<std::size_t>{2, 3}));
+  EXPECT_EQ(w.orphaned_shards(), 1u);
+  write_all(w, w.pending());
+  EXPECT_TRUE(fs::exists(s / "shard-00008.npy"));  // numbering goes past every existing shard
+  const auto m = merge_manifests({s}, s);
+  EXPECT_EQ(m.ok, 4u);
+  EXPECT_EQ(m.dropped, 2u);  // the cut shard's two lines
+  fs::remove_all(d);
+  fs::remove_all(s);
+}
+
+TEST(Store, NamesAreUniqueByConstructionAcrossRunsAndLongNamesAreShortened) {
+  const fs::path d = tmpdir("names");
+  NamedSource first({"/data/_up_/a.jpg"}, "/data");
+  {
+    OutputWriter w(first, options(d, OutputFormat::npy));
+    EXPECT_EQ(w.output_name(0), "_up_/a.jpg.npy");
+    write_all(w, {0});
+  }
+  // Another input whose plain name is the one taken: a hashed name, the first file untouched.
+  const std::string long_name = "/data/" + std::string(251, 'x') + ".jpg";
+  NamedSource second({"/data/_up_/a.jpg", "../a.jpg", "/data/_up_/a.jpg.2", long_name}, "/data");
+  OutputWriter w(second, options(d, OutputFormat::npy));
+  EXPECT_EQ(w.pending(), (std::vector<std::size_t>{1, 2, 3}));
+  EXPECT_EQ(w.output_name(0), "_up_/a.jpg.npy");
+  EXPECT_EQ(w.output_name(1).rfind("_up_/a.jpg~", 0), 0u) << w.output_name(1);
+  EXPECT_EQ(w.output_name(2), "_up_/a.jpg.2.npy");
+  EXPECT_LE(fs::path(w.output_name(3)).filename().string().size(), kMaxOutputNameBytes);
+  write_all(w, {1, 2, 3});
+  std::set<std::string> outputs;
+  for (const auto& m : lines(d / "manifest.jsonl")) {
+    EXPECT_EQ(m["status"], "ok") << m.dump();
+    EXPECT_TRUE(outputs.insert(m["output"].get<std::string>()).second) << m.dump();
+    EXPECT_TRUE(npy_rows_complete(d / m["output"].get<std::string>(), -1, 4)) << m.dump();
+  }
+  EXPECT_EQ(outputs.size(), 4u);
+  EXPECT_EQ(npy::as_f32(npy::load(d / "_up_/a.jpg.npy"))[0], 0.0f);  // still the first input's vector
+  fs::remove_all(d);
+}
+
+TEST(Store, AListIsKeyedByCanonicalPathsAndDuplicatesAreDropped) {
+  const fs::path d = tmpdir("canon");
+  fs::create_directories(d / "rel" / "img");
+  for (const char* n : {"a.jpg", "b.jpg"}) std::ofstream(d / "rel" / "img" / n) << "x";
+  fs::create_symlink(d / "rel" / "img" / "a.jpg", d / "rel" / "img" / "link.jpg");
+  std::ofstream(d / "rel" / "list.txt") << "img/a.jpg\nimg/./b.jpg\nimg/../img/a.jpg\nimg/link.jpg\n"
+                                        << (d / "rel" / "img" / "b.jpg").string() << "\n";
+  const auto cwd = fs::current_path();
+  fs::current_path(d);
+  const ImageList from_parent = collect_images("rel/list.txt");
+  fs::current_path(d / "rel");
+  const ImageList from_inside = collect_images("list.txt");
+  fs::current_path(cwd);
+  const ImageList absolute = collect_images(d / "rel" / "list.txt");
+  const std::vector<std::string> want = {fs::canonical(d / "rel" / "img" / "a.jpg").string(),
+                                         fs::canonical(d / "rel" / "img" / "b.jpg").string()};
+  for (const auto* l : {&from_parent, &from_inside, &absolute}) {
+    EXPECT_EQ(l->paths, want);
+    EXPECT_EQ(l->duplicates, 3u);
+    EXPECT_EQ(l->root, fs::canonical(d / "rel"));
+  }
+  fs::remove_all(d);
+}
+
+TEST(Store, MergeRefusesToMixFingerprintsAndLeavesOtherLinesOut) {
+  const fs::path d = tmpdir("mergefp");
+  SyntheticSource src(2);
+  {
+    OutputWriter a(src, options(d / "a", OutputFormat::npy));
+    write_all(a, {0, 1});
+    OutputWriter b(src, options(d / "b", OutputFormat::npy, fingerprint("bilinear")));
+    write_all(b, {0, 1});
+  }
+  try {
+    merge_manifests({d / "a", d / "b"}, d / "all");
+    FAIL() << "merged two fingerprints";
+  } catch (const OutputFolderError& e) {
+    EXPECT_NE(std::string(e.what()).find("resize"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(d / "all" / "manifest.jsonl"));
+  // A line of another fingerprint (hand-edited, or from an old writer) is left out.
+  std::ofstream(d / "a" / "manifest.jsonl", std::ios::app)
+      << R"({"input":"synthetic:9","output":"synthetic:0.npy","status":"ok","fp":"0000000000000000"})"
+         "\n";
+  const auto m = merge_manifests({d / "a"}, d / "all");
+  EXPECT_EQ(m.ok, 2u);
+  EXPECT_EQ(m.other_fp, 1u);
+  EXPECT_EQ(read_store_fingerprint(d / "all").id(), fingerprint().id());
+  fs::remove_all(d);
+}
+
+TEST(Compare, NothingComparedIsItsOwnExitStatus) {
+  CompareReport r;
+  EXPECT_EQ(compare_exit_code(r), kCompareUnusable);
+  EXPECT_NE(compare_markdown(r).find("Nothing was compared"), std::string::npos);
+  RunComparison c;
+  c.verdict = Verdict::slower;
+  r.runs.push_back(c);
+  EXPECT_EQ(compare_exit_code(r), kCompareRegression);
+}

@@ -1,0 +1,282 @@
+// `vecbench vectorize` into an output folder as a careful user runs it: a second writer, another
+// model or preprocessing, corrupt JPEGs, a cut manifest, duplicate and differently spelled lists,
+// colliding and over-long names, a decompression bomb, bad option values, and kill -9 at random
+// points. Each case failed (silently wrong or mixed vectors, or a crash) before the store.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "dist_util.hpp"
+#include "vecbench/fingerprint.hpp"
+#include "vecbench/manifest.hpp"
+
+using namespace vecbench;
+using namespace vecbench::disttest;
+
+namespace {
+const std::string kModel = VECBENCH_DEFAULT_MODEL;
+
+std::string vectorize(const fs::path& out, const std::string& images, const std::string& extra = "") {
+  return kExe + " vectorize --images " + images + " --out " + out.string() + " " + extra;
+}
+
+/// Inputs of `dir`'s manifest.jsonl with their line counts (any status).
+std::map<std::string, int> line_counts(const fs::path& dir) {
+  std::map<std::string, int> n;
+  for (const auto& j : lines_of(dir / "manifest.jsonl")) ++n[j["input"].get<std::string>()];
+  return n;
+}
+
+void copy_photo(const std::string& name, const fs::path& to) {
+  fs::create_directories(to.parent_path());
+  fs::copy_file(fs::path(kPhotos) / name, to, fs::copy_options::overwrite_existing);
+}
+}  // namespace
+
+TEST(StoreCli, TwoWritersOnOneFolderOneIsRefusedAndNothingIsCorrupted) {
+  const fs::path d = tmpdir("cli_lock");
+  // A: 40 inputs (seconds of work); B starts while A runs, with another list.
+  const std::string a = vectorize(d / "out", "synthetic:40", "--format shards --shard-rows 4 --warmup 0");
+  std::thread ta([&] { EXPECT_EQ(sh(a).rc, 0); });
+  for (int i = 0; i < 600 && !fs::exists(d / "out" / "vecbench.json"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const auto b = sh(vectorize(d / "out", "synthetic:20:7", "--format shards --shard-rows 4"));
+  ta.join();
+  EXPECT_EQ(b.rc, 3) << b.out;
+  EXPECT_NE(b.out.find("in use"), std::string::npos) << b.out;
+  EXPECT_NE(b.out.find("pid "), std::string::npos) << b.out;
+  EXPECT_NE(b.out.find("on host"), std::string::npos) << b.out;
+  const auto f = features_of(d / "out");  // every line readable, each input once
+  EXPECT_EQ(f.size(), 40u);
+  for (const auto& [k, n] : line_counts(d / "out")) EXPECT_EQ(n, 1) << k;
+  const auto again = sh(vectorize(d / "out", "synthetic:40", "--format shards --shard-rows 4"));
+  EXPECT_EQ(again.rc, 0) << again.out;
+  EXPECT_NE(again.out.find("0 to do, 40 already done"), std::string::npos) << again.out;
+  fs::remove_all(d);
+}
+
+TEST(StoreCli, ResumeWithAnotherModelOrPreprocessingIsRefusedNamingTheFields) {
+  const fs::path d = tmpdir("cli_fp");
+  const fs::path other = fs::path(VECBENCH_BINARY_DIR) / "models" / "test_inception_tf2015_seed1.pt";
+  if (!fs::exists(other)) {
+    const auto e = sh(std::string(VECBENCH_PYTHON) + " " + VECBENCH_SOURCE_DIR +
+                      "/tools/export_inception.py --arch tf2015 --seed 1 --out " + other.string());
+    ASSERT_EQ(e.rc, 0) << e.out;
+  }
+  ASSERT_EQ(sh(vectorize(d / "out", "synthetic:3", "--engine none")).rc, 0);
+  const auto before = lines_of(d / "out" / "manifest.jsonl");
+  struct Case {
+    std::string flags, field;
+  };
+  for (const Case& c :
+       {Case{"--engine none --model " + other.string(), "model_sha256"},
+        Case{"--engine none --resize bilinear", "resize"}, Case{"--engine none --exif apply", "exif"},
+        Case{"--engine none --fast-decode", "fast_decode"}, Case{"--engine torchscript", "arithmetic"}}) {
+    const auto r = sh(vectorize(d / "out", "synthetic:6", c.flags));
+    EXPECT_EQ(r.rc, 3) << c.flags << "\n" << r.out;
+    EXPECT_NE(r.out.find(c.field + ": "), std::string::npos) << c.flags << "\n" << r.out;
+    EXPECT_NE(r.out.find("--replace-fingerprint"), std::string::npos) << r.out;
+    EXPECT_EQ(lines_of(d / "out" / "manifest.jsonl"), before) << "the refused run wrote to the manifest";
+  }
+  // The explicit way forward: everything redone under the new fingerprint, the old moved aside.
+  const auto r = sh(vectorize(d / "out", "synthetic:6", "--engine none --resize bilinear --replace-fingerprint"));
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("6 to do, 0 already done"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("moved to"), std::string::npos) << r.out;
+  const std::string fp = read_store_fingerprint(d / "out").id();
+  for (const auto& j : lines_of(d / "out" / "manifest.jsonl")) EXPECT_EQ(j["fp"], fp) << j.dump();
+  fs::remove_all(d);
+}
+
+TEST(StoreCli, ACorruptJpegWithAnEndMarkerIsAnErrorUnlessLenient) {
+  const fs::path d = tmpdir("cli_corrupt");
+  const auto bytes = [] {
+    std::ifstream in(fs::path(kPhotos) / "baboon.jpg", std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }();
+  ASSERT_GT(bytes.size(), 1000u);
+  std::ofstream(d / "cut.jpg", std::ios::binary) << bytes.substr(0, bytes.size() * 6 / 10) << "\xFF\xD9";
+  copy_photo("home.jpg", d / "good.jpg");
+  std::ofstream(d / "list.txt") << "cut.jpg\ngood.jpg\n";
+  const auto strict = sh(vectorize(d / "strict", (d / "list.txt").string(), "--engine none"));
+  EXPECT_EQ(strict.rc, 2) << strict.out;
+  std::map<std::string, nlohmann::json> by;
+  for (const auto& j : lines_of(d / "strict" / "manifest.jsonl")) by[fs::path(j["input"]).filename()] = j;
+  EXPECT_EQ(by["cut.jpg"]["status"], "error");
+  EXPECT_NE(by["cut.jpg"]["error"].get<std::string>().find("libjpeg"), std::string::npos) << by["cut.jpg"].dump();
+  EXPECT_EQ(by["good.jpg"]["status"], "ok");
+  // Codec words never reach stderr unattributed: every line that has them names the file.
+  std::istringstream lines(strict.out);
+  for (std::string l; std::getline(lines, l);)
+    if (l.find("JPEG") != std::string::npos && l.find("Corrupt") != std::string::npos) {
+      EXPECT_NE(l.find("cut.jpg"), std::string::npos) << l;
+    }
+  const auto lenient = sh(vectorize(d / "lenient", (d / "list.txt").string(), "--engine none --lenient-decode"));
+  EXPECT_EQ(lenient.rc, 0) << lenient.out;
+  by.clear();
+  for (const auto& j : lines_of(d / "lenient" / "manifest.jsonl")) by[fs::path(j["input"]).filename()] = j;
+  EXPECT_EQ(by["cut.jpg"]["status"], "ok");
+  EXPECT_FALSE(by["cut.jpg"].value("warning", "").empty()) << by["cut.jpg"].dump();
+  EXPECT_FALSE(by["good.jpg"].contains("warning"));
+  EXPECT_NE(lenient.out.find("1 inputs decoded with decoder warnings"), std::string::npos) << lenient.out;
+  fs::remove_all(d);
+}
+
+TEST(StoreCli, ACutManifestLineIsRepairedAndEachInputWrittenOnce) {
+  const fs::path d = tmpdir("cli_cut");
+  ASSERT_EQ(sh(vectorize(d / "out", "synthetic:6", "--engine none --format shards --shard-rows 2")).rc, 0);
+  const auto m = d / "out" / "manifest.jsonl";
+  fs::resize_file(m, fs::file_size(m) - 10);  // a crash mid-append
+  for (int run = 0; run < 2; ++run) {
+    const auto r = sh(vectorize(d / "out", "synthetic:10", "--engine none --format shards --shard-rows 2"));
+    ASSERT_EQ(r.rc, 0) << r.out;
+    if (run == 0) {
+      EXPECT_NE(r.out.find("cut a partial last line"), std::string::npos) << r.out;
+    }
+  }
+  const auto n = line_counts(d / "out");
+  EXPECT_EQ(n.size(), 10u);
+  for (const auto& [k, c] : n) EXPECT_EQ(c, 1) << k;
+  EXPECT_EQ(lines_of(m).size(), 10u);
+  fs::remove_all(d);
+}
+
+TEST(StoreCli, DuplicateAndDifferentlySpelledListsSettleAfterOneRun) {
+  const fs::path d = tmpdir("cli_spell");
+  for (const char* p : {"home.jpg", "baboon.jpg", "fruits.jpg"}) copy_photo(p, d / "rel" / "img" / p);
+  std::ofstream(d / "rel" / "list.txt") << "img/home.jpg\nimg/baboon.jpg\nimg/./home.jpg\nimg/fruits.jpg\n"
+                                        << (d / "rel" / "img" / "baboon.jpg").string() << "\n";
+  const fs::path out = d / "out";
+  const std::string flags = " --out " + out.string() + " --engine none --format shards";
+  const auto first = sh("cd " + d.string() + " && " + kExe + " vectorize --images rel/list.txt" + flags);
+  ASSERT_EQ(first.rc, 0) << first.out;
+  EXPECT_NE(first.out.find("2 duplicate inputs skipped"), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find("3 inputs (files), 3 to do"), std::string::npos) << first.out;
+  for (const std::string& cmd : {"cd " + (d / "rel").string() + " && " + kExe + " vectorize --images list.txt" + flags,
+                                 kExe + " vectorize --images " + (d / "rel" / "list.txt").string() + flags}) {
+    const auto r = sh(cmd);
+    EXPECT_EQ(r.rc, 0) << r.out;
+    EXPECT_NE(r.out.find("0 to do, 3 already done"), std::string::npos) << cmd << "\n" << r.out;
+  }
+  EXPECT_EQ(lines_of(out / "manifest.jsonl").size(), 3u);
+  fs::remove_all(d);
+}
+
+TEST(StoreCli, CollidingAndOverLongNamesEachGetTheirOwnVector) {
+  const fs::path d = tmpdir("cli_names");
+  copy_photo("home.jpg", d / "rel" / "_up_" / "a.jpg");
+  copy_photo("baboon.jpg", d / "rel" / "_up_" / "a.jpg.2");
+  copy_photo("fruits.jpg", d / "a.jpg");
+  const std::string long_name = std::string(247, 'n') + ".jpg";  // 251 bytes
+  copy_photo("orange.jpg", d / "rel" / long_name);
+  std::ofstream(d / "rel" / "list.txt") << "_up_/a.jpg\n_up_/a.jpg.2\n../a.jpg\n" << long_name << "\n";
+  const auto r = sh(vectorize(d / "out", (d / "rel" / "list.txt").string(), "--format npy --batch 2"));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  std::set<std::string> outputs;
+  std::vector<std::vector<float>> vectors;
+  for (const auto& j : lines_of(d / "out" / "manifest.jsonl")) {
+    ASSERT_EQ(j["status"], "ok") << j.dump();
+    EXPECT_TRUE(outputs.insert(j["output"].get<std::string>()).second) << "two inputs share " << j.dump();
+    EXPECT_LE(fs::path(j["output"].get<std::string>()).filename().string().size(), 255u);
+    vectors.push_back(npy::as_f32(npy::load(d / "out" / j["output"].get<std::string>())));
+  }
+  ASSERT_EQ(vectors.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i)
+    for (std::size_t k = i + 1; k < 4; ++k) EXPECT_NE(vectors[i], vectors[k]) << "inputs " << i << " and " << k;
+  const auto again = sh(vectorize(d / "out", (d / "rel" / "list.txt").string(), "--format npy"));
+  EXPECT_NE(again.out.find("0 to do, 4 already done"), std::string::npos) << again.out;
+  fs::remove_all(d);
+}
+
+TEST(StoreCli, ADecompressionBombIsRefusedBeforeDecoding) {
+  const fs::path d = tmpdir("cli_bomb");
+  // A 30000x30000 gray PNG of zeros: under 1 MB on disk, 2.7 GB decoded as RGB.
+  const std::string py = R"(
+import struct, sys, zlib
+def chunk(t, b): return struct.pack(">I", len(b)) + t + b + struct.pack(">I", zlib.crc32(t + b) & 0xffffffff)
+w = h = 30000
+c = zlib.compressobj(9)
+row = bytes(w + 1)
+data = b"".join(c.compress(row) for _ in range(h)) + c.flush()
+open(sys.argv[1], "wb").write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0)) +
+                              chunk(b"IDAT", data) + chunk(b"IEND", b""))
+)";
+  std::ofstream(d / "bomb.py") << py;
+  ASSERT_EQ(sh(std::string(VECBENCH_PYTHON) + " " + (d / "bomb.py").string() + " " + (d / "bomb.png").string()).rc, 0);
+  ASSERT_LT(fs::file_size(d / "bomb.png"), 2u << 20);
+  copy_photo("home.jpg", d / "ok.jpg");
+  std::ofstream(d / "list.txt") << "bomb.png\nok.jpg\n";
+  const auto r = sh(vectorize(d / "out", (d / "list.txt").string(),
+                              "--engine none --decode-threads 2 --json " + (d / "run.json").string()));
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_NE(r.out.find("30000x30000"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("178956970"), std::string::npos) << r.out;
+  const auto sample = nlohmann::json::parse(std::ifstream(d / "run.json"));
+  EXPECT_LT(sample["peak_rss_bytes"].get<double>(), 1e9) << sample.dump();
+  EXPECT_EQ(sample["images"], 1);
+  // A smaller limit refuses an ordinary photo, naming its size.
+  const auto small = sh(vectorize(d / "out2", (d / "ok.jpg").string(), "--engine none --max-pixels 1000"));
+  EXPECT_EQ(small.rc, 2) << small.out;
+  EXPECT_NE(small.out.find("image too large"), std::string::npos) << small.out;
+  fs::remove_all(d);
+}
+
+TEST(StoreCli, BadOptionValuesAreRefusedNamingTheOption) {
+  const fs::path d = tmpdir("cli_opts");
+  struct Case {
+    std::string args, name;
+  };
+  const std::string out = " --out " + (d / "out").string();
+  for (const Case& c :
+       {Case{"--images synthetic:2 --batch 0", "--batch"}, Case{"--images synthetic:2 --batch -1", "--batch"},
+        Case{"--images synthetic:-5", "synthetic"}, Case{"--images synthetic:2 --exif bogus", "--exif"},
+        Case{"--images synthetic:2 --threads -3", "--threads"}, Case{"--images synthetic:2 --prefetch 0", "--prefetch"},
+        Case{"--images synthetic:2 --decode-threads 0", "--decode-threads"},
+        Case{"--images synthetic:2 --warmup -1", "--warmup"},
+        Case{"--images synthetic:2 --shard-rows 0", "--shard-rows"},
+        Case{"--images synthetic:2 --format csv", "--format"},
+        Case{"--images synthetic:2 --max-pixels 0", "--max-pixels"},
+        Case{"--images synthetic:2 --devices cpu/100", "--force"}}) {
+    const auto r = sh(kExe + " vectorize " + c.args + out);
+    EXPECT_EQ(r.rc, 1) << c.args << "\n" << r.out;
+    EXPECT_NE(r.out.find(c.name), std::string::npos) << c.args << "\n" << r.out;
+    EXPECT_EQ(r.out.find("std::"), std::string::npos) << c.args << "\n" << r.out;
+  }
+  EXPECT_FALSE(fs::exists(d / "out" / "manifest.jsonl"));
+  // compare: a broken file is "could not compare" (2), not a regression (1).
+  std::ofstream(d / "broken.json") << "{";
+  const auto cmp = sh(kExe + " compare " + (d / "broken.json").string() + " " + (d / "broken.json").string());
+  EXPECT_EQ(cmp.rc, 2) << cmp.out;
+  fs::remove_all(d);
+}
+
+TEST(StoreCli, KillNineAtRandomPointsThenARerunGivesEveryInputOnceAsACleanRun) {
+  const fs::path d = tmpdir("cli_kill9");
+  const std::string flags = "--format shards --shard-rows 3 --batch 2 --warmup 0";
+  const std::string images = "synthetic:48";
+  ASSERT_EQ(sh(vectorize(d / "clean", images, flags)).rc, 0);
+  const auto clean = features_of(d / "clean");
+  std::mt19937 rng(12345);
+  std::uniform_int_distribution<int> ms(500, 3500);
+  int mid_run = 0;  // kills that hit a live process with work left
+  for (int k = 0; k < 5; ++k) {
+    const int wait_ms = ms(rng);
+    const auto r = sh("( " + vectorize(d / "out", images, flags) + " >/dev/null 2>&1 & pid=$!; sleep " +
+                      std::to_string(wait_ms / 1000.0) + "; kill -9 $pid 2>/dev/null && echo KILLED; wait $pid )");
+    const bool killed = r.out.find("KILLED") != std::string::npos;
+    std::size_t ok = 0;
+    if (fs::exists(d / "out" / "manifest.jsonl"))
+      for_each_manifest_line(d / "out" / "manifest.jsonl", [&](const nlohmann::json&) { ++ok; });
+    mid_run += killed && ok < clean.size();
+  }
+  EXPECT_GE(mid_run, 2) << "the kills did not land mid-run; the test proves little";
+  const auto r = sh(vectorize(d / "out", images, flags));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  expect_same_features(features_of(d / "out"), clean);
+  for (const auto& [k, n] : line_counts(d / "out")) EXPECT_EQ(n, 1) << k;
+  fs::remove_all(d);
+}
