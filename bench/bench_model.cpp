@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "vecbench/torchscript_model.hpp"
+#include "vecbench/engine/torchscript_model.hpp"
 
 using namespace vecbench;
 

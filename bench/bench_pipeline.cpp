@@ -5,12 +5,12 @@
 
 #include <thread>
 
-#include "vecbench/decode.hpp"
-#include "vecbench/image_files.hpp"
-#include "vecbench/queue.hpp"
-#include "vecbench/runner.hpp"
+#include "vecbench/core/queue.hpp"
+#include "vecbench/input/decode.hpp"
+#include "vecbench/input/image_files.hpp"
+#include "vecbench/output/writer.hpp"
+#include "vecbench/strategies/runner.hpp"
 #include "vecbench/testing/stub_model.hpp"
-#include "vecbench/writer.hpp"
 
 using namespace vecbench;
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Compile-checks the CUDA code path of src/torch_model.cpp (guarded by VECBENCH_WITH_CUDA)
+# Compile-checks the CUDA code path of src/engine/torch_model.cpp (guarded by VECBENCH_WITH_CUDA)
 # against LibTorch's c10/cuda headers and the CUDA toolkit headers in /usr/local/cuda, on a
 # machine without a GPU or a CUDA LibTorch. Syntax and types only: nothing is linked or run.
 set -euo pipefail
@@ -19,5 +19,5 @@ mkdir -p "$stub/c10/cuda/impl"
 # Debian's libtorch-dev ships c10/cuda without this generated header.
 printf '#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n' > "$stub/c10/cuda/impl/cuda_cmake_macros.h"
 ${CXX:-g++} -std=c++17 -fsyntax-only -Wall -Wextra -DVECBENCH_WITH_CUDA=1 -Iinclude -I"$stub" \
-  -I/usr/include/torch/csrc/api/include -I"$CUDA_HOME/include" src/torch_model.cpp
-echo "check_cuda_compile: the CUDA path of src/torch_model.cpp compiles"
+  -I/usr/include/torch/csrc/api/include -I"$CUDA_HOME/include" src/engine/torch_model.cpp
+echo "check_cuda_compile: the CUDA path of src/engine/torch_model.cpp compiles"

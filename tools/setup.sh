@@ -8,7 +8,7 @@ PACKAGES=(
   libdnnl-dev                   # oneDNN headers: the --engine onednn backend (same libdnnl LibTorch uses)
   libopenblas0-pthread          # without it libtorch resolves BLAS to the slow reference libblas
   libopencv-dev python3-opencv opencv-doc   # decoding; opencv-doc ships the real sample photos
-  libjpeg62-turbo-dev libpng-dev            # direct JPEG/PNG decoding (src/codec.cpp), the libraries OpenCV links
+  libjpeg62-turbo-dev libpng-dev            # direct JPEG/PNG decoding (src/input/codec.cpp), the libraries OpenCV links
   nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   python3-numpy python3-pil python3-matplotlib python3-jsonschema
   libopenmpi-dev openmpi-bin    # MPI: mpirun -np R vecbench ... (optional: without it, --shard-index)

@@ -2,10 +2,10 @@
 # The README's test command: set up, build (Release), run the whole ctest suite, the sanitizer
 # builds of the pipeline tests, and the short regression stage. Exits non-zero on any failure.
 #   tools/test.sh            everything
-#   STAGES="ctest" tools/test.sh     only some stages (setup format build ctest cuda-compile sanitizers regression)
+#   STAGES="ctest" tools/test.sh     only some stages (setup format layers build ctest cuda-compile sanitizers regression)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-STAGES=${STAGES:-"setup format build ctest cuda-compile sanitizers regression"}
+STAGES=${STAGES:-"setup format layers build ctest cuda-compile sanitizers regression"}
 BUILD=${BUILD:-build}
 JOBS=${JOBS:-$(nproc)}
 has() { [[ " $STAGES " == *" $1 "* ]]; }
@@ -14,6 +14,7 @@ stage() { echo; echo "=== $1 ($(( $(date +%s) - t0 )) s)"; }
 
 if has setup; then stage setup; tools/setup.sh; fi
 if has format; then stage format; tools/check_format.sh; fi
+if has layers; then stage layers; python3 tools/check_layers.py --self-test; fi
 if has build; then
   stage build
   cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release

@@ -1,4 +1,5 @@
 // vecbench: command-line front end (CLI11 subcommands).
+#include <unistd.h>
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -9,20 +10,22 @@
 #include <iostream>
 #include <sstream>
 
-#include "vecbench/compare.hpp"
-#include "vecbench/distributed_run.hpp"
-#include "vecbench/experiment_runner.hpp"
-#include "vecbench/inputs.hpp"
-#include "vecbench/merge.hpp"
-#include "vecbench/meta.hpp"
-#include "vecbench/report.hpp"
-#include "vecbench/runner.hpp"
-#include "vecbench/sha256.hpp"
-#include "vecbench/torchscript_model.hpp"
-#include "vecbench/writer.hpp"
+#include "vecbench/core/sha256.hpp"
+#include "vecbench/dist/distributed_run.hpp"
+#include "vecbench/dist/merge.hpp"
+#include "vecbench/engine/torchscript_model.hpp"
+#include "vecbench/experiment/experiment_runner.hpp"
+#include "vecbench/input/exif_policy.hpp"
+#include "vecbench/input/inputs.hpp"
+#include "vecbench/output/writer.hpp"
+#include "vecbench/pipeline/progress.hpp"
+#include "vecbench/results/compare.hpp"
+#include "vecbench/results/meta.hpp"
+#include "vecbench/results/report.hpp"
+#include "vecbench/strategies/runner.hpp"
 #ifdef VECBENCH_WITH_OPENCV
 #include <opencv2/core/version.hpp>
-#include "vecbench/imageset.hpp"
+#include "vecbench/input/imageset.hpp"
 #endif
 
 using namespace vecbench;
@@ -100,6 +103,22 @@ extern "C" void on_signal(int sig) {
 
 std::string default_model() { return VECBENCH_DEFAULT_MODEL; }
 
+/// A CLI11 check that accepts what `parse` (the setting's own parser) accepts and otherwise
+/// gives the parser's message, so each closed set of names is listed in one place.
+template <class Parse>
+CLI::Validator parsed_by(Parse parse) {
+  return CLI::Validator(
+      [parse](std::string& s) -> std::string {
+        try {
+          (void)parse(s);
+          return {};
+        } catch (const std::exception& e) {
+          return e.what();
+        }
+      },
+      "");
+}
+
 /// Options shared by `vectorize` and `predecode`.
 struct VectorizeArgs {
   std::string images;
@@ -126,6 +145,8 @@ struct VectorizeArgs {
   bool lenient_decode = false;
   bool replace_fingerprint = false;
   bool force = false;
+  bool quiet = false;
+  double progress_s = 30;
   std::uint64_t max_pixels = 178956970;
   std::string precision = "fp32";
   std::string engine = "torchscript";
@@ -245,16 +266,22 @@ int cmd_vectorize(const VectorizeArgs& a) {
   if (source->duplicates_skipped() > 0) line << "; " << source->duplicates_skipped() << " duplicate inputs skipped";
   if (w.format != OutputFormat::none) line << "; fingerprint " << writer.fingerprint_id();
   line << "\n";
-  std::cerr << line.str() << std::flush;
+  if (!a.quiet) std::cerr << line.str() << std::flush;
   RunStats st;
   long chunks = -1;
   ResultSink* sink = &writer;
   std::unique_ptr<DieAfterSink> die;  // test hook: VECBENCH_TEST_DIE_AFTER=N[@RANK]
   if (const auto d = die_after_from_env(dist.rank()); d.n > 0)
     sink = (die = std::make_unique<DieAfterSink>(writer, d, dist.label())).get();
+  ProgressOptions po;  // rank 0 of an MPI job shows its own share; other ranks show none
+  po.interval_s = a.quiet || (dist.comm().connected() && !dist.comm().leader()) ? 0 : a.progress_s;
+  po.terminal = ::isatty(STDERR_FILENO) != 0;
+  if (dist.active()) po.label = dist.label() + ": ";
+  ProgressSink progress(*sink, todo.size(), po, std::cerr);
   if (!todo.empty())
-    st = dist.run(a.strategy, *source, todo, devs, torchscript_factory(mo), *sink, s, meta.value("input_size", 299),
+    st = dist.run(a.strategy, *source, todo, devs, torchscript_factory(mo), progress, s, meta.value("input_size", 299),
                   &chunks);
+  progress.stop();
   writer.finish();
   const auto tot = finish_vectorize(dist, st, chunks, g_stop, a.out, w.format != OutputFormat::none, *source);
   if (!dist.comm().leader()) {
@@ -575,10 +602,10 @@ int main(int argc, char** argv) {
                   "vc (one text file per image, as the seed), npy (one .npy per image), shards (N x 2048 .npy shards + "
                   "manifest), none")
       ->capture_default_str()
-      ->check(CLI::IsMember({"vc", "npy", "shards", "none"}));
+      ->check(parsed_by(parse_output_format));
   vec->add_option("--strategy", va.strategy, "naive | sequential | sharded | data-parallel | mirrored")
       ->capture_default_str()
-      ->check(CLI::IsMember({"naive", "sequential", "sharded", "data-parallel", "mirrored"}));
+      ->check(parsed_by(make_strategy));
   vec->add_option("--devices", va.devices, "cpu, cpu/N, cuda, cuda:K, cuda:K/N (comma-separated)")
       ->capture_default_str();
   vec->add_option("--batch", va.batch, "Images per forward call (per device), 1..4096")
@@ -597,12 +624,12 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(0, 1000));
   vec->add_option("--resize", va.resize, "tf-legacy | bilinear (default: the model's own)")
-      ->check(CLI::IsMember({"tf-legacy", "bilinear"}));
+      ->check(parsed_by(parse_resize_mode));
   vec->add_flag("--fast-decode", va.fast_decode,
                 "Decode large JPEGs at 1/2, 1/4 or 1/8 DCT scale (faster, not bit-exact)");
   vec->add_option("--exif", va.exif, "EXIF orientation: ignore (as TF's DecodeJpeg) or apply")
       ->capture_default_str()
-      ->check(CLI::IsMember({"ignore", "apply"}));
+      ->check(parsed_by(parse_exif_policy));
   vec->add_flag("--lenient-decode", va.lenient_decode,
                 "Accept images the decoder warns about (corrupt or truncated data, e.g. web-scraped sets): status ok "
                 "with a `warning` in the manifest line (default: strict, such a file is an error)");
@@ -619,6 +646,12 @@ int main(int argc, char** argv) {
                 "OUT holds vectors made under another fingerprint (model, preprocessing, precision): move them aside "
                 "into OUT/superseded-*/ and redo every input under this run's");
   vec->add_flag("--force", va.force, "Run even with more CPU devices than cores, or than memory holds");
+  vec->add_option("--progress", va.progress_s,
+                  "Seconds between progress lines when stderr is not a terminal (on a terminal one line is redrawn "
+                  "in place); 0: none")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
+  vec->add_flag("--quiet", va.quiet, "No start line and no progress (errors are still printed)");
   vec->add_flag("--no-optimize", va.no_optimize, "Skip optimize_for_inference after loading");
   vec->add_flag("--channels-last", va.channels_last, "Feed channels_last input");
   vec->add_option("--engine", va.engine,
@@ -626,7 +659,7 @@ int main(int argc, char** argv) {
                   "network: one blocked layout, fused conv+BN+ReLU, zero-copy concat, Winograd 3x3; fastest on CPU) | "
                   "none (no network, zero features: the input pipeline's own ceiling)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"torchscript", "onednn", "none"}));
+      ->check(CLI::IsMember(available_engines()));
   vec->add_flag("--no-winograd", va.no_winograd, "onednn: direct convolutions only (no Winograd 3x3)");
   vec->add_flag("--flush-denormal", va.flush_denormal, "Flush denormal floats to zero in replica threads");
   vec->add_flag("--cuda-graphs", va.cuda_graphs,
@@ -647,7 +680,7 @@ int main(int argc, char** argv) {
   pre->add_option("--out", pd_out, "Output .npy")->required();
   pre->add_option("--resize", pd_resize, "tf-legacy | bilinear")
       ->capture_default_str()
-      ->check(CLI::IsMember({"tf-legacy", "bilinear"}));
+      ->check(parsed_by(parse_resize_mode));
   pre->add_option("--size", pd_size, "Image side, 1..4096")->capture_default_str()->check(CLI::Range(1, 4096));
 
   std::vector<std::string> dev_specs;

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <string>
 
-#include "vecbench/compare.hpp"
+#include "vecbench/results/compare.hpp"
 
 namespace fs = std::filesystem;
 using namespace vecbench;

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "vecbench/device.hpp"
+#include "vecbench/core/device.hpp"
 
 using namespace vecbench;
 

@@ -7,8 +7,8 @@
 #include <fstream>
 #include <thread>
 
-#include "vecbench/distributed_run.hpp"
-#include "vecbench/merge.hpp"
+#include "vecbench/dist/distributed_run.hpp"
+#include "vecbench/dist/merge.hpp"
 #include "vecbench/testing/stub_model.hpp"
 #include "vecbench/testing/temp_dir.hpp"
 #include "vecbench/testing/thread_comm.hpp"

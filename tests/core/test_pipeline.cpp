@@ -5,10 +5,10 @@
 #include <fstream>
 #include <thread>
 
-#include "vecbench/experiment.hpp"
-#include "vecbench/queue.hpp"
+#include "vecbench/core/queue.hpp"
+#include "vecbench/experiment/experiment.hpp"
+#include "vecbench/output/writer.hpp"
 #include "vecbench/testing/temp_dir.hpp"
-#include "vecbench/writer.hpp"
 
 using namespace vecbench;
 

@@ -9,7 +9,7 @@
 #include <sstream>
 #include <string>
 
-#include "vecbench/report.hpp"
+#include "vecbench/results/report.hpp"
 
 namespace fs = std::filesystem;
 using namespace vecbench;

@@ -9,7 +9,7 @@
 #include <functional>
 #include <string>
 
-#include "vecbench/result.hpp"
+#include "vecbench/results/result.hpp"
 
 namespace fs = std::filesystem;
 using vecbench::json;

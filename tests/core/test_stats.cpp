@@ -5,7 +5,7 @@
 #include <cmath>
 #include <vector>
 
-#include "vecbench/stats.hpp"
+#include "vecbench/core/stats.hpp"
 
 using vecbench::stats::mann_whitney_min_p;
 using vecbench::stats::mann_whitney_u;

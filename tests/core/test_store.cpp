@@ -1,19 +1,24 @@
 // The output folder as a store (no LibTorch, no OpenCV): one writer (lock), one fingerprint,
 // manifests repaired on open, outputs checked before they count as done, names unique by
-// construction, inputs keyed by canonical path, merge never mixing fingerprints.
+// construction, inputs keyed by canonical path, merge never mixing fingerprints; the progress
+// display of a long run.
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cmath>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
-#include "vecbench/compare.hpp"
-#include "vecbench/merge.hpp"
-#include "vecbench/sha256.hpp"
+#include "vecbench/core/sha256.hpp"
+#include "vecbench/dist/merge.hpp"
+#include "vecbench/output/writer.hpp"
+#include "vecbench/pipeline/progress.hpp"
+#include "vecbench/results/compare.hpp"
 #include "vecbench/testing/temp_dir.hpp"
-#include "vecbench/writer.hpp"
 
 using namespace vecbench;
 
@@ -345,4 +350,41 @@ TEST(Compare, NothingComparedIsItsOwnExitStatus) {
   c.verdict = Verdict::slower;
   r.runs.push_back(c);
   EXPECT_EQ(compare_exit_code(r), kCompareRegression);
+}
+
+TEST(Progress, TextHasCountsRatesEtaAndFailures) {
+  EXPECT_EQ(format_duration(5), "5s");
+  EXPECT_EQ(format_duration(245), "4m05s");
+  EXPECT_EQ(format_duration(3720), "1h02m");
+  EXPECT_EQ(format_duration(NAN), "?");
+  EXPECT_EQ(progress_text(120, 1000, 2, 20, 10), "120/1000 (12.0%), 20.0 img/s now, 10.0 overall, ETA 44s, 2 failed");
+  EXPECT_EQ(progress_text(0, 10, 0, 0, 0), "0/10 (0.0%), 0.0 img/s now, 0.0 overall, ETA ?, 0 failed");
+}
+
+TEST(Progress, CountsEveryOutcomeAndPrintsPlainLinesAsItGoes) {
+  MemorySink mem(4);
+  std::ostringstream out;
+  ProgressOptions o;
+  o.interval_s = 0.02;
+  ProgressSink p(mem, 4, o, out);
+  const float f[2] = {1, 2};
+  p.on_features(0, f, 2);
+  p.on_error(1, "x: broken");
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  p.on_features(2, f, 2);
+  p.stop();
+  EXPECT_EQ(p.done(), 3u);
+  EXPECT_EQ(p.failed(), 1u);
+  EXPECT_EQ(mem.times_seen(0), 1);  // passed on to the real sink
+  EXPECT_EQ(mem.error(1), "x: broken");
+  const std::string text = out.str();
+  EXPECT_NE(text.find("vecbench: 2/4 (50.0%)"), std::string::npos) << text;
+  EXPECT_NE(text.find(", 1 failed\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find('\r'), std::string::npos) << "plain lines only when not a terminal";
+  std::ostringstream none;
+  o.interval_s = 0;
+  ProgressSink quiet(mem, 4, o, none);
+  quiet.on_features(3, f, 2);
+  quiet.stop();
+  EXPECT_EQ(none.str(), "");
 }

@@ -3,8 +3,8 @@
 #include <atomic>
 #include <thread>
 
-#include "vecbench/null_model.hpp"
-#include "vecbench/runner.hpp"
+#include "vecbench/engine/null_model.hpp"
+#include "vecbench/strategies/runner.hpp"
 #include "vecbench/testing/stub_model.hpp"
 
 using namespace vecbench;

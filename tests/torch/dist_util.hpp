@@ -12,9 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "vecbench/npy.hpp"
+#include "vecbench/core/npy.hpp"
+#include "vecbench/output/writer.hpp"
 #include "vecbench/testing/temp_dir.hpp"
-#include "vecbench/writer.hpp"
 
 namespace vecbench::disttest {
 

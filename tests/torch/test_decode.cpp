@@ -22,9 +22,9 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "vecbench/codec.hpp"
-#include "vecbench/decode.hpp"
-#include "vecbench/image_files.hpp"
+#include "vecbench/input/codec.hpp"
+#include "vecbench/input/decode.hpp"
+#include "vecbench/input/image_files.hpp"
 #include "vecbench/testing/temp_dir.hpp"
 
 using namespace vecbench;

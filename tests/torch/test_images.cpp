@@ -8,8 +8,8 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "vecbench/image_files.hpp"
-#include "vecbench/inputs.hpp"
+#include "vecbench/input/image_files.hpp"
+#include "vecbench/input/inputs.hpp"
 #include "vecbench/testing/temp_dir.hpp"
 
 using namespace vecbench;

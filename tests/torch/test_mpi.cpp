@@ -6,7 +6,7 @@
 #ifdef VECBENCH_MPIEXEC
 #include "dist_util.hpp"
 
-#include "vecbench/result.hpp"
+#include "vecbench/results/result.hpp"
 
 using namespace vecbench;
 using namespace vecbench::disttest;

@@ -7,12 +7,12 @@
 #include <fstream>
 #include <iterator>
 
-#include "vecbench/inputs.hpp"
-#include "vecbench/npy.hpp"
-#include "vecbench/runner.hpp"
+#include "vecbench/core/npy.hpp"
+#include "vecbench/engine/torchscript_model.hpp"
+#include "vecbench/input/inputs.hpp"
+#include "vecbench/strategies/runner.hpp"
 #include "vecbench/testing/rel_l2.hpp"
 #include "vecbench/testing/temp_dir.hpp"
-#include "vecbench/torchscript_model.hpp"
 
 using namespace vecbench;
 

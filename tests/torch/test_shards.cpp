@@ -3,7 +3,7 @@
 // files; the features equal a one-process run bit for bit (--threads 1, batch 1 everywhere).
 #include "dist_util.hpp"
 
-#include "vecbench/result.hpp"
+#include "vecbench/results/result.hpp"
 
 using namespace vecbench;
 using namespace vecbench::disttest;

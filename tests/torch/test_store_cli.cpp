@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "dist_util.hpp"
-#include "vecbench/fingerprint.hpp"
-#include "vecbench/manifest.hpp"
+#include "vecbench/output/fingerprint.hpp"
+#include "vecbench/output/manifest.hpp"
 
 using namespace vecbench;
 using namespace vecbench::disttest;

@@ -11,12 +11,12 @@
 
 #include <opencv2/imgcodecs.hpp>
 
-#include "vecbench/inputs.hpp"
-#include "vecbench/runner.hpp"
+#include "vecbench/engine/torchscript_model.hpp"
+#include "vecbench/input/inputs.hpp"
+#include "vecbench/output/writer.hpp"
+#include "vecbench/strategies/runner.hpp"
 #include "vecbench/testing/rel_l2.hpp"
 #include "vecbench/testing/temp_dir.hpp"
-#include "vecbench/torchscript_model.hpp"
-#include "vecbench/writer.hpp"
 
 using namespace vecbench;
 using vecbench::testing::rel_l2;

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <thread>
 
-#include "vecbench/error.hpp"
-#include "vecbench/model.hpp"
+#include "vecbench/core/error.hpp"
+#include "vecbench/engine/model.hpp"
 
 namespace vecbench::testing {
 

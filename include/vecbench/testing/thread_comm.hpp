@@ -10,7 +10,7 @@
 #include <string>
 #include <utility>
 
-#include "vecbench/distributed.hpp"
+#include "vecbench/dist/distributed.hpp"
 
 namespace vecbench::testing {
 

@@ -1,0 +1,97 @@
+// Atomic file writes (temp file + rename) and safe output names.
+#pragma once
+#include <unistd.h>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <system_error>
+
+#include "vecbench/core/error.hpp"
+
+namespace vecbench {
+
+namespace fs = std::filesystem;
+
+/// Writes `size` bytes to `path` atomically: the data goes to a hidden temp file in the same
+/// directory, is flushed to disk, then renamed over `path`. A reader never sees a partial file,
+/// and a kill at any point leaves either the old file, no file, or the complete new one.
+inline void atomic_write(const fs::path& path, const void* data, std::size_t size) {
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  // The temp name stays short whatever the target's length (a long file name must not fail here).
+  static std::atomic<unsigned long> seq{0};
+  const std::string base = path.filename().string().substr(0, 100);
+  const fs::path tmp =
+      path.parent_path() / ("." + base + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(seq.fetch_add(1)));
+  {
+    std::FILE* f = std::fopen(tmp.c_str(), "wb");
+    if (!f) throw IoError(path.string(), std::string("cannot create file: ") + std::strerror(errno));
+    const bool ok = std::fwrite(data, 1, size, f) == size && std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
+    std::fclose(f);
+    if (!ok) {
+      fs::remove(tmp, ec);
+      throw IoError(tmp.string(), "write failed (disk full?)");
+    }
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw IoError(path.string(), "cannot rename temp file into place");
+  }
+}
+
+inline void atomic_write(const fs::path& path, const std::string& text) {
+  atomic_write(path, text.data(), text.size());
+}
+
+/// Removes leftovers of atomic writes killed mid-way (".NAME.tmp.PID[.SEQ]") below `dir`; with
+/// `min_age_s` > 0 only those last written at least that long ago (other processes may be
+/// writing the younger ones right now).
+inline std::size_t remove_stale_temp_files(const fs::path& dir, double min_age_s = 0) {
+  std::size_t n = 0;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return 0;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() > 1 && name[0] == '.' && name.find(".tmp.") != std::string::npos && it->is_regular_file(ec)) {
+      if (min_age_s > 0) {
+        const auto t = fs::last_write_time(it->path(), ec);
+        if (ec || std::chrono::duration<double>(fs::file_time_type::clock::now() - t).count() < min_age_s) continue;
+      }
+      fs::remove(it->path(), ec);
+      ++n;
+    }
+  }
+  return n;
+}
+
+/// Maps an input path to a relative output path that cannot escape the output directory:
+/// the path is made relative to `root` when it lies below it; otherwise root-name, "." and ".."
+/// components are dropped or replaced ("..", "~" become "_up_"), and empty results become "_".
+inline fs::path safe_relative_name(const fs::path& input, const fs::path& root) {
+  fs::path p = input.lexically_normal();
+  if (!root.empty()) {
+    const fs::path rel = p.lexically_relative(root.lexically_normal());
+    if (!rel.empty() && *rel.begin() != "..") p = rel;
+  }
+  fs::path out;
+  for (const auto& part : p.relative_path()) {
+    const std::string s = part.string();
+    if (s.empty() || s == ".") continue;
+    if (s == ".." || s == "~") {
+      out /= "_up_";
+    } else {
+      out /= s;
+    }
+  }
+  if (out.empty()) out = "_";
+  return out;
+}
+
+}  // namespace vecbench

@@ -1,0 +1,48 @@
+// The small model interface the strategies need. LibTorch lives behind it (torchscript_model.hpp),
+// and tests use a tiny stand-in (testing/stub_model.hpp).
+#pragma once
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "vecbench/core/device.hpp"
+
+namespace vecbench {
+
+/// Seconds spent in the three parts of one forward call.
+struct ForwardTiming {
+  double h2d_s = 0.0;      ///< host-to-device copy (0 on CPU)
+  double forward_s = 0.0;  ///< the model itself
+  double d2h_s = 0.0;      ///< device-to-host copy of the features
+  double total() const { return h2d_s + forward_s + d2h_s; }
+};
+
+/// One model replica bound to one (virtual) device. Not thread-safe: one thread owns it.
+class Model {
+ public:
+  virtual ~Model() = default;
+  /// Length of one feature vector (2048 for Inception-v3 pool_3).
+  virtual int feature_dim() const = 0;
+  /// Side of the square input image (299 for Inception-v3).
+  virtual int input_size() const = 0;
+  /// Runs `n` images: `input` holds n*3*S*S floats (NCHW, RGB, 0..255, S = input_size()),
+  /// `output` receives n*feature_dim() floats. Throws on failure.
+  virtual ForwardTiming forward(const float* input, int n, float* output) = 0;
+  /// Runs `calls` throw-away forwards of batch `n` so that the first timed call is steady.
+  virtual void warmup(int n, int calls) {
+    const std::size_t s = static_cast<std::size_t>(input_size());
+    std::vector<float> in(static_cast<std::size_t>(n) * 3 * s * s, 128.0f);
+    std::vector<float> out(static_cast<std::size_t>(n) * static_cast<std::size_t>(feature_dim()));
+    for (int i = 0; i < calls; ++i) forward(in.data(), n, out.data());
+  }
+  /// Peak device memory this replica used, in bytes (0 where not measurable, e.g. CPU).
+  virtual std::size_t peak_memory_bytes() const { return 0; }
+};
+
+/// Makes one replica for a device. Called inside the worker thread that will run the replica,
+/// so per-thread state (intra-op threads, inference mode, JIT executor) belongs to that thread.
+using ModelFactory = std::function<std::unique_ptr<Model>(const VirtualDevice&)>;
+
+}  // namespace vecbench

@@ -1,0 +1,64 @@
+// A second CPU engine for the same model: Inception-v3 written directly as oneDNN primitives
+// (the library LibTorch itself calls), with the choices LibTorch 1.13's path cannot make:
+// one blocked activation layout end to end, conv+BN+ReLU as one primitive, branch outputs
+// written straight into their slice of the concatenation (no copies), and Winograd
+// convolutions for the 3x3 stride-1 layers where the CPU has them (results/PERFORMANCE.md).
+// The weights come from the same TorchScript file (src/engine/torch_model.cpp reads them); this header
+// and src/engine/onednn_inception.cpp include neither LibTorch nor OpenCV.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "vecbench/core/device.hpp"
+#include "vecbench/engine/model.hpp"
+
+namespace vecbench {
+
+/// One conv+BN+ReLU layer with the batch norm folded in: y = relu(conv(x, weight) + bias).
+struct FoldedConv {
+  std::array<int64_t, 4> shape{};  ///< weight shape: out channels, in channels, kernel h, kernel w
+  std::vector<float> weight;       ///< OIHW, shape[0]*shape[1]*shape[2]*shape[3] floats
+  std::vector<float> bias;         ///< shape[0] floats
+};
+
+/// Everything the engine needs from a model file.
+struct InceptionWeights {
+  std::string source;  ///< the model file, for error messages
+  std::string arch;    ///< "tf2015" (avg pools over the valid window, max pool in Mixed_7c) or "torchvision"
+  int input_size = 299;
+  int feature_dim = 2048;
+  float input_div = 1.0f;                   ///< input normalization: (x / div - mean[c]) / std[c]
+  std::array<float, 3> input_mean{};        ///< per RGB channel
+  std::array<float, 3> input_std{1, 1, 1};  ///< per RGB channel
+  /// Layers by module path ("Conv2d_1a_3x3", "Mixed_5b.branch1x1", ...).
+  std::map<std::string, FoldedConv> convs;
+};
+
+/// Engine settings.
+struct OneDnnOptions {
+  bool winograd = true;  ///< 3x3 stride-1 convolutions as Winograd where the CPU supports it (AVX-512; fp32 only)
+  /// fp32, or bf16: activations and weights in bfloat16 (f32 accumulation), on CPUs with AVX-512
+  /// BF16 only; faster, features within ~1e-2 of fp32 (results/PERFORMANCE.md).
+  std::string precision = "fp32";
+};
+
+/// Whether this build has the oneDNN engine (false: built without libdnnl-dev).
+bool onednn_available();
+
+/// oneDNN version, the ISA it runs with, and whether Winograd and bf16 convolutions are available.
+nlohmann::json onednn_info();
+
+/// One replica on a CPU device; sets the calling thread's OpenMP thread count to dev.threads.
+/// Throws ReplicaError when dev is not a CPU device or the precision is not supported here; the
+/// network for a batch size is built on its first forward (warm-up), which throws ReplicaError
+/// naming weights.source when a layer is missing or has the wrong shape.
+std::unique_ptr<Model> make_onednn_inception(std::shared_ptr<const InceptionWeights> weights, const VirtualDevice& dev,
+                                             const OneDnnOptions& opt);
+
+}  // namespace vecbench

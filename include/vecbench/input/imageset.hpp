@@ -1,0 +1,84 @@
+// Generated image sets: N images of given sizes and formats made deterministically from a seed
+// out of real photos (by crop, scale and re-encode). Cached on disk, never committed.
+#pragma once
+#include <cstdlib>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include "vecbench/core/fs_util.hpp"
+#include "vecbench/input/image_source.hpp"
+#include "vecbench/input/imageset_spec.hpp"
+
+namespace vecbench {
+
+/// ImageNet-like sizes (width, height) used when an experiment gives none.
+inline std::vector<std::pair<int, int>> default_imagenet_sizes() {
+  return {{500, 375}, {375, 500}, {500, 333}, {500, 500}, {640, 480}, {400, 300}, {333, 500}, {800, 600}};
+}
+
+/// Cache root: $VECBENCH_CACHE, else $XDG_CACHE_HOME/vecbench, else ~/.cache/vecbench.
+inline fs::path cache_dir() {
+  if (const char* c = std::getenv("VECBENCH_CACHE")) return c;
+  if (const char* x = std::getenv("XDG_CACHE_HOME")) return fs::path(x) / "vecbench";
+  if (const char* h = std::getenv("HOME")) return fs::path(h) / ".cache" / "vecbench";
+  return fs::temp_directory_path() / "vecbench-cache";
+}
+
+/// Makes (or finds in the cache) the set; returns its directory.
+inline fs::path generate_image_set(const ImageSetSpec::Generate& g) {
+  auto sizes = g.sizes.empty() ? default_imagenet_sizes() : g.sizes;
+  std::string key =
+      std::to_string(g.count) + "|" + std::to_string(g.seed) + "|" + g.from + "|" + std::to_string(g.jpeg_quality);
+  for (auto& s : sizes) key += "|" + std::to_string(s.first) + "x" + std::to_string(s.second);
+  for (auto& f : g.formats) key += "|" + f;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016zx", std::hash<std::string>{}(key));
+  const fs::path dir = cache_dir() / "imagesets" / hex;
+  std::error_code ec;
+  if (fs::exists(dir / ".complete", ec)) return dir;
+  const ImageList photos = collect_images(g.from);
+  std::vector<cv::Mat> decoded(photos.paths.size());
+  std::mt19937 rng(g.seed);
+  fs::create_directories(dir, ec);
+  for (std::size_t i = 0; i < g.count; ++i) {
+    const std::size_t pi = rng() % photos.paths.size();
+    if (decoded[pi].empty()) {
+      decoded[pi] = cv::imread(photos.paths[pi], cv::IMREAD_COLOR);
+      if (decoded[pi].empty()) throw InputError(photos.paths[pi], "cannot decode source photo for the image set");
+    }
+    const cv::Mat& src = decoded[pi];
+    const auto [w, h] = sizes[i % sizes.size()];
+    // Random crop with the target aspect ratio covering 50..100% of the largest such crop.
+    const double aspect = static_cast<double>(w) / h;
+    int cw = src.cols, ch = static_cast<int>(cw / aspect);
+    if (ch > src.rows) {
+      ch = src.rows;
+      cw = static_cast<int>(ch * aspect);
+    }
+    const double scale = 0.5 + 0.5 * (rng() % 1000) / 999.0;
+    cw = std::max(8, static_cast<int>(cw * std::sqrt(scale)));
+    ch = std::max(8, static_cast<int>(ch * std::sqrt(scale)));
+    const int x = static_cast<int>(rng() % static_cast<unsigned>(src.cols - cw + 1));
+    const int y = static_cast<int>(rng() % static_cast<unsigned>(src.rows - ch + 1));
+    cv::Mat out;
+    cv::resize(src(cv::Rect(x, y, cw, ch)), out, cv::Size(w, h), 0, 0, w < cw ? cv::INTER_AREA : cv::INTER_LINEAR);
+    const std::string& fmt = g.formats[i % g.formats.size()];
+    std::vector<int> params;
+    if (fmt == "jpg") params = {cv::IMWRITE_JPEG_QUALITY, g.jpeg_quality};
+    if (fmt == "webp") params = {cv::IMWRITE_WEBP_QUALITY, g.jpeg_quality};
+    std::vector<std::uint8_t> bytes;
+    if (!cv::imencode("." + fmt, out, bytes, params)) throw Error("image set: cannot encode ." + fmt);
+    char name[32];
+    std::snprintf(name, sizeof name, "img_%05zu.%s", i, fmt.c_str());
+    atomic_write(dir / name, bytes.data(), bytes.size());
+  }
+  atomic_write(dir / ".complete", key + "\n");
+  return dir;
+}
+
+}  // namespace vecbench

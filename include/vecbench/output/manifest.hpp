@@ -1,0 +1,220 @@
+// The output folder's append-only manifests: file names, a torn last line cut on open, lines
+// appended with one write each, and checks that the data a line points at is complete.
+// manifest.jsonl (one writer) or manifest-rRRRR.jsonl (rank R of a multi-process job) hold one
+// JSON object per line: {"input", "output" | "shard"+"row", "status": "ok"|"error", "error"?,
+// "warning"?, "fp"}; "fp" is the fingerprint id of OUT/vecbench.json the vector was made under.
+#pragma once
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "vecbench/core/error.hpp"
+#include "vecbench/core/fs_util.hpp"
+#include "vecbench/core/npy.hpp"
+
+namespace vecbench {
+
+/// Parses `s` as exactly `prefix` DIGITS `suffix`; returns the number, or -1. With `rest`,
+/// the suffix may be followed by more text, which goes there.
+inline long parse_numbered(const std::string& s, const std::string& prefix, const std::string& suffix,
+                           std::string* rest = nullptr) {
+  if (s.compare(0, prefix.size(), prefix) != 0) return -1;
+  std::size_t i = prefix.size(), j = i;
+  while (j < s.size() && j - i < 12 && s[j] >= '0' && s[j] <= '9') ++j;
+  if (j == i || s.compare(j, suffix.size(), suffix) != 0) return -1;
+  const std::size_t end = j + suffix.size();
+  if (rest)
+    *rest = s.substr(end);
+  else if (end != s.size())
+    return -1;
+  return std::stol(s.substr(i, j - i));
+}
+
+/// The manifest files of an output directory: manifest.jsonl (when there), then every
+/// per-rank manifest-rRRRR.jsonl, by rank.
+inline std::vector<fs::path> manifest_files(const fs::path& dir) {
+  std::vector<fs::path> v;
+  std::error_code ec;
+  if (fs::exists(dir / "manifest.jsonl", ec)) v.push_back(dir / "manifest.jsonl");
+  std::vector<fs::path> ranks;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (parse_numbered(e.path().filename().string(), "manifest-r", ".jsonl") >= 0) ranks.push_back(e.path());
+  }
+  std::sort(ranks.begin(), ranks.end());
+  v.insert(v.end(), ranks.begin(), ranks.end());
+  return v;
+}
+
+/// The manifest file name of writer `rank` (-1: the only writer).
+inline std::string manifest_name(int rank) {
+  if (rank < 0) return "manifest.jsonl";
+  char b[40];
+  std::snprintf(b, sizeof b, "manifest-r%04d.jsonl", rank);
+  return b;
+}
+
+/// True for the name of a shard file of any writer ("shard-NNNNN.npy", "shard-rRRRR-NNNNN.npy").
+inline bool is_shard_name(const std::string& name) {
+  if (parse_numbered(name, "shard-", ".npy") >= 0) return true;
+  std::string rest;
+  return parse_numbered(name, "shard-r", "-", &rest) >= 0 && parse_numbered(rest, "", ".npy") >= 0;
+}
+
+/// One manifest line. File names that are not valid UTF-8 (Linux allows any bytes) get U+FFFD
+/// for the bad bytes rather than failing the run.
+inline std::string manifest_text(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+/// Cuts a partial last line (a write cut by a crash) off the manifest `path`, so that the next
+/// line starts on a line of its own. Returns the bytes cut (0: the file ends with a full line).
+inline std::size_t repair_manifest_tail(const fs::path& path) {
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (ec || size == 0) return 0;
+  std::ifstream in(path, std::ios::binary);
+  std::size_t keep = 0;
+  const std::size_t chunk = 1 << 16;
+  for (std::size_t end = size; end > 0 && keep == 0;) {  // the last '\n', reading backwards
+    const std::size_t begin = end > chunk ? end - chunk : 0;
+    std::string buf(end - begin, '\0');
+    in.seekg(static_cast<std::streamoff>(begin));
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    const auto nl = buf.rfind('\n');
+    if (nl != std::string::npos) keep = begin + nl + 1;
+    end = begin;
+  }
+  if (keep == size) return 0;
+  fs::resize_file(path, keep, ec);
+  if (ec) throw IoError(path.string(), "cannot cut its partial last line: " + ec.message());
+  return size - keep;
+}
+
+/// Calls `fn` with every complete line of a manifest that parses as a JSON object (a partial
+/// last line, which another writer may be appending right now, is left out).
+inline void for_each_manifest_line(const fs::path& path, const std::function<void(const nlohmann::json&)>& fn) {
+  std::ifstream in(path, std::ios::binary);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (in.eof()) break;  // no '\n' after it: not a complete line
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_discarded() && j.is_object()) fn(j);
+  }
+}
+
+/// Appends complete lines to a manifest: each call is one write(2) of whole lines on an O_APPEND
+/// descriptor, so a crash leaves at most one partial line at the end (cut on the next open).
+class ManifestAppender {
+ public:
+  ManifestAppender() = default;
+  explicit ManifestAppender(fs::path path) : path_(std::move(path)) {
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw IoError(path_.string(), std::string("cannot open for append: ") + std::strerror(errno));
+  }
+  ~ManifestAppender() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  ManifestAppender(const ManifestAppender&) = delete;
+  ManifestAppender& operator=(const ManifestAppender&) = delete;
+  /// Appends `lines` (each ending in '\n').
+  void append(const std::string& lines) {
+    std::size_t done = 0;
+    while (done < lines.size()) {
+      const ssize_t n = ::write(fd_, lines.data() + done, lines.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) throw IoError(path_.string(), std::string("write failed: ") + std::strerror(errno));
+      done += static_cast<std::size_t>(n);
+    }
+  }
+  /// Puts what was appended on disk.
+  void sync() {
+    if (fd_ >= 0) ::fsync(fd_);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+  int fd_ = -1;
+};
+
+/// True when `path` is a complete float32 .npy whose shape is [rows, dim] with rows > `row`
+/// (or [dim] when `row` < 0): header readable and file size = header + data.
+inline bool npy_rows_complete(const fs::path& path, long row, int dim) {
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (ec) return false;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  try {
+    const auto a = npy::read_header(in, path.string());
+    if (a.descr != "<f4") return false;
+    const auto data_at = static_cast<std::uintmax_t>(in.tellg());
+    if (a.count() * 4 + data_at != size) return false;
+    if (row < 0) return a.shape.size() == 1 && (dim <= 0 || a.shape[0] == static_cast<std::size_t>(dim));
+    return a.shape.size() == 2 && a.shape[0] > static_cast<std::size_t>(row) &&
+           (dim <= 0 || a.shape[1] == static_cast<std::size_t>(dim));
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+/// True when `path` can be a complete `.vc` file of `dim` values ("%.18e\n" lines are 25 bytes,
+/// 26 with a minus sign): checked by size, without reading it.
+inline bool vc_complete(const fs::path& path, int dim) {
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (ec || dim <= 0) return !ec && size > 0;
+  return size >= static_cast<std::uintmax_t>(dim) * 25 && size <= static_cast<std::uintmax_t>(dim) * 26;
+}
+
+/// Is the data an ok manifest line of `dir` points at complete? Output files by their size (and
+/// .npy header), shard rows by the shard's header and size (checked once per shard).
+class LineDataCheck {
+ public:
+  LineDataCheck(fs::path dir, int dim) : dir_(std::move(dir)), dim_(dim) {}
+  bool operator()(const nlohmann::json& j) {
+    if (j.contains("output") && j["output"].is_string()) {
+      const fs::path p = dir_ / j["output"].get<std::string>();
+      return p.extension() == ".vc" ? vc_complete(p, dim_) : npy_rows_complete(p, -1, dim_);
+    }
+    if (!j.contains("shard") || !j["shard"].is_string() || !j.contains("row") || !j["row"].is_number_integer())
+      return false;
+    const std::string shard = j["shard"].get<std::string>();
+    auto it = rows_.find(shard);
+    if (it == rows_.end()) it = rows_.emplace(shard, complete_rows(dir_ / shard)).first;
+    const long row = j["row"].get<long>();
+    return row >= 0 && row < it->second;
+  }
+
+ private:
+  /// Rows of a complete [rows, dim] float32 shard; -1 when it is missing, cut or of another shape.
+  long complete_rows(const fs::path& p) const {
+    std::ifstream in(p, std::ios::binary);
+    if (!in) return -1;
+    try {
+      const auto a = npy::read_header(in, p.string());
+      in.close();
+      if (a.shape.size() == 2 && a.shape[0] > 0 && npy_rows_complete(p, static_cast<long>(a.shape[0]) - 1, dim_))
+        return static_cast<long>(a.shape[0]);
+    } catch (const std::exception&) {
+    }
+    return -1;
+  }
+  fs::path dir_;
+  int dim_;
+  std::map<std::string, long> rows_;
+};
+
+}  // namespace vecbench

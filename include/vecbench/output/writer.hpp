@@ -1,0 +1,361 @@
+// Output writers: `vc` (one text file per image, np.savetxt layout as the seed wrote it),
+// `npy` (one .npy per image), `shards` ([N,2048] float32 .npy shards + manifest.jsonl).
+// Every file is written atomically; `manifest.jsonl` gets one line per outcome, appended only
+// after the data it points to is in place; a rerun skips what is done (resume). The folder is a
+// store (see OutputWriter): lock, fingerprint, repaired manifests, unique names.
+// When several processes share one output directory (MPI ranks, Slurm shards), each writes its
+// own `manifest-rRRRR.jsonl` and `shard-rRRRR-NNNNN.npy` files (R = rank), and resume counts
+// every manifest of the directory; `vecbench merge` (or rank 0) combines them into manifest.jsonl.
+#pragma once
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "vecbench/core/fs_util.hpp"
+#include "vecbench/core/npy.hpp"
+#include "vecbench/core/sha256.hpp"
+#include "vecbench/core/sink.hpp"
+#include "vecbench/input/image_source.hpp"
+#include "vecbench/output/fingerprint.hpp"
+#include "vecbench/output/manifest.hpp"
+#include "vecbench/output/output_lock.hpp"
+
+namespace vecbench {
+
+enum class OutputFormat { vc, npy, shards, none };
+
+inline OutputFormat parse_output_format(const std::string& s) {
+  if (s == "vc") return OutputFormat::vc;
+  if (s == "npy") return OutputFormat::npy;
+  if (s == "shards") return OutputFormat::shards;
+  if (s == "none") return OutputFormat::none;
+  throw ConfigError("format", "unknown output format '" + s + "' (use vc, npy, shards or none)");
+}
+
+/// Writer settings.
+struct WriterOptions {
+  OutputFormat format = OutputFormat::npy;  ///< what to write
+  fs::path out_dir;                         ///< output directory (created)
+  std::size_t shard_rows = 1024;            ///< shards: rows per shard file
+  bool resume = true;                       ///< skip inputs whose output is complete
+  bool quiet = false;                       ///< do not print per-image errors on stderr
+  /// >= 0: one of several processes writing to out_dir: per-rank manifest-rRRRR.jsonl and
+  /// shard-rRRRR-NNNNN.npy files. -1: the only writer (manifest.jsonl, shard-NNNNN.npy).
+  int rank = -1;
+  /// Leftover temp files of killed writes are removed only when older than this (seconds):
+  /// other processes sharing out_dir may be writing theirs right now. < 0: not removed.
+  double stale_temp_age_s = 0;
+  /// What makes the vectors (checked against OUT/vecbench.json, written into every manifest
+  /// line). Empty: no identity (temporary outputs of benchmark runs).
+  Fingerprint fingerprint;
+  /// With another fingerprint in OUT: move the old outputs aside and redo everything (one writer only).
+  bool replace_fingerprint = false;
+  bool lock = true;                ///< hold OUT's advisory lock (OutputLock) for the writer's life
+  int feature_dim = 0;             ///< floats per vector, for checking existing outputs (0: any, as their headers say)
+  std::ostream* log = &std::cerr;  ///< notes on what was found and repaired in OUT
+};
+
+/// Longest output file name component vecbench makes (bytes); longer ones are shortened with a
+/// hash, leaving room under the usual 255-byte limit for temp-file affixes.
+constexpr std::size_t kMaxOutputNameBytes = 200;
+
+/// The output name of input `key` made unique: `rel` (a relative path ending in `ext`) with its
+/// last component cut to a UTF-8-clean prefix plus "~" and `hex_digits` of sha256(key).
+inline std::string hashed_output_name(const std::string& rel, const std::string& ext, const std::string& key,
+                                      std::size_t hex_digits = 16) {
+  const fs::path p(rel);
+  std::string stem = p.filename().string();
+  if (stem.size() >= ext.size() && stem.compare(stem.size() - ext.size(), ext.size(), ext) == 0)
+    stem.resize(stem.size() - ext.size());
+  std::size_t cut = std::min<std::size_t>(stem.size(), 100);
+  while (cut > 0 && cut < stem.size() && (static_cast<unsigned char>(stem[cut]) & 0xC0) == 0x80) --cut;
+  stem.resize(cut);
+  const std::string name = stem + "~" + sha256_hex(key).substr(0, hex_digits) + ext;
+  return (p.parent_path() / name).string();
+}
+
+/// The text of one `.vc` file: np.savetxt's default layout, one value per line ("%.18e").
+inline std::string vc_text(const float* f, int dim) {
+  std::string s;
+  s.reserve(static_cast<std::size_t>(dim) * 26);
+  char buf[40];
+  for (int i = 0; i < dim; ++i) {
+    const int n = std::snprintf(buf, sizeof buf, "%.18e\n", static_cast<double>(f[i]));
+    s.append(buf, static_cast<std::size_t>(n));
+  }
+  return s;
+}
+
+/// Parses a `.vc` file's values.
+inline std::vector<float> read_vc(const fs::path& p) {
+  std::ifstream in(p);
+  if (!in) throw IoError(p.string(), "cannot open");
+  std::vector<float> v;
+  double x;
+  while (in >> x) v.push_back(static_cast<float>(x));
+  return v;
+}
+
+/// Writes each input's vector (or error) into an output folder that is a store: one writer at a
+/// time (OutputLock), one fingerprint (vecbench.json), append-only manifests whose torn last line
+/// is cut on open, every input keyed by its name (canonical path for files) and done at most once,
+/// output names unique by construction. Existing outputs count as done only when their manifest
+/// line has this fingerprint and the data it points at is complete; anything else is redone.
+class OutputWriter : public ResultSink {
+ public:
+  OutputWriter(const ImageSource& src, WriterOptions opt) : src_(src), opt_(std::move(opt)) {
+    if (opt_.format == OutputFormat::none) return;
+    std::error_code ec;
+    fs::create_directories(opt_.out_dir, ec);
+    if (ec) throw IoError(opt_.out_dir.string(), "cannot create output directory: " + ec.message());
+    if (opt_.lock) lock_ = OutputLock(opt_.out_dir, opt_.rank);
+    if (!opt_.fingerprint.empty()) {
+      if (opt_.replace_fingerprint && opt_.rank >= 0)
+        throw ConfigError("--replace-fingerprint",
+                          "needs the only writer: run it once without MPI ranks or --shard-index shards");
+      open_store_identity(opt_.out_dir, opt_.fingerprint, opt_.replace_fingerprint, *opt_.log);
+      fp_id_ = opt_.fingerprint.id();
+    }
+    if (opt_.stale_temp_age_s >= 0) remove_stale_temp_files(opt_.out_dir, opt_.stale_temp_age_s);
+    repair_manifests();
+    done_.assign(src_.size(), false);
+    std::map<std::string, std::string> recorded;  // input -> output name of its complete ok line
+    std::map<std::string, std::string> taken;     // output name -> input it belongs to
+    scan_existing(recorded, taken);
+    assign_names(recorded, taken);
+    if (opt_.format == OutputFormat::shards) scan_shard_numbers();
+    manifest_ = std::make_unique<ManifestAppender>(opt_.out_dir / manifest_name(opt_.rank));
+  }
+  ~OutputWriter() override {
+    try {
+      finish();
+    } catch (...) {
+    }
+  }
+  OutputWriter(const OutputWriter&) = delete;
+  OutputWriter& operator=(const OutputWriter&) = delete;
+
+  /// Indices still to do (all of them without resume).
+  std::vector<std::size_t> pending() const {
+    std::vector<std::size_t> v;
+    for (std::size_t i = 0; i < src_.size(); ++i)
+      if (done_.empty() || !done_[i]) v.push_back(i);
+    return v;
+  }
+  std::size_t already_done() const { return src_.size() - pending().size(); }
+  /// Output file of input `i` (vc/npy), relative to out_dir.
+  const std::string& output_name(std::size_t i) const { return names_.at(i); }
+
+  void on_features(std::size_t index, const float* f, int dim) override {
+    std::lock_guard<std::mutex> lk(m_);
+    switch (opt_.format) {
+      case OutputFormat::none:
+        return;
+      case OutputFormat::vc:
+      case OutputFormat::npy:
+        try {
+          if (opt_.format == OutputFormat::vc)
+            atomic_write(opt_.out_dir / names_[index], vc_text(f, dim));
+          else
+            npy::save_f32(opt_.out_dir / names_[index], f, {static_cast<std::size_t>(dim)});
+        } catch (const IoError& e) {  // this input's file alone: the run goes on
+          record_error(index, src_.name(index) + ": cannot write its output: " + e.what());
+          return;
+        }
+        break;
+      case OutputFormat::shards:
+        dim_ = dim;
+        rows_.insert(rows_.end(), f, f + dim);
+        row_index_.push_back(index);
+        if (row_index_.size() >= opt_.shard_rows) flush_shard();
+        return;
+    }
+    manifest_->append(ok_line(index, {{"output", names_[index]}}));
+  }
+
+  void on_error(std::size_t index, const std::string& message) override {
+    std::lock_guard<std::mutex> lk(m_);
+    record_error(index, message);
+  }
+
+  /// Writes the last partial shard and puts the manifest on disk. Safe to call more than once.
+  void finish() {
+    std::lock_guard<std::mutex> lk(m_);
+    if (opt_.format == OutputFormat::shards && !row_index_.empty()) flush_shard();
+    if (manifest_) manifest_->sync();
+  }
+  std::size_t failed() const { return failed_; }
+  /// Inputs written with a decoder warning (lenient decoding).
+  std::size_t warned() const { return warned_; }
+  /// Shard files in OUT that no manifest line points at (left out of every reader).
+  std::size_t orphaned_shards() const { return orphans_; }
+  /// The fingerprint id every line gets ("" without a fingerprint).
+  const std::string& fingerprint_id() const { return fp_id_; }
+
+ private:
+  std::string ok_line(std::size_t index, nlohmann::json j) {
+    j["input"] = src_.name(index);
+    j["status"] = "ok";
+    const std::string w = src_.warning(index);
+    if (!w.empty()) {
+      j["warning"] = w;
+      ++warned_;
+      if (!opt_.quiet) std::cerr << ("vecbench: warning: " + src_.name(index) + ": " + w + "\n") << std::flush;
+    }
+    if (!fp_id_.empty()) j["fp"] = fp_id_;
+    return manifest_text(j);
+  }
+
+  void record_error(std::size_t index, const std::string& message) {
+    ++failed_;
+    if (!opt_.quiet)
+      std::cerr << ("vecbench: error: " + message + "\n") << std::flush;  // one write: ranks share stderr
+    if (opt_.format == OutputFormat::none) return;
+    nlohmann::json j = {{"input", src_.name(index)}, {"status", "error"}, {"error", message}};
+    if (!fp_id_.empty()) j["fp"] = fp_id_;
+    manifest_->append(manifest_text(j));
+  }
+
+  void flush_shard() {
+    char name[48];
+    if (opt_.rank < 0)
+      std::snprintf(name, sizeof name, "shard-%05zu.npy", next_shard_++);
+    else
+      std::snprintf(name, sizeof name, "shard-r%04d-%05zu.npy", opt_.rank, next_shard_++);
+    npy::save_f32(opt_.out_dir / name, rows_.data(), {row_index_.size(), static_cast<std::size_t>(dim_)});
+    std::string lines;
+    for (std::size_t r = 0; r < row_index_.size(); ++r) lines += ok_line(row_index_[r], {{"shard", name}, {"row", r}});
+    manifest_->append(lines);  // one write for the shard's lines, after the shard is in place
+    rows_.clear();
+    row_index_.clear();
+  }
+
+  /// Cuts a partial last line (a crash mid-append) off the manifests this writer may touch: its
+  /// own, or every one when it is the only writer.
+  void repair_manifests() {
+    std::vector<fs::path> files;
+    if (opt_.rank < 0)
+      files = manifest_files(opt_.out_dir);
+    else
+      files = {opt_.out_dir / manifest_name(opt_.rank)};
+    for (const auto& f : files)
+      if (const auto cut = repair_manifest_tail(f))
+        *opt_.log << "vecbench: " << f.string() << ": cut a partial last line (" << cut
+                  << " bytes) left by an interrupted run\n";
+  }
+
+  /// Reads every manifest of OUT: which inputs are done (an ok line of this fingerprint whose data
+  /// is complete: `recorded` gets its output name), which output names belong to which input
+  /// (`taken`), and how many shard files no line points at.
+  void scan_existing(std::map<std::string, std::string>& recorded, std::map<std::string, std::string>& taken) {
+    std::map<std::string, std::size_t> by_name;
+    for (std::size_t i = 0; i < src_.size(); ++i) by_name.emplace(src_.name(i), i);
+    LineDataCheck complete(opt_.out_dir, opt_.feature_dim);
+    std::set<std::string> referenced;
+    for (const auto& file : manifest_files(opt_.out_dir)) {
+      for_each_manifest_line(file, [&](const nlohmann::json& j) {
+        const std::string input = j.value("input", "");
+        if (j.contains("shard") && j["shard"].is_string()) referenced.insert(j["shard"].get<std::string>());
+        if (j.contains("output") && j["output"].is_string()) taken.emplace(j["output"].get<std::string>(), input);
+        if (!opt_.resume || j.value("status", "") != "ok") return;
+        if (!fp_id_.empty() && j.value("fp", "") != fp_id_) return;
+        const auto it = by_name.find(input);
+        if (it == by_name.end() || done_[it->second] || !complete(j)) return;
+        done_[it->second] = true;
+        if (j.contains("output") && j["output"].is_string()) recorded[input] = j["output"].get<std::string>();
+      });
+    }
+    if (opt_.rank >= 0) return;  // other processes may be between a shard and its lines right now
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(opt_.out_dir, ec)) {
+      const std::string n = e.path().filename().string();
+      if (is_shard_name(n) && !referenced.count(n)) ++orphans_;
+    }
+    if (orphans_)
+      *opt_.log << "vecbench: " << opt_.out_dir.string() << ": " << orphans_
+                << " shard file(s) that no manifest line points at (a run killed between a shard and its lines): "
+                   "left out, and their inputs are redone\n";
+  }
+
+  /// Output names (vc/npy): a done input keeps the name its line records; another gets its path
+  /// relative to the input root (never escaping OUT), shortened with a hash when too long, and
+  /// made unique with a hash of the input name when another input has (or had) that name.
+  void assign_names(const std::map<std::string, std::string>& recorded, std::map<std::string, std::string>& taken) {
+    names_.resize(src_.size());
+    if (opt_.format != OutputFormat::vc && opt_.format != OutputFormat::npy) return;
+    const std::string ext = opt_.format == OutputFormat::vc ? ".vc" : ".npy";
+    for (std::size_t i = 0; i < src_.size(); ++i) {
+      const auto r = recorded.find(src_.name(i));
+      if (r != recorded.end() && done_[i]) {
+        names_[i] = r->second;
+        taken[r->second] = src_.name(i);
+      }
+    }
+    std::set<std::string> seen_inputs;
+    for (std::size_t i = 0; i < src_.size(); ++i) {
+      if (!names_[i].empty()) continue;
+      const std::string name = src_.name(i);
+      // The same name twice in one source (not from a file list, which is deduplicated): its own key.
+      const std::string key = seen_inputs.insert(name).second ? name : name + "#" + std::to_string(i);
+      std::string n = safe_relative_name(name, src_.root()).string() + ext;
+      auto owner = taken.find(n);
+      const bool collides = owner != taken.end() && owner->second != key;
+      if (collides || fs::path(n).filename().string().size() > kMaxOutputNameBytes) {
+        n = hashed_output_name(n, ext, key);
+        owner = taken.find(n);
+        if (owner != taken.end() && owner->second != key) n = hashed_output_name(n, ext, key, 64);
+      }
+      taken[n] = key;
+      names_[i] = n;
+    }
+  }
+
+  /// The number of a shard file this writer names ("shard-NNNNN.npy", or
+  /// "shard-rRRRR-NNNNN.npy" for rank R), or -1 for any other name.
+  long own_shard_number(const std::string& name) const {
+    if (opt_.rank < 0) return parse_numbered(name, "shard-", ".npy");
+    std::string rest;
+    if (parse_numbered(name, "shard-r", "-", &rest) != opt_.rank) return -1;
+    return parse_numbered(rest, "", ".npy");
+  }
+
+  /// New shard files get numbers above every existing one of this writer (files and manifest
+  /// lines), so that no line of an earlier run ever points at rows of a later one.
+  void scan_shard_numbers() {
+    auto bump = [&](const std::string& name) {
+      const long num = own_shard_number(name);
+      if (num >= 0 && static_cast<std::size_t>(num) + 1 > next_shard_) next_shard_ = static_cast<std::size_t>(num) + 1;
+    };
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(opt_.out_dir, ec)) bump(e.path().filename().string());
+    for_each_manifest_line(opt_.out_dir / manifest_name(opt_.rank), [&](const nlohmann::json& j) {
+      if (j.contains("shard") && j["shard"].is_string()) bump(j["shard"].get<std::string>());
+    });
+  }
+
+  const ImageSource& src_;
+  WriterOptions opt_;
+  OutputLock lock_;
+  std::string fp_id_;
+  std::vector<std::string> names_;
+  std::vector<bool> done_;
+  std::unique_ptr<ManifestAppender> manifest_;
+  std::mutex m_;
+  std::size_t failed_ = 0;
+  std::size_t warned_ = 0;
+  std::size_t orphans_ = 0;
+  std::size_t next_shard_ = 0;
+  int dim_ = 0;
+  std::vector<float> rows_;
+  std::vector<std::size_t> row_index_;
+};
+
+}  // namespace vecbench

@@ -1,0 +1,115 @@
+// Strategy base: what every execution strategy gets (RunContext), shared steps (forward a
+// batch, deliver it), and the registry of strategies by name.
+#pragma once
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "vecbench/core/device.hpp"
+#include "vecbench/core/error.hpp"
+#include "vecbench/core/metrics.hpp"
+#include "vecbench/core/sink.hpp"
+#include "vecbench/engine/model.hpp"
+#include "vecbench/input/image_source.hpp"
+#include "vecbench/pipeline/batch.hpp"
+
+namespace vecbench {
+
+/// Settings of one run that every strategy reads.
+struct RunSettings {
+  int batch_size = 1;        ///< images per forward call (per device for `mirrored`)
+  int prefetch_batches = 4;  ///< data-parallel: depth of the queue of ready batches
+  int decode_threads = 1;    ///< data-parallel: threads that read, decode and resize
+  int warmup_batches = 3;    ///< untimed forwards per replica before the clock starts
+  /// Set (e.g. by SIGINT) to stop early: no new batch is started, what is in flight is
+  /// finished and delivered. May be null.
+  const std::atomic<bool>* stop = nullptr;
+};
+
+/// Everything a strategy runs on.
+struct RunContext {
+  const ImageSource& source;
+  std::vector<std::size_t> todo;       ///< input indices to process (resume skips done ones)
+  std::vector<VirtualDevice> devices;  ///< one replica each (sequential uses the first)
+  ModelFactory factory;
+  ResultSink& sink;
+  Metrics& metrics;
+  RunSettings settings;
+  int input_size = 299;  ///< image side the model takes (set from the replica)
+
+  bool stop_requested() const { return settings.stop && settings.stop->load(); }
+};
+
+/// Runs one forward over a loaded batch on `model` and records device time.
+inline void forward_batch(Model& model, Batch& b, std::size_t device, Metrics& metrics) {
+  if (b.n() == 0) return;
+  b.output.resize(static_cast<std::size_t>(b.n()) * static_cast<std::size_t>(model.feature_dim()));
+  const ForwardTiming ft = model.forward(b.input.data(), b.n(), b.output.data());
+  StageTimes t;
+  t[Stage::h2d] = ft.h2d_s;
+  t[Stage::forward] = ft.forward_s;
+  t[Stage::d2h] = ft.d2h_s;
+  metrics.add_stages(t);
+  metrics.add_batch(device, static_cast<std::size_t>(b.n()), ft.total(),
+                    std::chrono::duration<double, std::milli>(Clock::now() - b.created).count());
+}
+
+/// Delivers a forwarded batch's features to the sink.
+inline void deliver_batch(const Batch& b, int dim, ResultSink& sink, Metrics& metrics) {
+  StageTimes t;
+  {
+    StageTimer timer(t, Stage::write);
+    for (int k = 0; k < b.n(); ++k) {
+      sink.on_features(b.indices[static_cast<std::size_t>(k)], b.output.data() + static_cast<std::size_t>(k) * dim,
+                       dim);
+      metrics.add_result(true);
+    }
+  }
+  metrics.add_stages(t);
+}
+
+/// Makes a replica for `dev` and warms it up (in the calling thread, which will run it).
+inline std::unique_ptr<Model> make_replica(const RunContext& ctx, const VirtualDevice& dev) {
+  std::unique_ptr<Model> m;
+  try {
+    m = ctx.factory(dev);
+    if (!m) throw ReplicaError("model factory returned no model");
+    if (ctx.settings.warmup_batches > 0) m->warmup(ctx.settings.batch_size, ctx.settings.warmup_batches);
+  } catch (const ReplicaError& e) {
+    throw ReplicaError(dev.name() + ": " + e.what());
+  } catch (const std::exception& e) {
+    throw ReplicaError(dev.name() + ": " + e.what());
+  }
+  return m;
+}
+
+/// Splits n items into k contiguous chunks [begin, end) (the first n % k chunks get one more).
+inline std::vector<std::pair<std::size_t, std::size_t>> split_contiguous(std::size_t n, std::size_t k) {
+  std::vector<std::pair<std::size_t, std::size_t>> out;
+  std::size_t begin = 0;
+  for (std::size_t i = 0; i < k; ++i) {
+    const std::size_t len = n / k + (i < n % k ? 1 : 0);
+    out.emplace_back(begin, begin + len);
+    begin += len;
+  }
+  return out;
+}
+
+/// An execution strategy.
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  virtual std::string name() const = 0;
+  /// Processes ctx.todo; every input ends in exactly one sink call unless the run stops early
+  /// or fails. Throws after every thread has joined if a replica fails.
+  virtual void run(RunContext& ctx) = 0;
+};
+
+/// Names of all strategies, in presentation order.
+inline const std::vector<std::string>& strategy_names() {
+  static const std::vector<std::string> names = {"naive", "sequential", "sharded", "data-parallel", "mirrored"};
+  return names;
+}
+
+}  // namespace vecbench

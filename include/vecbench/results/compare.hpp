@@ -1,0 +1,311 @@
+// Comparing two result files run by run, noise-aware (as google/benchmark's compare.py): a run
+// is FASTER or SLOWER only when the change is both significant (two-sided Mann-Whitney U test
+// on the per-rep values, p < alpha) and large (median changed by more than `threshold`).
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "vecbench/core/error.hpp"
+#include "vecbench/core/stats.hpp"
+#include "vecbench/results/result.hpp"
+
+namespace vecbench {
+
+/// Settings of a comparison (CLI: vecbench compare BASE NEW --threshold --alpha --min-reps
+/// --normalize-by).
+struct CompareOptions {
+  double threshold = 0.1;    ///< smallest relative change of the median that counts (0.1 = 10%)
+  double alpha = 0.05;       ///< significance level of the two-sided Mann-Whitney U test
+  int min_reps = 3;          ///< fewer reps than this on either side -> UNKNOWN
+  std::string normalize_by;  ///< params filter "key=value[,key=value]"; empty: raw images/s
+};
+
+/// Outcome for one run.
+enum class Verdict { faster, slower, same, unknown };
+
+inline const char* to_string(Verdict v) {
+  switch (v) {
+    case Verdict::faster:
+      return "FASTER";
+    case Verdict::slower:
+      return "SLOWER";
+    case Verdict::same:
+      return "SAME";
+    default:
+      return "UNKNOWN";
+  }
+}
+
+/// One run present in both files.
+struct RunComparison {
+  std::string id;                      ///< run id (the same in both files)
+  std::string base_reference;          ///< id of the base file's normalize_by reference run, or ""
+  std::string new_reference;           ///< id of the new file's normalize_by reference run, or ""
+  std::vector<double> base_values;     ///< per-rep values compared: images/s, or ratios to reference
+  std::vector<double> new_values;      ///< same for the new file
+  stats::Summary base;                 ///< summary of base_values
+  stats::Summary neu;                  ///< summary of new_values
+  double change = std::nan("");        ///< new median / base median - 1 (+0.1 = 10% higher = faster)
+  double spread = std::nan("");        ///< max of the two rel_spreads ((max - min) / median)
+  double p_value = std::nan("");       ///< two-sided Mann-Whitney U p; NaN when not tested
+  Verdict verdict = Verdict::unknown;  ///< see CompareOptions
+  std::string note;                    ///< why UNKNOWN; empty otherwise
+};
+
+/// All of a comparison.
+struct CompareReport {
+  CompareOptions options;                   ///< settings used
+  std::string base_name, new_name;          ///< experiment names
+  std::string base_host, new_host;          ///< meta.host of each file
+  std::string metric;                       ///< what the values are, e.g. "images/s"
+  std::vector<RunComparison> runs;          ///< runs in both files, in base order
+  std::vector<std::string> only_in_base;    ///< ids of runs missing from the new file
+  std::vector<std::string> only_in_new;     ///< ids of runs missing from the base file
+  std::vector<std::string> reference_runs;  ///< normalize_by reference runs (not compared)
+  double geomean_ratio = std::nan("");      ///< geometric mean of new/base medians (valid runs)
+  std::size_t geomean_count = 0;            ///< runs in geomean_ratio
+};
+
+/// "key=value[,key=value...]" -> pairs; ConfigError("normalize_by", ...) when malformed.
+inline std::vector<std::pair<std::string, std::string>> parse_params_filter(const std::string& spec) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::size_t pos = 0;
+  while (pos <= spec.size() && !spec.empty()) {
+    const std::size_t end = std::min(spec.find(',', pos), spec.size());
+    const std::string item = spec.substr(pos, end - pos);
+    const std::size_t eq = item.find('=');
+    if (eq == 0 || eq == std::string::npos || eq + 1 == item.size())
+      throw ConfigError("normalize_by", "'" + item + "' is not key=value (e.g. strategy=sequential)");
+    out.emplace_back(item.substr(0, eq), item.substr(eq + 1));
+    pos = end + 1;
+  }
+  return out;
+}
+
+inline bool matches_filter(const json& params, const std::vector<std::pair<std::string, std::string>>& filter) {
+  return !filter.empty() && std::all_of(filter.begin(), filter.end(), [&](const auto& kv) {
+    return params.contains(kv.first) && param_string(params, kv.first) == kv.second;
+  });
+}
+
+/// The normalize_by reference of `run` within `file`, or nullptr with `problem` set.
+/// Rule: candidates are the other runs whose params match every key=value of the filter. The
+/// distance of a candidate is the number of params, other than the filter's keys, whose values
+/// differ (a key present on one side only counts as different). The reference is the candidate
+/// at distance 0 (exact match; the first if several) or else the unique candidate at the smallest
+/// distance; a tie is an error ("ambiguous"), and so is a reference that is not status ok.
+inline const RunResult* find_reference_run(const ResultFile& file, const RunResult& run,
+                                           const std::vector<std::pair<std::string, std::string>>& filter,
+                                           std::string* problem) {
+  const RunResult* best = nullptr;
+  std::size_t best_d = 0;
+  std::string tied;  // ids of other candidates at best_d
+  for (const RunResult& c : file.runs) {
+    if (&c == &run || c.id == run.id || !matches_filter(c.params, filter)) continue;
+    std::vector<std::string> keys;
+    for (const auto& it : run.params.items()) keys.push_back(it.key());
+    for (const auto& it : c.params.items()) keys.push_back(it.key());
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    std::size_t d = 0;
+    for (const auto& k : keys)
+      if (std::none_of(filter.begin(), filter.end(), [&](const auto& kv) { return kv.first == k; }))
+        d += run.params.contains(k) != c.params.contains(k) || param_string(run.params, k) != param_string(c.params, k);
+    if (!best || d < best_d)
+      best = &c, best_d = d, tied.clear();
+    else if (d == best_d)
+      tied += ", '" + c.id + "'";
+  }
+  std::string why;
+  if (!best)
+    why = "no run matches normalize_by in " + file.name;
+  else if (!tied.empty() && best_d > 0)
+    why = "ambiguous reference: '" + best->id + "'" + tied + " all differ in " + std::to_string(best_d) + " params";
+  else if (best->status != RunStatus::ok)
+    why = "reference run '" + best->id + "' is " + to_string(best->status);
+  if (why.empty()) return best;
+  if (problem) *problem = why;
+  return nullptr;
+}
+
+/// Per-rep values of `run` (finite images/s); with `ref`, each divided by the images/s of the
+/// ref sample with the same rep (reps missing from `ref` or with 0 images/s are dropped).
+inline std::vector<double> compared_values(const RunResult& run, const RunResult* ref) {
+  std::vector<double> v;
+  for (const Sample& s : run.samples) {
+    double x = s.images_per_s;
+    if (ref) {
+      const auto it =
+          std::find_if(ref->samples.begin(), ref->samples.end(), [&](const Sample& r) { return r.rep == s.rep; });
+      x = (it != ref->samples.end() && it->images_per_s > 0) ? x / it->images_per_s : std::nan("");
+    }
+    if (std::isfinite(x)) v.push_back(x);
+  }
+  return v;
+}
+
+namespace detail {
+
+inline RunComparison compare_run(const ResultFile& bf, const RunResult& b, const ResultFile& nf, const RunResult& n,
+                                 const std::vector<std::pair<std::string, std::string>>& filter,
+                                 const CompareOptions& o) {
+  RunComparison c;
+  c.id = b.id;
+  const RunResult *rb = nullptr, *rn = nullptr;
+  if (b.status != RunStatus::ok)
+    c.note = std::string("base run ") + to_string(b.status) + ": " + b.reason;
+  else if (n.status != RunStatus::ok)
+    c.note = std::string("new run ") + to_string(n.status) + ": " + n.reason;
+  else if (!filter.empty()) {
+    std::string why;
+    if (!(rb = find_reference_run(bf, b, filter, &why)))
+      c.note = "base: " + why;
+    else if (!(rn = find_reference_run(nf, n, filter, &why)))
+      c.note = "new: " + why;
+    c.base_reference = rb ? rb->id : "";
+    c.new_reference = rn ? rn->id : "";
+  }
+  if (!c.note.empty()) return c;
+  c.base_values = compared_values(b, rb);
+  c.new_values = compared_values(n, rn);
+  c.base = stats::summarize(c.base_values);
+  c.neu = stats::summarize(c.new_values);
+  c.spread = std::max(c.base.rel_spread, c.neu.rel_spread);
+  if (c.base.median > 0 && std::isfinite(c.neu.median)) c.change = c.neu.median / c.base.median - 1.0;
+  const std::size_t nb = c.base_values.size(), nn = c.new_values.size();
+  const std::string reps = std::to_string(nb) + " vs " + std::to_string(nn) + " reps";
+  if (nb < static_cast<std::size_t>(std::max(1, o.min_reps)) ||
+      nn < static_cast<std::size_t>(std::max(1, o.min_reps))) {
+    c.note = "too few reps: " + reps + " (need >= " + std::to_string(o.min_reps) + ")";
+    return c;
+  }
+  c.p_value = stats::mann_whitney_u(c.base_values, c.new_values).p_value;
+  const double min_p = stats::mann_whitney_min_p(nb, nn);
+  if (min_p >= o.alpha)
+    c.note = reps + " can never reach p < " + format_number("%g", o.alpha) +
+             " (smallest possible p = " + format_number("%.3g", min_p) + "): use more reps";
+  else if (!std::isfinite(c.change))
+    c.note = "base median is not positive";
+  if (!c.note.empty()) return c;
+  const bool significant = c.p_value < o.alpha;
+  c.verdict = significant && c.change < -o.threshold  ? Verdict::slower
+              : significant && c.change > o.threshold ? Verdict::faster
+                                                      : Verdict::same;
+  return c;
+}
+}  // namespace detail
+
+/// Compares `neu` against `base` run by run (matched by id). With options.normalize_by, each
+/// file's runs are first divided, rep by rep, by their reference run in the same file (see
+/// find_reference_run) and the reference runs themselves are left out.
+inline CompareReport compare_results(const ResultFile& base, const ResultFile& neu, const CompareOptions& options) {
+  CompareReport r;
+  r.options = options;
+  r.base_name = base.name, r.new_name = neu.name;
+  r.base_host = base.meta.host, r.new_host = neu.meta.host;
+  if (!(options.alpha > 0 && options.alpha < 1)) throw ConfigError("alpha", "must be in (0, 1)");
+  if (!(options.threshold >= 0)) throw ConfigError("threshold", "must be >= 0");
+  if (options.min_reps < 1) throw ConfigError("min_reps", "must be >= 1");
+  const auto filter = parse_params_filter(options.normalize_by);
+  r.metric = filter.empty() ? "images/s" : "speedup over the " + options.normalize_by + " run of the same file";
+  auto find = [](const ResultFile& f, const std::string& id) -> const RunResult* {
+    for (const RunResult& x : f.runs)
+      if (x.id == id) return &x;
+    return nullptr;
+  };
+  double log_sum = 0.0;
+  for (const RunResult& b : base.runs) {
+    const RunResult* n = find(neu, b.id);
+    if (matches_filter(b.params, filter) || (n && matches_filter(n->params, filter))) {
+      r.reference_runs.push_back(b.id);
+    } else if (!n) {
+      r.only_in_base.push_back(b.id);
+    } else {
+      r.runs.push_back(detail::compare_run(base, b, neu, *n, filter, options));
+      const RunComparison& c = r.runs.back();
+      if (c.base.median > 0 && c.neu.median > 0 && std::isfinite(c.base.median) && std::isfinite(c.neu.median)) {
+        log_sum += std::log(c.neu.median / c.base.median);
+        ++r.geomean_count;
+      }
+    }
+  }
+  for (const RunResult& n : neu.runs)
+    if (!find(base, n.id)) (matches_filter(n.params, filter) ? r.reference_runs : r.only_in_new).push_back(n.id);
+  if (r.geomean_count > 0) r.geomean_ratio = std::exp(log_sum / static_cast<double>(r.geomean_count));
+  return r;
+}
+
+/// Exit status of `vecbench compare`: 1 when any run is SLOWER (significant and beyond the
+/// threshold), 2 when nothing could be compared (no run is in both files), else 0. A file that
+/// cannot be read also exits 2 (the CLI's error path), so scripts can tell a regression from a
+/// broken comparison.
+constexpr int kCompareRegression = 1;
+constexpr int kCompareUnusable = 2;
+inline int compare_exit_code(const CompareReport& r) {
+  if (r.runs.empty()) return kCompareUnusable;
+  return std::any_of(r.runs.begin(), r.runs.end(), [](const RunComparison& c) { return c.verdict == Verdict::slower; })
+             ? kCompareRegression
+             : 0;
+}
+
+/// The comparison as markdown: a table (run, base, new, change, spread, p, verdict), a geomean
+/// row, then notes, unmatched runs and warnings.
+inline std::string compare_markdown(const CompareReport& r) {
+  using detail::format_number;
+  const bool ratio = !r.options.normalize_by.empty();
+  const char* vf = ratio ? "%.3fx" : "%.2f";
+  auto code = [](std::string s) {
+    for (std::size_t i = 0; (i = s.find('|', i)) != std::string::npos; i += 2) s.insert(i, "\\");
+    return "`" + s + "`";
+  };
+  auto pct = [&](double x) { return format_number("%+.1f%%", 100.0 * x); };
+  std::string md = "## vecbench compare: `" + r.base_name + "` (base) vs `" + r.new_name + "` (new)\n\n";
+  md += "Metric: " + r.metric + ", per rep; higher is better.  \n";
+  md += "Verdict: FASTER/SLOWER when the two-sided Mann-Whitney U test gives p < " +
+        format_number("%g", r.options.alpha) + " and the median changed by more than " +
+        format_number("%g", 100 * r.options.threshold) + "%; SAME otherwise; UNKNOWN with fewer than " +
+        std::to_string(r.options.min_reps) +
+        " reps, too few reps to reach that p, or a run that did not finish (see notes).\n\n";
+  md += "| run | base | new | change | spread | p | verdict |\n|---|---:|---:|---:|---:|---:|---|\n";
+  std::string notes;
+  for (const RunComparison& c : r.runs) {
+    md += "| " + code(c.id) + " | " + format_number(vf, c.base.median) + " | " + format_number(vf, c.neu.median) +
+          " | " + pct(c.change) + " | " + format_number("%.1f%%", 100.0 * c.spread) + " | " +
+          format_number("%.3g", c.p_value) + " | " + to_string(c.verdict) + " |\n";
+    if (!c.note.empty()) notes += "- " + code(c.id) + ": " + c.note + "\n";
+    if (!c.base_reference.empty() && !c.new_reference.empty() && c.base_reference != c.new_reference)
+      notes += "- " + code(c.id) + ": references differ: base " + code(c.base_reference) + ", new " +
+               code(c.new_reference) + "\n";
+  }
+  md += "| **geomean** (" + std::to_string(r.geomean_count) + " runs, new/base) | | | " + pct(r.geomean_ratio - 1.0) +
+        " | | | |\n\n";
+  std::size_t slower = 0, faster = 0;
+  for (const RunComparison& c : r.runs) slower += c.verdict == Verdict::slower, faster += c.verdict == Verdict::faster;
+  md += "Result: " + std::to_string(slower) + " SLOWER, " + std::to_string(faster) + " FASTER of " +
+        std::to_string(r.runs.size()) + " runs compared.\n\n";
+  if (r.runs.empty())
+    md +=
+        "**Nothing was compared: no run id is in both files** (exit status 2): check that both files come from "
+        "the same experiment.\n\n";
+  if (!notes.empty()) md += "Notes:\n" + notes + "\n";
+  auto list = [&](const char* title, const std::vector<std::string>& ids) {
+    if (ids.empty()) return;
+    md += title;
+    for (const auto& id : ids) md += "\n- " + code(id);
+    md += "\n\n";
+  };
+  list("Only in base:", r.only_in_base);
+  list("Only in new:", r.only_in_new);
+  list("Reference runs (not compared):", r.reference_runs);
+  if (!ratio && r.base_host != r.new_host)
+    md += "Warning: base ran on `" + r.base_host + "`, new on `" + r.new_host +
+          "`: absolute images/s are not comparable across machines; use --normalize-by "
+          "strategy=sequential.\n";
+  return md;
+}
+
+}  // namespace vecbench

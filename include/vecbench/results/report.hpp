@@ -1,0 +1,313 @@
+// Markdown report of result files: metadata, scaling tables (speedup and parallel efficiency
+// over the best sequential run), per-image stage times, and two plots made by
+// tools/plot_results.py (skipped, with the reason in the report, when python/matplotlib fail).
+#pragma once
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "vecbench/core/fs_util.hpp"
+#include "vecbench/core/metrics.hpp"
+#include "vecbench/results/result.hpp"
+
+namespace vecbench {
+
+/// Devices named by a devices spec: comma-separated parts, each "NAME" (1 device) or "NAME/N"
+/// (N devices): "cpu" -> 1, "cpu/3" -> 3, "cuda:0/3" -> 3, "cuda:0,cuda:1" -> 2; a number is
+/// itself. 0 when the spec cannot be parsed.
+inline int device_count(const json& devices) {
+  if (devices.is_number()) return devices.get<int>();
+  if (!devices.is_string() || devices.get<std::string>().empty()) return 0;
+  const std::string spec = devices.get<std::string>();
+  int total = 0;
+  for (std::size_t pos = 0; pos <= spec.size();) {
+    const std::size_t end = std::min(spec.find(',', pos), spec.size());
+    const std::string part = spec.substr(pos, end - pos);
+    const std::size_t slash = part.rfind('/');
+    if (part.empty() || slash == 0) return 0;
+    if (slash == std::string::npos) {
+      total += 1;
+    } else {
+      const std::string n = part.substr(slash + 1);
+      if (n.empty() || n.size() > 6 ||
+          !std::all_of(n.begin(), n.end(), [](unsigned char c) { return std::isdigit(c); }))
+        return 0;
+      total += std::stoi(n);
+    }
+    pos = end + 1;
+  }
+  return total;
+}
+
+/// The sequential reference of `run` for speedups: the ok run with strategy "sequential" and
+/// the highest median images/s among those with the same "batch", "resize" and "input" params
+/// as `run` (a key `run` lacks is not constrained). nullptr when there is none.
+inline const RunResult* best_sequential_run(const ResultFile& f, const RunResult& run) {
+  const RunResult* best = nullptr;
+  for (const RunResult& s : f.runs) {
+    if (s.status != RunStatus::ok || param_string(s.params, "strategy") != "sequential" ||
+        !(s.summary.images_per_s.median > 0))
+      continue;
+    bool same = true;
+    for (const char* k : {"batch", "resize", "input"})
+      same = same && (!run.params.contains(k) || param_string(s.params, k) == param_string(run.params, k));
+    if (same && (!best || s.summary.images_per_s.median > best->summary.images_per_s.median)) best = &s;
+  }
+  return best;
+}
+
+namespace detail {
+inline std::string md_cell(std::string s) {
+  for (std::size_t i = 0; (i = s.find('|', i)) != std::string::npos; i += 2) s.insert(i, "\\");
+  return s;
+}
+inline std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+/// The run's id without its strategy= and devices= words (ids keep the runner's param order).
+inline std::string config_text(const std::string& id) {
+  std::string out, word;
+  std::istringstream in(id);
+  while (in >> word)
+    if (word.rfind("strategy=", 0) != 0 && word.rfind("devices=", 0) != 0) out += (out.empty() ? "" : " ") + word;
+  return out;
+}
+inline std::string json_text(const json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || j[key].is_null()) return "n/a";
+  return j[key].is_string() ? j[key].get<std::string>() : j[key].dump();
+}
+
+inline std::string meta_markdown(const ResultFile& f) {
+  const Meta& m = f.meta;
+  std::string gpus;
+  for (const GpuInfo& g : m.gpus)
+    gpus += (gpus.empty() ? "" : ", ") + g.name + " (" + format_number("%.1f", g.memory_bytes / 1073741824.0) + " GiB)";
+  std::string versions = "vecbench " + m.vecbench_version + " (git " + m.git_sha + (m.git_dirty ? ", dirty" : "") + ")";
+  for (const auto& it : m.versions.items()) versions += ", " + it.key() + " " + json_text(m.versions, it.key().c_str());
+  std::string argv;
+  for (const auto& a : m.argv) argv += (argv.empty() ? "" : " ") + a;
+  std::string sha = json_text(m.model, "weight_sha256");
+  if (sha.size() > 12) sha = sha.substr(0, 12) + "...";
+  return "- date: " + m.date_utc + "; host: `" + m.host + "`; CPU: " + m.cpu_model + " (" +
+         std::to_string(m.cpu_cores) + " cores); GPUs: " + (gpus.empty() ? "none" : gpus) + "\n" +
+         "- versions: " + versions + "\n" + "- model: arch " + json_text(m.model, "arch") + ", weights " +
+         json_text(m.model, "weight_source") + " (sha256 " + sha + "), path `" + json_text(m.model, "path") + "`\n" +
+         (argv.empty() ? "" : "- command: `" + argv + "`\n");
+}
+
+inline std::string verification_text(const RunResult& r) {
+  if (!r.verification) return "n/a";
+  const Verification& v = *r.verification;
+  return "vs " + v.reference + ": " + std::to_string(v.compared_images) + " images, max abs " +
+         format_number("%.3g", v.max_abs_diff) + ", max rel " + format_number("%.3g", v.max_rel_diff);
+}
+
+/// External commands of an experiment (peers) record their strategy as "external:NAME".
+inline bool is_external(const RunResult& r) { return param_string(r.params, "strategy").rfind("external:", 0) == 0; }
+
+/// The external commands beside the experiment's own runs, fastest first, each as a ratio of the
+/// fastest of vecbench's own (matrix) runs in the same file: what a user would run instead.
+inline std::string externals_markdown(const ResultFile& f) {
+  std::vector<const RunResult*> ext;
+  const RunResult* best = nullptr;
+  for (const RunResult& r : f.runs) {
+    if (is_external(r)) {
+      ext.push_back(&r);
+    } else if (r.status == RunStatus::ok &&
+               (!best || r.summary.images_per_s.median > best->summary.images_per_s.median)) {
+      best = &r;
+    }
+  }
+  if (ext.empty()) return "";
+  std::stable_sort(ext.begin(), ext.end(), [](const RunResult* a, const RunResult* b) {
+    const double x = a->status == RunStatus::ok ? a->summary.images_per_s.median : -1.0;
+    const double y = b->status == RunStatus::ok ? b->summary.images_per_s.median : -1.0;
+    return x > y;
+  });
+  std::string md =
+      "### Beside other tools (external commands, run interleaved with the runs above)\n\n"
+      "| command | img/s median (min-max) | vs best matrix run | status |\n|---|---:|---:|---|\n";
+  for (const RunResult* r : ext) {
+    const stats::Summary& t = r->summary.images_per_s;
+    const bool ok = r->status == RunStatus::ok;
+    md += "| `" + md_cell(param_string(r->params, "strategy").substr(9)) + "` | " +
+          (ok ? format_number("%.2f", t.median) + " (" + format_number("%.2f", t.min) + "-" +
+                    format_number("%.2f", t.max) + ")"
+              : "n/a") +
+          " | " + (ok && best ? format_number("%.2fx", t.median / best->summary.images_per_s.median) : "n/a") + " | " +
+          to_string(r->status) + (r->reason.empty() ? "" : ": " + md_cell(r->reason)) + " |\n";
+  }
+  if (best)
+    md += "\nBest matrix run: `" + best->id + "` (" + format_number("%.2f", best->summary.images_per_s.median) +
+          " img/s).\n";
+  return md + "\n";
+}
+
+inline std::string scaling_markdown(const ResultFile& f) {
+  std::vector<std::string> strategies = {"sequential"};
+  for (const RunResult& r : f.runs)
+    if (!is_external(r) &&
+        std::find(strategies.begin(), strategies.end(), param_string(r.params, "strategy")) == strategies.end())
+      strategies.push_back(param_string(r.params, "strategy"));
+  std::vector<const RunResult*> refs;  // sequential references, labelled S1, S2, ...
+  std::string md;
+  for (const std::string& strategy : strategies) {
+    std::vector<const RunResult*> runs;
+    for (const RunResult& r : f.runs)
+      if (param_string(r.params, "strategy") == strategy) runs.push_back(&r);
+    if (runs.empty()) continue;
+    std::stable_sort(runs.begin(), runs.end(), [](const RunResult* a, const RunResult* b) {
+      return device_count(a->params.value("devices", json())) < device_count(b->params.value("devices", json()));
+    });
+    md += "### Scaling: `" + (strategy.empty() ? std::string("(no strategy)") : strategy) + "`\n\n" +
+          "| devices | config | img/s median (min-max) | speedup | vs | efficiency | verification "
+          "| status |\n"
+          "|---:|---|---:|---:|---|---:|---|---|\n";
+    for (const RunResult* r : runs) {
+      const int n = device_count(r->params.value("devices", json()));
+      const stats::Summary& t = r->summary.images_per_s;
+      std::string speedup = "n/a", vs = "none", eff = "n/a";
+      if (const RunResult* s = r->status == RunStatus::ok ? best_sequential_run(f, *r) : nullptr) {
+        auto it = std::find(refs.begin(), refs.end(), s);
+        if (it == refs.end()) it = refs.insert(refs.end(), s);
+        vs = "S" + std::to_string(it - refs.begin() + 1);
+        const double x = t.median / s->summary.images_per_s.median;
+        speedup = format_number("%.2fx", x);
+        if (n > 0) eff = format_number("%.2f", x / n);
+      }
+      md += "| " + (n > 0 ? std::to_string(n) : "?") + " (" + md_cell(param_string(r->params, "devices")) + ") | " +
+            md_cell(config_text(r->id)) + " | " +
+            (r->status == RunStatus::ok ? format_number("%.2f", t.median) + " (" + format_number("%.2f", t.min) + "-" +
+                                              format_number("%.2f", t.max) + ")"
+                                        : "n/a") +
+            " | " + speedup + " | " + vs + " | " + eff + " | " + md_cell(verification_text(*r)) + " | " +
+            to_string(r->status) + (r->reason.empty() ? "" : ": " + md_cell(r->reason)) + " |\n";
+    }
+    md += "\n";
+  }
+  if (!refs.empty()) {
+    md +=
+        "Speedup = median img/s / median img/s of the best sequential run with the same batch, "
+        "resize "
+        "and input; efficiency = speedup / devices. Sequential references:\n\n";
+    for (std::size_t i = 0; i < refs.size(); ++i)
+      md += "- S" + std::to_string(i + 1) + ": `" + refs[i]->id + "` (" +
+            format_number("%.2f", refs[i]->summary.images_per_s.median) + " img/s)\n";
+    md += "\n";
+  }
+  return md;
+}
+
+inline std::string stages_markdown(const ResultFile& f) {
+  std::vector<std::string> stages(kStageNames.begin(), kStageNames.end());
+  for (const RunResult& r : f.runs)
+    for (const auto& [k, v] : r.summary.stage_s_per_image)
+      if (std::find(stages.begin(), stages.end(), k) == stages.end()) stages.push_back(k);
+  std::string md =
+      "### Stage time per image (ms; median over reps of stage seconds / images, summed over "
+      "threads)\n\n| run |";
+  std::string sep = "|---|";
+  for (const auto& s : stages) md += " " + s + " |", sep += "---:|";
+  md += " total |\n" + sep + "---:|\n";
+  bool any = false;
+  for (const RunResult& r : f.runs) {
+    if (r.summary.stage_s_per_image.empty()) continue;
+    any = true;
+    double total = 0.0;
+    md += "| `" + md_cell(r.id) + "` |";
+    for (const auto& s : stages) {
+      const auto it = r.summary.stage_s_per_image.find(s);
+      md += " " +
+            (it == r.summary.stage_s_per_image.end() ? std::string("n/a") : format_number("%.2f", 1e3 * it->second)) +
+            " |";
+      if (it != r.summary.stage_s_per_image.end()) total += 1e3 * it->second;
+    }
+    md += " " + format_number("%.2f", total) + " |\n";
+  }
+  return any ? md + "\n" : "### Stage time per image\n\nNo run recorded stage times.\n\n";
+}
+}  // namespace detail
+
+/// Runs `python plot_script FILES... --out out_dir` (output in out_dir/plot.log). Returns "" when
+/// both PNGs were written, else why not.
+inline std::string run_plot_script(const std::string& python, const std::string& plot_script,
+                                   const std::vector<std::filesystem::path>& files,
+                                   const std::filesystem::path& out_dir) {
+  namespace fs = std::filesystem;
+  const fs::path pngs[] = {out_dir / "throughput_vs_devices.png", out_dir / "stage_times.png"};
+  std::error_code ec;
+  for (const auto& p : pngs) fs::remove(p, ec);
+  if (python.empty()) return "no python interpreter configured";
+  if (!fs::is_regular_file(plot_script, ec)) return "plot script not found: " + plot_script;
+  std::string cmd = detail::shell_quote(python) + " " + detail::shell_quote(plot_script);
+  for (const auto& f : files) cmd += " " + detail::shell_quote(f.string());
+  cmd += " --out " + detail::shell_quote(out_dir.string()) + " >" +
+         detail::shell_quote((out_dir / "plot.log").string()) + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  if (rc == -1) return "cannot start a shell";
+  if (!WIFEXITED(rc) || WEXITSTATUS(rc) != 0) {
+    std::ifstream log(out_dir / "plot.log");
+    std::string line, last;
+    while (std::getline(log, line))
+      if (!line.empty()) last = line;
+    return python + " " + plot_script + " failed (exit " + std::to_string(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1) +
+           "): " + (last.empty() ? "no output" : last);
+  }
+  for (const auto& p : pngs)
+    if (!fs::is_regular_file(p, ec)) return "plot script did not write " + p.filename().string();
+  return "";
+}
+
+/// The text of report.md; `plots_note` is "" when the PNGs exist in the same directory, else the
+/// reason they were skipped.
+inline std::string report_markdown(const std::vector<ResultFile>& results, const std::string& plots_note) {
+  std::string md = "# vecbench report\n\n";
+  for (const ResultFile& f : results)
+    md += "- `" + f.name + "`: " + std::to_string(f.runs.size()) + " runs on `" + f.meta.host + "`, " +
+          f.meta.date_utc + "\n";
+  md += "\n## Plots\n\n";
+  md += plots_note.empty() ? "![Throughput vs devices](throughput_vs_devices.png)\n\n![Stage time "
+                             "per image](stage_times.png)\n\n"
+                           : "Plots skipped: " + plots_note + "\n\n";
+  for (const ResultFile& f : results)
+    md += "## `" + f.name + "` on `" + f.meta.host + "`\n\n" + detail::meta_markdown(f) + "\n" +
+          detail::scaling_markdown(f) + detail::externals_markdown(f) + detail::stages_markdown(f);
+  return md;
+}
+
+/// Writes out_dir/report.md for `results`, with the plot data (out_dir/plot_data/*.json) and the
+/// plots throughput_vs_devices.png and stage_times.png made by `python plot_script`. A missing
+/// python or matplotlib skips the plots (the report says why); it is not an error.
+inline void write_report(const std::vector<ResultFile>& results, const std::filesystem::path& out_dir,
+                         const std::string& python, const std::string& plot_script) {
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec) throw IoError(out_dir.string(), "cannot create the report directory: " + ec.message());
+  std::vector<ResultFile> rs = results;
+  std::vector<std::filesystem::path> files;
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    for (RunResult& r : rs[i].runs)  // trust the file's summary unless it is out of date
+      if (r.summary.images_per_s.count != r.samples.size()) summarize_run(r);
+    std::string safe = rs[i].name;
+    for (char& c : safe)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+    files.push_back(out_dir / "plot_data" / (std::to_string(i) + "_" + safe + ".json"));
+    save_result(files.back(), rs[i]);
+  }
+  const std::string note = rs.empty() ? "no result files" : run_plot_script(python, plot_script, files, out_dir);
+  atomic_write(out_dir / "report.md", report_markdown(rs, note));
+}
+
+}  // namespace vecbench

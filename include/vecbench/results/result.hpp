@@ -1,0 +1,489 @@
+// Result files (schema_version 1): what one experiment measured, as C++ types and JSON.
+// The format is described by schema/result.schema.json; keep the two in sync.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "vecbench/core/error.hpp"
+#include "vecbench/core/fs_util.hpp"
+#include "vecbench/core/stats.hpp"
+
+namespace vecbench {
+
+using json = nlohmann::json;
+
+/// The result format version this code reads and writes.
+constexpr int kResultSchemaVersion = 1;
+
+/// A malformed result file: `file` is where it came from, `key` the JSON path ("runs[2].id").
+struct ResultFormatError : Error {
+  ResultFormatError(const std::string& file, const std::string& key, const std::string& cause)
+      : Error(file + ": key '" + key + "': " + cause) {}
+};
+
+/// One GPU of the host.
+struct GpuInfo {
+  std::string name;               ///< device name as reported by the driver
+  std::int64_t memory_bytes = 0;  ///< total device memory, bytes
+};
+
+/// Where and how the experiment ran. Keys not listed here are kept verbatim in `extra`.
+struct Meta {
+  std::vector<std::string> argv;   ///< command line of the run (optional in the file)
+  std::string vecbench_version;    ///< e.g. "0.1.0"
+  std::string git_sha;             ///< source revision, or "unknown"
+  bool git_dirty = false;          ///< the work tree had uncommitted changes (optional)
+  std::string date_utc;            ///< start time, ISO 8601 UTC ("2026-11-30T07:00:00Z")
+  std::string host;                ///< host name
+  std::string cpu_model;           ///< CPU model string
+  std::int64_t cpu_cores = 0;      ///< logical CPU cores available to the process
+  std::vector<GpuInfo> gpus;       ///< GPUs seen (optional, empty when none)
+  json versions = json::object();  ///< library name -> version string or null (optional)
+  json model = nullptr;            ///< {"path","arch","weight_source","weight_sha256"} or null
+  json extra = json::object();     ///< any other meta keys, kept as given
+};
+
+/// The experiment configuration: as given, and as resolved by the runner.
+struct ResultConfig {
+  json requested = json::object();  ///< the experiment JSON as given
+  json effective = json::object();  ///< free-form: what the runner actually used
+};
+
+/// One device's share of one repetition.
+struct DeviceSample {
+  std::string name;                    ///< replica label, e.g. "cpu/2#0"
+  std::int64_t images = 0;             ///< images this device processed
+  double busy_fraction = 0.0;          ///< fraction of wall time spent in forward calls, 0..1
+  std::int64_t batches = 0;            ///< forward calls on this device (optional)
+  double busy_s = 0.0;                 ///< seconds inside forward calls, copies included (optional)
+  std::int64_t peak_memory_bytes = 0;  ///< device memory peak, bytes (0 on CPU / unknown)
+};
+
+/// One rank's (process's) share of one repetition of a multi-process run.
+struct RankSample {
+  std::int64_t rank = 0;      ///< MPI rank or shard index
+  std::string host;           ///< host name (optional)
+  std::int64_t images = 0;    ///< images this rank vectorized
+  std::int64_t failed = 0;    ///< images that failed on this rank (optional)
+  double wall_s = 0.0;        ///< this rank's wall time, seconds
+  double images_per_s = 0.0;  ///< images / wall_s
+  double setup_s = 0.0;       ///< model loading and warm-up on this rank (optional)
+  std::int64_t chunks = -1;   ///< dynamic mode: chunks of inputs this rank got (optional; -1: absent)
+};
+
+/// How the ranks of a multi-process run (MPI ranks or shards) shared one repetition.
+struct RanksInfo {
+  std::int64_t count = 0;                    ///< ranks (or shards) of the job
+  std::string distribution;                  ///< "static", "dynamic" or "shards" (optional)
+  std::optional<double> scaling_efficiency;  ///< images_per_s / sum of per_rank images_per_s (optional)
+  std::vector<RankSample> per_rank;          ///< one per rank whose figures are in the sample
+};
+
+/// One timed repetition of a run.
+struct Sample {
+  std::int64_t rep = 0;                                ///< repetition index, 0-based (pairs reps across runs)
+  std::int64_t images = 0;                             ///< images vectorized successfully
+  std::int64_t failed = 0;                             ///< images that failed (optional, default 0)
+  double wall_s = 0.0;                                 ///< wall-clock time of the repetition, seconds
+  double images_per_s = 0.0;                           ///< images / wall_s
+  std::map<std::string, double> stage_s;               ///< seconds per stage, summed over threads (optional)
+  std::map<std::string, double> latency_ms;            ///< "p50"/"p90"/"p99" latency, ms (optional)
+  std::vector<DeviceSample> devices;                   ///< per-device counters (optional)
+  std::vector<std::pair<double, double>> queue_depth;  ///< (t_s since start, depth) (optional)
+  std::int64_t peak_rss_bytes = 0;                     ///< process peak resident memory, bytes (0 = unknown)
+  double setup_s = 0.0;  ///< model loading and warm-up before the clock started, s (optional)
+  /// Multi-process runs: every rank's figures; the sample's own are totals, with wall_s the
+  /// slowest rank's (optional; absent for one process).
+  std::optional<RanksInfo> ranks = std::nullopt;
+};
+
+/// Medians and spreads over a run's samples (filled by summarize_run).
+struct RunSummary {
+  stats::Summary images_per_s;                       ///< of Sample::images_per_s
+  stats::Summary wall_s;                             ///< of Sample::wall_s, seconds
+  std::map<std::string, stats::Summary> latency_ms;  ///< per percentile key, ms (optional)
+  std::map<std::string, double> stage_s_per_image;   ///< per stage: median of stage_s/images, s
+};
+
+/// Output check of a run against a reference strategy.
+struct Verification {
+  std::string reference;             ///< the reference strategy, e.g. "sequential"
+  std::int64_t compared_images = 0;  ///< images whose vectors were compared
+  double max_abs_diff = 0.0;         ///< largest |out - ref| over all vector elements
+  double max_rel_diff = 0.0;         ///< largest relative difference over all vector elements
+};
+
+/// How a run ended.
+enum class RunStatus { ok, skipped, error };
+
+inline const char* to_string(RunStatus s) {
+  return s == RunStatus::ok ? "ok" : s == RunStatus::skipped ? "skipped" : "error";
+}
+
+/// One point of the experiment's parameter grid.
+struct RunResult {
+  std::string id;                            ///< "key=value ..." of params; unique within a file
+  json params = json::object();              ///< parameter name -> string or number (extra keys allowed)
+  RunStatus status = RunStatus::ok;          ///< ok, skipped or error
+  std::string reason;                        ///< why skipped/error; non-empty unless ok
+  json effective = json::object();           ///< free-form: devices, threads ... as actually used
+  std::vector<Sample> samples;               ///< one per repetition (empty when skipped)
+  RunSummary summary;                        ///< see summarize_run
+  std::optional<Verification> verification;  ///< null when not verified
+};
+
+/// A whole result file.
+struct ResultFile {
+  int schema_version = kResultSchemaVersion;  ///< always kResultSchemaVersion when loaded
+  std::string name;                           ///< experiment name
+  Meta meta;                                  ///< host, versions, model
+  ResultConfig config;                        ///< requested and effective configuration
+  std::vector<RunResult> runs;                ///< in execution order
+};
+
+/// A params value as text ("" when absent): strings as is, integral numbers without ".0".
+inline std::string param_string(const json& params, const std::string& key) {
+  const auto it = params.find(key);
+  if (it == params.end() || it->is_null()) return "";
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_number_float()) {
+    const double d = it->get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 1e15)
+      return std::to_string(static_cast<std::int64_t>(d));
+  }
+  return it->dump();
+}
+
+/// Fills run.summary from run.samples (stats::summarize of each quantity).
+inline void summarize_run(RunResult& run) {
+  std::vector<double> ips, wall;
+  std::map<std::string, std::vector<double>> lat, stage;
+  for (const Sample& s : run.samples) {
+    ips.push_back(s.images_per_s);
+    wall.push_back(s.wall_s);
+    for (const auto& [k, v] : s.latency_ms) lat[k].push_back(v);
+    if (s.images > 0)
+      for (const auto& [k, v] : s.stage_s) stage[k].push_back(v / static_cast<double>(s.images));
+  }
+  run.summary = RunSummary{};
+  run.summary.images_per_s = stats::summarize(ips);
+  run.summary.wall_s = stats::summarize(wall);
+  for (const auto& [k, v] : lat) run.summary.latency_ms[k] = stats::summarize(v);
+  for (const auto& [k, v] : stage) run.summary.stage_s_per_image[k] = stats::median(v);
+}
+
+// ---- JSON writing -------------------------------------------------------------------------------
+inline json summary_to_json(const stats::Summary& s) {
+  return {{"median", s.median},
+          {"min", s.min},
+          {"max", s.max},
+          {"rel_spread", s.rel_spread},
+          {"count", s.count}};  // NaN is written as null
+}
+inline void to_json(json& j, const GpuInfo& g) { j = {{"name", g.name}, {"memory_bytes", g.memory_bytes}}; }
+inline void to_json(json& j, const Meta& m) {
+  j = m.extra.is_object() ? m.extra : json::object();
+  j.update({{"argv", m.argv},
+            {"vecbench_version", m.vecbench_version},
+            {"git_sha", m.git_sha},
+            {"git_dirty", m.git_dirty},
+            {"date_utc", m.date_utc},
+            {"host", m.host},
+            {"cpu_model", m.cpu_model},
+            {"cpu_cores", m.cpu_cores},
+            {"gpus", m.gpus},
+            {"versions", m.versions},
+            {"model", m.model}});
+}
+inline void to_json(json& j, const DeviceSample& d) {
+  j = {{"name", d.name},
+       {"images", d.images},
+       {"busy_fraction", d.busy_fraction},
+       {"peak_memory_bytes", d.peak_memory_bytes},
+       {"batches", d.batches},
+       {"busy_s", d.busy_s}};
+}
+inline void to_json(json& j, const RankSample& r) {
+  j = {{"rank", r.rank},      {"host", r.host},     {"images", r.images},
+       {"failed", r.failed},  {"wall_s", r.wall_s}, {"images_per_s", r.images_per_s},
+       {"setup_s", r.setup_s}};
+  if (r.chunks >= 0) j["chunks"] = r.chunks;
+}
+inline void to_json(json& j, const RanksInfo& r) {
+  j = {{"count", r.count}, {"distribution", r.distribution}, {"per_rank", r.per_rank}};
+  if (r.scaling_efficiency) j["scaling_efficiency"] = *r.scaling_efficiency;
+}
+inline void to_json(json& j, const Sample& s) {
+  j = {{"rep", s.rep},
+       {"images", s.images},
+       {"failed", s.failed},
+       {"wall_s", s.wall_s},
+       {"images_per_s", s.images_per_s}};
+  if (!s.stage_s.empty()) j["stage_s"] = s.stage_s;
+  if (!s.latency_ms.empty()) j["latency_ms"] = s.latency_ms;
+  j["devices"] = s.devices;
+  j["queue_depth"] = json::array();
+  for (const auto& [t, d] : s.queue_depth) j["queue_depth"].push_back({t, d});
+  j["peak_rss_bytes"] = s.peak_rss_bytes;
+  j["setup_s"] = s.setup_s;
+  if (s.ranks) j["ranks"] = *s.ranks;
+}
+inline void to_json(json& j, const RunSummary& s) {
+  j = {{"images_per_s", summary_to_json(s.images_per_s)}, {"wall_s", summary_to_json(s.wall_s)}};
+  if (!s.latency_ms.empty()) {
+    j["latency_ms"] = json::object();
+    for (const auto& [k, v] : s.latency_ms) j["latency_ms"][k] = summary_to_json(v);
+  }
+  if (!s.stage_s_per_image.empty()) j["stage_s_per_image"] = s.stage_s_per_image;
+}
+inline void to_json(json& j, const Verification& v) {
+  j = {{"reference", v.reference},
+       {"compared_images", v.compared_images},
+       {"max_abs_diff", v.max_abs_diff},
+       {"max_rel_diff", v.max_rel_diff}};
+}
+inline void to_json(json& j, const RunResult& r) {
+  j = {{"id", r.id},          {"params", r.params},       {"status", to_string(r.status)},
+       {"reason", r.reason},  {"effective", r.effective}, {"samples", r.samples},
+       {"summary", r.summary}};
+  j["verification"] = r.verification ? json(*r.verification) : json(nullptr);
+}
+inline void to_json(json& j, const ResultFile& f) {
+  j = {{"schema_version", f.schema_version},
+       {"name", f.name},
+       {"meta", f.meta},
+       {"config", {{"requested", f.config.requested}, {"effective", f.config.effective}}},
+       {"runs", f.runs}};
+}
+
+// ---- JSON reading (every error names the file and the key) --------------------------------------
+namespace detail {
+/// printf-formats `v` with `f`, or "n/a" when it is not finite (for tables of results).
+inline std::string format_number(const char* f, double v) {
+  if (!std::isfinite(v)) return "n/a";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+/// Reads typed values out of JSON, throwing ResultFormatError(file, key path, cause).
+struct ResultReader {
+  std::string file;  ///< source named in errors
+  [[noreturn]] void fail(const std::string& key, const std::string& cause) const {
+    throw ResultFormatError(file, key, cause);
+  }
+  [[noreturn]] void expected(const std::string& p, const char* what, const json& v) const {
+    fail(p, std::string("expected ") + what + ", got " + (v.is_number() ? v.dump() : v.type_name()));
+  }
+  static std::string at(const std::string& p, const std::string& k) { return p.empty() ? k : p + "." + k; }
+  static std::string at(const std::string& p, std::size_t i) { return p + "[" + std::to_string(i) + "]"; }
+  /// Checks `j` is an object; with `allowed` given, rejects keys not in it.
+  void object(const json& j, const std::string& p, std::initializer_list<const char*> allowed = {}) const {
+    if (!j.is_object()) expected(p, "an object", j);
+    for (const auto& it : j.items())
+      if (allowed.size() && std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return it.key() == a; }))
+        fail(at(p, it.key()), "unknown key (not in result schema_version 1)");
+  }
+  const json& array(const json& j, const std::string& p) const {
+    if (!j.is_array()) expected(p, "an array", j);
+    return j;
+  }
+  void read(const json& v, const std::string& p, std::string& o) const {
+    if (!v.is_string()) expected(p, "a string", v);
+    o = v.get<std::string>();
+  }
+  void read(const json& v, const std::string& p, double& o) const {
+    if (!v.is_number()) expected(p, "a number", v);
+    o = v.get<double>();
+  }
+  void read(const json& v, const std::string& p, bool& o) const {
+    if (!v.is_boolean()) expected(p, "a boolean", v);
+    o = v.get<bool>();
+  }
+  void read(const json& v, const std::string& p, std::int64_t& o) const {
+    if (!v.is_number() || (v.is_number_float() && v.get<double>() != std::floor(v.get<double>())))
+      expected(p, "an integer", v);
+    o = v.get<std::int64_t>();
+  }
+  template <class T>
+  void read(const json& v, const std::string& p, std::map<std::string, T>& o) const {
+    object(v, p);
+    for (const auto& it : v.items()) read(it.value(), at(p, it.key()), o[it.key()]);
+  }
+  void read(const json& v, const std::string& p, std::pair<double, double>& o) const {
+    if (!v.is_array() || v.size() != 2) expected(p, "a [t_s, depth] pair", v);
+    read(v[0], p + "[0]", o.first);
+    read(v[1], p + "[1]", o.second);
+  }
+  template <class T>
+  void read(const json& v, const std::string& p, std::vector<T>& o) const {
+    for (std::size_t i = 0; i < array(v, p).size(); ++i) read(v[i], at(p, i), o.emplace_back());
+  }
+  /// Key `k` of object `j`; fails when missing.
+  const json& sub(const json& j, const std::string& p, const char* k) const {
+    if (!j.contains(k)) fail(at(p, k), "missing");
+    return j[k];
+  }
+  /// Reads key `k` of object `j` into `o`; a missing key fails when `required`, else keeps `o`.
+  template <class T>
+  void field(const json& j, const std::string& p, const char* k, T& o, bool required = true) const {
+    const auto it = j.find(k);
+    if (it != j.end())
+      read(*it, at(p, k), o);
+    else if (required)
+      fail(at(p, k), "missing");
+  }
+  /// field() for each ("key", member) pair; `req` says whether they are required.
+  void fields(bool, const json&, const std::string&) const {}
+  template <class T, class... Rest>
+  void fields(bool req, const json& j, const std::string& p, const char* k, T& o, Rest&&... rest) const {
+    field(j, p, k, o, req);
+    fields(req, j, p, std::forward<Rest>(rest)...);
+  }
+  void read(const json& v, const std::string& p, stats::Summary& o) const {
+    object(v, p, {"median", "min", "max", "rel_spread", "count"});
+    using Key = std::pair<const char*, double*>;
+    for (auto [k, d] :
+         {Key{"median", &o.median}, Key{"min", &o.min}, Key{"max", &o.max}, Key{"rel_spread", &o.rel_spread}}) {
+      if (v.contains(k) && v[k].is_null())
+        *d = std::nan("");  // NaN is stored as null
+      else
+        field(v, p, k, *d);
+    }
+    std::int64_t c = 0;
+    field(v, p, "count", c);
+    if (c < 0) fail(at(p, "count"), "must be >= 0");
+    o.count = static_cast<std::size_t>(c);
+  }
+  void read(const json& v, const std::string& p, GpuInfo& o) const {
+    object(v, p, {"name", "memory_bytes"});
+    fields(true, v, p, "name", o.name, "memory_bytes", o.memory_bytes);
+  }
+  void read(const json& v, const std::string& p, DeviceSample& o) const {
+    object(v, p, {"name", "images", "busy_fraction", "peak_memory_bytes", "batches", "busy_s"});
+    fields(true, v, p, "name", o.name, "images", o.images, "busy_fraction", o.busy_fraction, "peak_memory_bytes",
+           o.peak_memory_bytes);
+    fields(false, v, p, "batches", o.batches, "busy_s", o.busy_s);
+  }
+  void read(const json& v, const std::string& p, RankSample& o) const {
+    object(v, p, {"rank", "host", "images", "failed", "wall_s", "images_per_s", "setup_s", "chunks"});
+    fields(true, v, p, "rank", o.rank, "images", o.images, "wall_s", o.wall_s, "images_per_s", o.images_per_s);
+    fields(false, v, p, "host", o.host, "failed", o.failed, "setup_s", o.setup_s, "chunks", o.chunks);
+  }
+  void read(const json& v, const std::string& p, RanksInfo& o) const {
+    object(v, p, {"count", "distribution", "scaling_efficiency", "per_rank"});
+    fields(true, v, p, "count", o.count, "per_rank", o.per_rank);
+    fields(false, v, p, "distribution", o.distribution);
+    if (v.contains("scaling_efficiency")) field(v, p, "scaling_efficiency", o.scaling_efficiency.emplace());
+  }
+  void read(const json& v, const std::string& p, Sample& o) const {
+    object(v, p,
+           {"rep", "images", "failed", "wall_s", "images_per_s", "stage_s", "latency_ms", "devices", "queue_depth",
+            "peak_rss_bytes", "setup_s", "ranks"});
+    fields(true, v, p, "rep", o.rep, "images", o.images, "wall_s", o.wall_s, "images_per_s", o.images_per_s);
+    fields(false, v, p, "failed", o.failed, "stage_s", o.stage_s, "latency_ms", o.latency_ms, "devices", o.devices,
+           "queue_depth", o.queue_depth, "peak_rss_bytes", o.peak_rss_bytes, "setup_s", o.setup_s);
+    if (v.contains("ranks")) field(v, p, "ranks", o.ranks.emplace());
+  }
+  void read(const json& v, const std::string& p, RunSummary& o) const {
+    object(v, p, {"images_per_s", "wall_s", "latency_ms", "stage_s_per_image"});
+    fields(true, v, p, "images_per_s", o.images_per_s, "wall_s", o.wall_s);
+    fields(false, v, p, "latency_ms", o.latency_ms, "stage_s_per_image", o.stage_s_per_image);
+  }
+  void read(const json& v, const std::string& p, Verification& o) const {
+    object(v, p, {"reference", "compared_images", "max_abs_diff", "max_rel_diff"});
+    fields(true, v, p, "reference", o.reference, "compared_images", o.compared_images, "max_abs_diff", o.max_abs_diff,
+           "max_rel_diff", o.max_rel_diff);
+  }
+  void read(const json& v, const std::string& p, RunResult& o) const {
+    object(v, p, {"id", "params", "status", "reason", "effective", "samples", "summary", "verification"});
+    field(v, p, "id", o.id);
+    if (o.id.empty()) fail(at(p, "id"), "must not be empty");
+    object(o.params = sub(v, p, "params"), at(p, "params"));
+    for (const auto& it : o.params.items())
+      if (!it.value().is_string() && !it.value().is_number())
+        expected(at(at(p, "params"), it.key()), "a string or number", it.value());
+    std::string st;
+    field(v, p, "status", st);
+    if (st == "ok" || st == "skipped" || st == "error")
+      o.status = st == "ok" ? RunStatus::ok : st == "skipped" ? RunStatus::skipped : RunStatus::error;
+    else
+      fail(at(p, "status"), "'" + st + "' is not one of ok, skipped, error");
+    field(v, p, "reason", o.reason, false);
+    if (o.status != RunStatus::ok && o.reason.empty()) fail(at(p, "reason"), "must say why the run is " + st);
+    if (v.contains("effective")) object(o.effective = v["effective"], at(p, "effective"));
+    field(v, p, "samples", o.samples);
+    field(v, p, "summary", o.summary);
+    if (v.contains("verification") && !v["verification"].is_null())
+      field(v, p, "verification", o.verification.emplace());
+  }
+  void read(const json& v, const std::string& p, Meta& o) const {
+    object(v, p);
+    o.extra = v;
+    for (const char* k : {"argv", "vecbench_version", "git_sha", "git_dirty", "date_utc", "host", "cpu_model",
+                          "cpu_cores", "gpus", "versions", "model"})
+      o.extra.erase(k);
+    fields(true, v, p, "vecbench_version", o.vecbench_version, "git_sha", o.git_sha, "date_utc", o.date_utc, "host",
+           o.host, "cpu_model", o.cpu_model, "cpu_cores", o.cpu_cores);
+    fields(false, v, p, "argv", o.argv, "git_dirty", o.git_dirty, "gpus", o.gpus);
+    if (v.contains("versions")) object(o.versions = v["versions"], at(p, "versions"));
+    for (const auto& it : o.versions.items())
+      if (!it.value().is_string() && !it.value().is_null())
+        expected(at(at(p, "versions"), it.key()), "a string or null", it.value());
+    if (v.contains("model") && !v["model"].is_null()) object(o.model = v["model"], at(p, "model"));
+  }
+};
+}  // namespace detail
+
+/// Parses a result file's JSON; `source` (a file name) is named in errors. Rejects other
+/// schema versions, unknown keys (outside the free-form objects) and duplicate run ids.
+inline ResultFile result_from_json(const json& j, const std::string& source = "<json>") {
+  const detail::ResultReader r{source};
+  r.object(j, "", {"schema_version", "name", "meta", "config", "runs"});
+  if (!j.contains("schema_version")) r.fail("schema_version", "missing: not a vecbench result file");
+  const json& v = j["schema_version"];
+  if (!v.is_number_integer() || v.get<std::int64_t>() != kResultSchemaVersion)
+    r.fail("schema_version", v.dump() + " is not supported: this vecbench reads schema_version " +
+                                 std::to_string(kResultSchemaVersion) + " only");
+  ResultFile f;
+  r.field(j, "", "name", f.name);
+  r.field(j, "", "meta", f.meta);
+  const json& c = r.sub(j, "", "config");
+  r.object(c, "config", {"requested", "effective"});
+  r.object(f.config.requested = r.sub(c, "config", "requested"), "config.requested");
+  r.object(f.config.effective = r.sub(c, "config", "effective"), "config.effective");
+  r.field(j, "", "runs", f.runs);
+  std::set<std::string> ids;
+  for (std::size_t i = 0; i < f.runs.size(); ++i)
+    if (!ids.insert(f.runs[i].id).second) r.fail(r.at("runs", i) + ".id", "duplicate run id '" + f.runs[i].id + "'");
+  return f;
+}
+
+inline void from_json(const json& j, ResultFile& f) { f = result_from_json(j); }
+
+/// Reads and parses a result file; IoError when unreadable, ResultFormatError when malformed.
+inline ResultFile load_result(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw IoError(path.string(), "cannot open result file");
+  const json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) throw ResultFormatError(path.string(), "", "not valid JSON");
+  return result_from_json(j, path.string());
+}
+
+/// Writes `f` as indented JSON, atomically (temp file in the same directory, then rename).
+inline void save_result(const std::filesystem::path& path, const ResultFile& f) {
+  atomic_write(path, json(f).dump(2) + "\n");
+}
+
+}  // namespace vecbench

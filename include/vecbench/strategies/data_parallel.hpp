@@ -1,0 +1,82 @@
+// `data-parallel`: the pipeline that makes N devices faster than one. A decode pool fills a
+// bounded queue of ready batches (prefetch depth); one worker per device pulls the next batch
+// whenever it is free (dynamic load balance); a writer delivers results. Decode, copy, compute
+// and writing overlap. On CUDA each replica copies on its own stream from pinned memory.
+#pragma once
+#include <thread>
+
+#include "vecbench/core/queue.hpp"
+#include "vecbench/pipeline/threaded.hpp"
+
+namespace vecbench {
+
+class DataParallelStrategy : public Strategy {
+ public:
+  std::string name() const override { return "data-parallel"; }
+  void run(RunContext& ctx) override {
+    const std::size_t B = static_cast<std::size_t>(std::max(1, ctx.settings.batch_size));
+    const std::size_t n_batches = (ctx.todo.size() + B - 1) / B;
+    const std::size_t n_workers = ctx.devices.size();
+    const int n_decoders = std::max(1, ctx.settings.decode_threads);
+    BoundedQueue<Batch> ready(static_cast<std::size_t>(std::max(1, ctx.settings.prefetch_batches)));
+    BoundedQueue<Batch> done(ready.capacity() + n_workers);
+    std::atomic<std::size_t> next{0};
+    std::atomic<int> decoders_left{n_decoders};
+    std::atomic<std::size_t> workers_left{n_workers};
+    std::atomic<bool> aborted{false};
+    auto abort_all = [&] {
+      aborted = true;
+      ready.abort();
+      done.abort();
+    };
+
+    ReplicaRun r;
+    r.on_abort = abort_all;
+    r.worker = [&](std::size_t i, Model& m) {
+      while (auto b = ready.pop()) {
+        ctx.metrics.sample_queue(ready.size());
+        forward_batch(m, *b, i, ctx.metrics);
+        if (!done.push(std::move(*b))) break;
+      }
+      if (--workers_left == 0) done.close();
+    };
+    r.coordinator = [&] {
+      ErrorCollector errors;
+      std::vector<std::thread> decoders;
+      for (int d = 0; d < n_decoders; ++d)
+        decoders.emplace_back([&] {
+          try {
+            for (;;) {
+              if (aborted || ctx.stop_requested()) break;
+              const std::size_t k = next++;
+              if (k >= n_batches) break;
+              Batch b;
+              b.seq = k;
+              load_batch(ctx.source, ctx.todo, k * B, std::min((k + 1) * B, ctx.todo.size()), ctx.input_size, b,
+                         ctx.sink, ctx.metrics);
+              if (b.n() == 0) continue;
+              if (!ready.push(std::move(b))) break;
+              ctx.metrics.sample_queue(ready.size());
+            }
+          } catch (...) {
+            errors.capture();
+            abort_all();
+          }
+          if (--decoders_left == 0) ready.close();
+        });
+      try {
+        while (auto b = done.pop())
+          deliver_batch(*b, static_cast<int>(b->output.size() / std::max<std::size_t>(1, b->indices.size())), ctx.sink,
+                        ctx.metrics);
+      } catch (...) {
+        errors.capture();
+        abort_all();
+      }
+      for (auto& t : decoders) t.join();
+      errors.rethrow_if_any();
+    };
+    run_replicas(ctx, r);
+  }
+};
+
+}  // namespace vecbench

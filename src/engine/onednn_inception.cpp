@@ -1,0 +1,389 @@
+// Inception-v3 as oneDNN primitives (see include/vecbench/engine/onednn_inception.hpp). No LibTorch here.
+#include "vecbench/engine/onednn_inception.hpp"
+
+#include <omp.h>
+
+#include <chrono>
+#include <cstring>
+#include <dnnl.hpp>
+#include <unordered_map>
+#include <utility>
+
+#include "vecbench/core/error.hpp"
+
+namespace vecbench {
+namespace {
+
+using dnnl::algorithm;
+using dnnl::memory;
+using tag = dnnl::memory::format_tag;
+using dt = dnnl::memory::data_type;
+
+bool has_isa(dnnl::cpu_isa isa) {
+  const auto have = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  return (have & static_cast<unsigned>(isa)) == static_cast<unsigned>(isa);
+}
+
+bool is_reference(const char* impl) { return std::strncmp(impl, "ref", 3) == 0; }
+
+/// One activation: its memory and its logical shape (N is the graph's batch).
+struct Act {
+  memory mem;
+  int c = 0, h = 0, w = 0;
+};
+
+/// The primitives of one forward pass for one batch size, with their weights packed for them.
+class Graph {
+ public:
+  Graph(const InceptionWeights& wts, const OneDnnOptions& opt, dnnl::engine& eng, int n)
+      : wts_(wts), opt_(opt), eng_(eng), n_(n) {
+    // One blocked layout for every activation: 16 channels per block where oneDNN runs AVX-512
+    // code, 8 otherwise (AVX2). Every Inception-v3 channel count and concat offset is a multiple of 16.
+    const bool avx512 = has_isa(dnnl::cpu_isa::avx512_core);
+    fmt_ = avx512 ? tag::nChw16c : tag::nChw8c;
+    act_dt_ = opt.precision == "bf16" ? dt::bf16 : dt::f32;
+    build();
+  }
+
+  void run(dnnl::stream& s, const float* in, float* out) {
+    in_user_.set_data_handle(const_cast<float*>(in));
+    out_user_.set_data_handle(out);
+    for (auto& op : ops_) op.first.execute(s, op.second);
+    s.wait();
+  }
+
+ private:
+  memory::desc act_desc(int c, int h, int w) const { return memory::desc({n_, c, h, w}, act_dt_, fmt_); }
+  Act new_act(int c, int h, int w) { return Act{memory(act_desc(c, h, w), eng_), c, h, w}; }
+
+  const FoldedConv& find_layer(const std::string& name) const {
+    auto it = wts_.convs.find(name);
+    if (it == wts_.convs.end()) throw ReplicaError(wts_.source + ": layer " + name + " is missing (onednn engine)");
+    return it->second;
+  }
+  /// The layer, checked to take `in_c` input channels.
+  const FoldedConv& layer(const std::string& name, int in_c) const {
+    const auto& l = find_layer(name);
+    if (l.shape[1] != in_c)
+      throw ReplicaError(wts_.source + ": layer " + name + " expects " + std::to_string(l.shape[1]) +
+                         " input channels, the network gives it " + std::to_string(in_c));
+    return l;
+  }
+
+  static int out_dim(int in, int k, int s, int p) { return (in + 2 * p - k) / s + 1; }
+
+  /// conv+bias+ReLU from `src` into `dst` (a fresh activation or a slice of a concatenation).
+  void conv_into(const std::string& name, const FoldedConv& l, const memory& src, const memory& dst, int stride, int ph,
+                 int pw) {
+    const int oc = static_cast<int>(l.shape[0]), ic = static_cast<int>(l.shape[1]);
+    const int kh = static_cast<int>(l.shape[2]), kw = static_cast<int>(l.shape[3]);
+    memory::desc w_any({oc, ic, kh, kw}, act_dt_, tag::any);  // bf16: packed (and rounded) once, here
+    memory::desc b_md({oc}, dt::f32, tag::x);
+    dnnl::post_ops po;
+    po.append_eltwise(1.0f, algorithm::eltwise_relu, 0.0f, 0.0f);
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(po);
+    std::vector<algorithm> algs;
+    if (opt_.winograd && act_dt_ == dt::f32 && kh == 3 && kw == 3 && stride == 1)
+      algs.push_back(algorithm::convolution_winograd);
+    algs.push_back(algorithm::convolution_direct);
+    for (const bool dense_dst : {false, true}) {
+      // A slice of a concatenation is not dense; where no implementation writes into one, the
+      // layer writes a dense buffer and a reorder copies it into the slice.
+      memory::desc dst_md = dense_dst ? memory::desc(dst.get_desc().dims(), act_dt_, fmt_) : dst.get_desc();
+      for (const auto alg : algs) {
+        dnnl::convolution_forward::primitive_desc pd;
+        try {
+          dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, alg, src.get_desc(), w_any, b_md,
+                                            dst_md, {stride, stride}, {ph, pw}, {ph, pw});
+          pd = dnnl::convolution_forward::primitive_desc(d, attr, eng_);
+        } catch (const dnnl::error&) {
+          continue;
+        }
+        // oneDNN's reference code accepts everything at ~1% of the speed: only as a last resort
+        if (is_reference(pd.impl_info_str()) && !(dense_dst && alg == algs.back())) continue;
+        memory user_w({{oc, ic, kh, kw}, dt::f32, tag::oihw}, eng_, const_cast<float*>(l.weight.data()));
+        memory packed_w(pd.weights_desc(), eng_);
+        dnnl::stream s(eng_);
+        dnnl::reorder(user_w, packed_w).execute(s, user_w, packed_w);
+        memory bias(pd.bias_desc(), eng_);
+        std::memcpy(bias.get_data_handle(), l.bias.data(), sizeof(float) * l.bias.size());
+        s.wait();
+        memory out = dense_dst ? memory(pd.dst_desc(), eng_) : dst;
+        ops_.emplace_back(
+            dnnl::convolution_forward(pd),
+            std::unordered_map<int, memory>{
+                {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, packed_w}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, out}});
+        if (dense_dst)
+          ops_.emplace_back(dnnl::reorder(out, dst),
+                            std::unordered_map<int, memory>{{DNNL_ARG_FROM, out}, {DNNL_ARG_TO, dst}});
+        return;
+      }
+    }
+    throw ReplicaError(wts_.source + ": layer " + name + ": oneDNN has no convolution for it");
+  }
+
+  Act conv(const std::string& name, const Act& x, int stride = 1, int pad = -1) {
+    const auto& l = layer(name, x.c);
+    const int kh = static_cast<int>(l.shape[2]), kw = static_cast<int>(l.shape[3]);
+    const int ph = pad >= 0 ? pad : kh / 2, pw = pad >= 0 ? pad : kw / 2;
+    Act y = new_act(static_cast<int>(l.shape[0]), out_dim(x.h, kh, stride, ph), out_dim(x.w, kw, stride, pw));
+    conv_into(name, l, x.mem, y.mem, stride, ph, pw);
+    return y;
+  }
+
+  /// A concatenation along channels, filled slice by slice by the layers that write into it.
+  struct Concat {
+    Act out;
+    int next = 0;  ///< first channel not yet taken
+  };
+  memory slice(Concat& cat, int c) {
+    auto md = cat.out.mem.get_desc().submemory_desc({n_, c, cat.out.h, cat.out.w}, {0, cat.next, 0, 0});
+    cat.next += c;
+    return memory(md, eng_, cat.out.mem.get_data_handle());
+  }
+  int out_channels(const std::string& name) const { return static_cast<int>(find_layer(name).shape[0]); }
+  /// Last layer of a branch, writing into the next slice of `cat` (stride-1 "same" padding
+  /// unless `stride`/`pad` say otherwise).
+  void conv_to(Concat& cat, const std::string& name, const Act& x, int stride = 1, int pad = -1) {
+    const auto& l = layer(name, x.c);
+    const int kh = static_cast<int>(l.shape[2]), kw = static_cast<int>(l.shape[3]);
+    const int ph = pad >= 0 ? pad : kh / 2, pw = pad >= 0 ? pad : kw / 2;
+    if (out_dim(x.h, kh, stride, ph) != cat.out.h || out_dim(x.w, kw, stride, pw) != cat.out.w)
+      throw ReplicaError(wts_.source + ": layer " + name + " does not fit its block (onednn engine)");
+    conv_into(name, l, x.mem, slice(cat, static_cast<int>(l.shape[0])), stride, ph, pw);
+  }
+
+  void pool_into(algorithm alg, const Act& x, const memory& dst, int k, int stride, int pad) {
+    for (const bool dense_dst : {false, true}) {
+      memory::desc dst_md = dense_dst ? memory::desc(dst.get_desc().dims(), act_dt_, fmt_) : dst.get_desc();
+      dnnl::pooling_forward::primitive_desc pd;
+      try {
+        dnnl::pooling_forward::desc d(dnnl::prop_kind::forward_inference, alg, x.mem.get_desc(), dst_md,
+                                      {stride, stride}, {k, k}, {pad, pad}, {pad, pad});
+        pd = dnnl::pooling_forward::primitive_desc(d, eng_);
+      } catch (const dnnl::error&) {
+        continue;
+      }
+      if (is_reference(pd.impl_info_str()) && !dense_dst) continue;
+      memory out = dense_dst ? memory(pd.dst_desc(), eng_) : dst;
+      ops_.emplace_back(dnnl::pooling_forward(pd),
+                        std::unordered_map<int, memory>{{DNNL_ARG_SRC, x.mem}, {DNNL_ARG_DST, out}});
+      if (dense_dst)
+        ops_.emplace_back(dnnl::reorder(out, dst),
+                          std::unordered_map<int, memory>{{DNNL_ARG_FROM, out}, {DNNL_ARG_TO, dst}});
+      return;
+    }
+    throw ReplicaError(wts_.source + ": oneDNN has no pooling for a " + std::to_string(k) + "x" + std::to_string(k) +
+                       " window");
+  }
+  Act pool(algorithm alg, const Act& x, int k, int stride, int pad) {
+    Act y = new_act(x.c, out_dim(x.h, k, stride, pad), out_dim(x.w, k, stride, pad));
+    pool_into(alg, x, y.mem, k, stride, pad);
+    return y;
+  }
+
+  /// Average pool of the Mixed blocks' pool branch: over the valid window (tf2015) or
+  /// counting the zero padding (torchvision).
+  algorithm avg_alg() const {
+    return wts_.arch == "tf2015" ? algorithm::pooling_avg_exclude_padding : algorithm::pooling_avg_include_padding;
+  }
+
+  Act block_a(const std::string& b, const Act& x) {  // Mixed_5b..5d
+    Concat cat{new_act(out_channels(b + ".branch1x1") + out_channels(b + ".branch5x5_2") +
+                           out_channels(b + ".branch3x3dbl_3") + out_channels(b + ".branch_pool"),
+                       x.h, x.w)};
+    conv_to(cat, b + ".branch1x1", x);
+    conv_to(cat, b + ".branch5x5_2", conv(b + ".branch5x5_1", x));
+    conv_to(cat, b + ".branch3x3dbl_3", conv(b + ".branch3x3dbl_2", conv(b + ".branch3x3dbl_1", x)));
+    conv_to(cat, b + ".branch_pool", pool(avg_alg(), x, 3, 1, 1));
+    return cat.out;
+  }
+  Act block_b(const std::string& b, const Act& x) {  // Mixed_6a
+    const int h = out_dim(x.h, 3, 2, 0), w = out_dim(x.w, 3, 2, 0);
+    Concat cat{new_act(out_channels(b + ".branch3x3") + out_channels(b + ".branch3x3dbl_3") + x.c, h, w)};
+    conv_to(cat, b + ".branch3x3", x, 2, 0);
+    conv_to(cat, b + ".branch3x3dbl_3", conv(b + ".branch3x3dbl_2", conv(b + ".branch3x3dbl_1", x)), 2, 0);
+    pool_into(algorithm::pooling_max, x, slice(cat, x.c), 3, 2, 0);
+    return cat.out;
+  }
+  Act block_c(const std::string& b, const Act& x) {  // Mixed_6b..6e
+    Concat cat{new_act(out_channels(b + ".branch1x1") + out_channels(b + ".branch7x7_3") +
+                           out_channels(b + ".branch7x7dbl_5") + out_channels(b + ".branch_pool"),
+                       x.h, x.w)};
+    conv_to(cat, b + ".branch1x1", x);
+    conv_to(cat, b + ".branch7x7_3", conv(b + ".branch7x7_2", conv(b + ".branch7x7_1", x)));
+    Act d = conv(b + ".branch7x7dbl_1", x);
+    for (const char* s : {".branch7x7dbl_2", ".branch7x7dbl_3", ".branch7x7dbl_4"}) d = conv(b + s, d);
+    conv_to(cat, b + ".branch7x7dbl_5", d);
+    conv_to(cat, b + ".branch_pool", pool(avg_alg(), x, 3, 1, 1));
+    return cat.out;
+  }
+  Act block_d(const std::string& b, const Act& x) {  // Mixed_7a
+    const int h = out_dim(x.h, 3, 2, 0), w = out_dim(x.w, 3, 2, 0);
+    Concat cat{new_act(out_channels(b + ".branch3x3_2") + out_channels(b + ".branch7x7x3_4") + x.c, h, w)};
+    conv_to(cat, b + ".branch3x3_2", conv(b + ".branch3x3_1", x), 2, 0);
+    Act t = conv(b + ".branch7x7x3_1", x);
+    t = conv(b + ".branch7x7x3_3", conv(b + ".branch7x7x3_2", t));
+    conv_to(cat, b + ".branch7x7x3_4", t, 2, 0);
+    pool_into(algorithm::pooling_max, x, slice(cat, x.c), 3, 2, 0);
+    return cat.out;
+  }
+  Act block_e(const std::string& b, const Act& x, bool max_pool_branch) {  // Mixed_7b, 7c
+    Concat cat{new_act(out_channels(b + ".branch1x1") + out_channels(b + ".branch3x3_2a") +
+                           out_channels(b + ".branch3x3_2b") + out_channels(b + ".branch3x3dbl_3a") +
+                           out_channels(b + ".branch3x3dbl_3b") + out_channels(b + ".branch_pool"),
+                       x.h, x.w)};
+    conv_to(cat, b + ".branch1x1", x);
+    Act t = conv(b + ".branch3x3_1", x);
+    conv_to(cat, b + ".branch3x3_2a", t);
+    conv_to(cat, b + ".branch3x3_2b", t);
+    Act d = conv(b + ".branch3x3dbl_2", conv(b + ".branch3x3dbl_1", x));
+    conv_to(cat, b + ".branch3x3dbl_3a", d);
+    conv_to(cat, b + ".branch3x3dbl_3b", d);
+    conv_to(cat, b + ".branch_pool", pool(max_pool_branch ? algorithm::pooling_max : avg_alg(), x, 3, 1, 1));
+    return cat.out;
+  }
+
+  void build() {
+    const int s = wts_.input_size;
+    in_user_ = memory({{n_, 3, s, s}, dt::f32, tag::nchw}, eng_, DNNL_MEMORY_NONE);
+    // The input normalization is a per-channel affine map; Conv2d_1a has no padding, so it folds
+    // into that layer's weights and bias exactly (up to float rounding).
+    const auto& l1 = layer("Conv2d_1a_3x3", 3);
+    first_ = l1;
+    const std::size_t per_in = static_cast<std::size_t>(l1.shape[2] * l1.shape[3]);
+    for (int64_t o = 0; o < l1.shape[0]; ++o) {
+      double shift = 0.0;
+      for (int c = 0; c < 3; ++c) {
+        const float scale = 1.0f / (wts_.input_div * wts_.input_std[c]);
+        const float offset = -wts_.input_mean[c] / wts_.input_std[c];
+        float* w = &first_.weight[(static_cast<std::size_t>(o) * 3 + c) * per_in];
+        for (std::size_t k = 0; k < per_in; ++k) {
+          shift += static_cast<double>(w[k]) * offset;
+          w[k] *= scale;
+        }
+      }
+      first_.bias[o] += static_cast<float>(shift);
+    }
+    // The first layer (3 input channels, from the caller's NCHW floats) always runs in f32:
+    // oneDNN 2.6 has no bf16 kernel for it, only its reference code (~0.6 s per image).
+    const dt act_dt = act_dt_;
+    act_dt_ = dt::f32;
+    Act y = new_act(static_cast<int>(l1.shape[0]), out_dim(s, 3, 2, 0), out_dim(s, 3, 2, 0));
+    conv_into("Conv2d_1a_3x3", first_, in_user_, y.mem, 2, 0, 0);
+    act_dt_ = act_dt;
+    Act x = y;
+    if (act_dt_ != dt::f32) {  // bf16 from here on
+      x = new_act(y.c, y.h, y.w);
+      ops_.emplace_back(dnnl::reorder(y.mem, x.mem),
+                        std::unordered_map<int, memory>{{DNNL_ARG_FROM, y.mem}, {DNNL_ARG_TO, x.mem}});
+    }
+    x = conv("Conv2d_2a_3x3", x, 1, 0);
+    x = conv("Conv2d_2b_3x3", x, 1, 1);
+    x = pool(algorithm::pooling_max, x, 3, 2, 0);
+    x = conv("Conv2d_3b_1x1", x, 1, 0);
+    x = conv("Conv2d_4a_3x3", x, 1, 0);
+    x = pool(algorithm::pooling_max, x, 3, 2, 0);
+    for (const char* b : {"Mixed_5b", "Mixed_5c", "Mixed_5d"}) x = block_a(b, x);
+    x = block_b("Mixed_6a", x);
+    for (const char* b : {"Mixed_6b", "Mixed_6c", "Mixed_6d", "Mixed_6e"}) x = block_c(b, x);
+    x = block_d("Mixed_7a", x);
+    x = block_e("Mixed_7b", x, false);
+    x = block_e("Mixed_7c", x, wts_.arch == "tf2015");
+    if (x.c != wts_.feature_dim)
+      throw ReplicaError(wts_.source + ": the network ends with " + std::to_string(x.c) + " channels, expected " +
+                         std::to_string(wts_.feature_dim));
+    // Global average pool, then into the caller's [N, C] buffer.
+    Act g = new_act(x.c, 1, 1);
+    dnnl::pooling_forward::desc d(dnnl::prop_kind::forward_inference, algorithm::pooling_avg_include_padding,
+                                  x.mem.get_desc(), g.mem.get_desc(), {1, 1}, {x.h, x.w}, {0, 0}, {0, 0});
+    dnnl::pooling_forward::primitive_desc pd(d, eng_);
+    ops_.emplace_back(dnnl::pooling_forward(pd),
+                      std::unordered_map<int, memory>{{DNNL_ARG_SRC, x.mem}, {DNNL_ARG_DST, g.mem}});
+    out_user_ = memory({{n_, x.c, 1, 1}, dt::f32, tag::nchw}, eng_, DNNL_MEMORY_NONE);
+    ops_.emplace_back(dnnl::reorder(g.mem, out_user_),
+                      std::unordered_map<int, memory>{{DNNL_ARG_FROM, g.mem}, {DNNL_ARG_TO, out_user_}});
+  }
+
+  const InceptionWeights& wts_;
+  OneDnnOptions opt_;
+  dnnl::engine& eng_;
+  int n_;
+  tag fmt_ = tag::nChw16c;
+  dt act_dt_ = dt::f32;  ///< activations and weights: f32, or bf16 (f32 accumulation and bias)
+  FoldedConv first_;     ///< Conv2d_1a_3x3 with the input normalization folded in
+  memory in_user_, out_user_;
+  std::vector<std::pair<dnnl::primitive, std::unordered_map<int, memory>>> ops_;
+};
+
+class OneDnnInception : public Model {
+ public:
+  OneDnnInception(std::shared_ptr<const InceptionWeights> w, const VirtualDevice& dev, const OneDnnOptions& opt)
+      : w_(std::move(w)), dev_(dev), opt_(opt), eng_(dnnl::engine::kind::cpu, 0), stream_(eng_) {
+    if (dev.is_cuda())
+      throw ReplicaError(w_->source + ": the onednn engine runs on CPU devices only, not " + dev.name());
+    if (opt.precision != "fp32" && opt.precision != "bf16")
+      throw ReplicaError("onednn engine: precision " + opt.precision + " is not supported (use fp32 or bf16)");
+    if (opt.precision == "bf16" && !has_isa(dnnl::cpu_isa::avx512_core_bf16))
+      throw ReplicaError("onednn engine: bf16 needs a CPU with AVX-512 BF16 (oneDNN runs " +
+                         onednn_info()["isa"].get<std::string>() + " code here)");
+    omp_set_num_threads(dev.threads);
+    // The network is built (and the layers checked) on the first forward of each batch size,
+    // i.e. during warm-up, in this replica's thread: no graph for a batch size never run.
+  }
+  int feature_dim() const override { return w_->feature_dim; }
+  int input_size() const override { return w_->input_size; }
+  ForwardTiming forward(const float* in, int n, float* out) override {
+    if (omp_get_max_threads() != dev_.threads) omp_set_num_threads(dev_.threads);  // naive: replicas share a thread
+    ForwardTiming t;
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      graph(n).run(stream_, in, out);
+    } catch (const dnnl::error& e) {
+      throw ReplicaError(dev_.name() + ": onednn forward failed: " + e.what());
+    }
+    t.forward_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return t;
+  }
+
+ private:
+  Graph& graph(int n) {
+    auto it = graphs_.find(n);
+    if (it != graphs_.end()) return *it->second;
+    if (graphs_.size() >= 3) graphs_.erase(graphs_.begin());  // batch sizes seen: the full one, the last partial
+    try {
+      return *graphs_.emplace(n, std::make_unique<Graph>(*w_, opt_, eng_, n)).first->second;
+    } catch (const dnnl::error& e) {
+      throw ReplicaError(w_->source + ": building the oneDNN network failed: " + e.what());
+    }
+  }
+  std::shared_ptr<const InceptionWeights> w_;
+  VirtualDevice dev_;
+  OneDnnOptions opt_;
+  dnnl::engine eng_;
+  dnnl::stream stream_;
+  std::map<int, std::unique_ptr<Graph>> graphs_;
+};
+
+}  // namespace
+
+bool onednn_available() { return true; }
+
+nlohmann::json onednn_info() {
+  const auto* v = dnnl::version();
+  nlohmann::json j;
+  j["version"] = std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+  const bool avx512 = has_isa(dnnl::cpu_isa::avx512_core);
+  j["isa"] = avx512 ? "avx512_core" : has_isa(dnnl::cpu_isa::avx2) ? "avx2" : "older";
+  j["winograd"] = avx512;  // oneDNN 2.x has Winograd convolutions only in its AVX-512 code
+  j["bf16"] = has_isa(dnnl::cpu_isa::avx512_core_bf16);
+  return j;
+}
+
+std::unique_ptr<Model> make_onednn_inception(std::shared_ptr<const InceptionWeights> weights, const VirtualDevice& dev,
+                                             const OneDnnOptions& opt) {
+  return std::make_unique<OneDnnInception>(std::move(weights), dev, opt);
+}
+
+}  // namespace vecbench

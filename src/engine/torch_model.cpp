@@ -1,0 +1,366 @@
+// The only translation unit that includes LibTorch.
+#include "vecbench/engine/torchscript_model.hpp"
+
+#include <ATen/Parallel.h>
+#include <torch/script.h>
+#include <torch/version.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <mutex>
+
+#include "vecbench/core/error.hpp"
+#include "vecbench/engine/null_model.hpp"
+
+#ifdef VECBENCH_WITH_ONEDNN
+#include "vecbench/engine/onednn_inception.hpp"
+#endif
+
+#ifdef VECBENCH_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+namespace vecbench {
+namespace {
+
+using clk = std::chrono::steady_clock;
+double since(clk::time_point t) { return std::chrono::duration<double>(clk::now() - t).count(); }
+
+nlohmann::json parse_meta(const std::string& text) {
+  if (text.empty()) return nlohmann::json::object();
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  return j.is_discarded() ? nlohmann::json::object() : j;
+}
+
+torch::jit::Module load_module(const std::string& path, const torch::Device& device, std::string* meta) {
+  std::ifstream probe(path, std::ios::binary);
+  if (!probe) throw IoError(path, "model file not found (build the default model or pass --model)");
+  torch::jit::ExtraFilesMap extra{{"vecbench_meta.json", ""}};
+  try {
+    auto m = torch::jit::load(path, device, extra);
+    if (meta) *meta = extra["vecbench_meta.json"];
+    return m;
+  } catch (const c10::Error& e) {
+    throw IoError(path, std::string("not a loadable TorchScript file: ") + e.what_without_backtrace());
+  }
+}
+
+class TorchScriptModel : public Model {
+ public:
+  TorchScriptModel(const VirtualDevice& dev, const TorchModelOptions& opt)
+      : dev_(dev), opt_(opt), device_(dev.torch_device()) {
+    (void)at::get_num_threads();  // force lazy init before setting this thread's count
+    at::set_num_threads(dev.threads);
+    if (opt.flush_denormal) at::globalContext().setFlushDenormal(true);  // MXCSR: per thread
+    std::string meta_text;
+#ifdef VECBENCH_WITH_CUDA
+    if (dev.is_cuda()) {
+      c10::cuda::CUDAGuard g(static_cast<c10::DeviceIndex>(dev.ordinal));
+      stream_ = std::make_unique<c10::cuda::CUDAStream>(
+          c10::cuda::getStreamFromPool(false, static_cast<c10::DeviceIndex>(dev.ordinal)));
+      if (dev.memory_cap_gb > 0) {
+        const auto props = at::cuda::getDeviceProperties(dev.ordinal);
+        const double frac = dev.memory_cap_gb * dev.virtual_count * 1e9 / static_cast<double>(props->totalGlobalMem);
+        c10::cuda::CUDACachingAllocator::setMemoryFraction(std::min(1.0, frac), dev.ordinal);
+      }
+    }
+#else
+    if (dev.is_cuda()) throw ReplicaError("this vecbench was built without CUDA");
+#endif
+    if (opt.precision != "fp32" && opt.precision != "fp16" && opt.precision != "bf16")
+      throw ReplicaError("unknown precision '" + opt.precision + "' (use fp32, fp16 or bf16)");
+    if (opt.precision != "fp32" && !dev.is_cuda())
+      throw ReplicaError(dev.name() + ": precision " + opt.precision + " is for CUDA devices only");
+    module_ = load_module(opt.path, device_, &meta_text);
+    module_.eval();
+    if (opt.precision == "fp16") module_.to(torch::kHalf);
+    if (opt.precision == "bf16") module_.to(torch::kBFloat16);
+#ifdef VECBENCH_WITH_CUDA
+    if (dev.is_cuda()) at::globalContext().setBenchmarkCuDNN(opt.cudnn_benchmark);
+#endif
+    meta_ = parse_meta(meta_text);
+    feature_dim_ = meta_.value("feature_dim", 2048);
+    input_size_ = meta_.value("input_size", 299);
+    if (meta_.value("devices", std::string("any")) == "cpu" && dev.is_cuda())
+      throw ReplicaError(opt.path + ": this model runs on CPU only (fuse=" + meta_.value("fuse", std::string("?")) +
+                         "); export one without --fuse for " + dev.name());
+    // A model exported with --fuse prepacked is already folded, and freezing it would
+    // constant-fold its lazily built oneDNN contexts away.
+    if (opt.optimize && meta_.value("optimize_after_load", true)) {
+      try {
+        module_ = torch::jit::optimize_for_inference(module_);
+      } catch (const c10::Error& e) {
+        throw ReplicaError(opt.path + ": optimize_for_inference failed: " + e.what_without_backtrace());
+      }
+    }
+    if (const char* dump = std::getenv("VECBENCH_DUMP_GRAPH")) {  // for performance work: the graph that runs
+      std::ofstream(dump) << *module_.get_method("forward").graph();
+    }
+  }
+
+  int feature_dim() const override { return feature_dim_; }
+  int input_size() const override { return input_size_; }
+
+  ForwardTiming forward(const float* in, int n, float* out) override {
+    if (at::get_num_threads() != dev_.threads) at::set_num_threads(dev_.threads);  // naive: replicas share a thread
+    c10::InferenceMode guard;
+    ForwardTiming t;
+    const int64_t s = input_size_;
+    auto x = torch::from_blob(const_cast<float*>(in), {n, 3, s, s}, torch::kFloat);
+    torch::Tensor y;
+    try {
+#ifdef VECBENCH_WITH_CUDA
+      if (dev_.is_cuda()) {
+        c10::cuda::CUDAStreamGuard sg(*stream_);
+        auto t0 = clk::now();
+        if (!pinned_.defined() || pinned_.numel() < x.numel())
+          pinned_ = torch::empty({x.numel()}, torch::TensorOptions().dtype(torch::kFloat).pinned_memory(true));
+        auto staged = pinned_.narrow(0, 0, x.numel()).view(x.sizes());
+        staged.copy_(x);
+        auto xd = staged.to(device_, /*non_blocking=*/true);
+        if (opt_.channels_last) xd = xd.contiguous(at::MemoryFormat::ChannelsLast);
+        if (opt_.precision == "fp16") xd = xd.to(torch::kHalf);
+        if (opt_.precision == "bf16") xd = xd.to(torch::kBFloat16);
+        stream_->synchronize();
+        t.h2d_s = since(t0);
+        t0 = clk::now();
+        ++calls_;
+        if (opt_.cuda_graphs && calls_ > 3 && (!graph_ || graph_batch_ == n)) {
+          // CUDA graph of this replica's forward for batch n: captured once after warm-up on the
+          // replica's own stream, then replayed (no per-op launch cost). Other batch sizes
+          // (the last partial batch) take the normal path.
+          if (!graph_) {
+            static_in_ = xd.clone();
+            graph_ = std::make_unique<at::cuda::CUDAGraph>();
+            graph_->capture_begin();
+            static_out_ = output_of(module_.forward({static_in_}));
+            graph_->capture_end();
+            graph_batch_ = n;
+          }
+          static_in_.copy_(xd, /*non_blocking=*/true);
+          graph_->replay();
+          y = static_out_;
+        } else {
+          y = output_of(module_.forward({xd}));
+        }
+        stream_->synchronize();
+        t.forward_s = since(t0);
+        t0 = clk::now();
+        y = y.to(torch::kFloat).to(torch::kCPU).contiguous();
+        t.d2h_s = since(t0);
+      } else
+#endif
+      {
+        auto t0 = clk::now();
+        if (opt_.channels_last) x = x.contiguous(at::MemoryFormat::ChannelsLast);
+        y = output_of(module_.forward({x})).contiguous();
+        t.forward_s = since(t0);
+      }
+    } catch (const c10::Error& e) {
+      throw ReplicaError(dev_.name() + ": forward failed: " + e.what_without_backtrace());
+    }
+    if (y.dim() != 2 || y.size(0) != n || y.size(1) != feature_dim_ || y.scalar_type() != torch::kFloat)
+      throw ReplicaError(opt_.path + ": model returned shape " + std::to_string(y.dim() == 2 ? y.size(1) : -1) +
+                         " per image, expected float [N," + std::to_string(feature_dim_) + "]");
+    std::memcpy(out, y.data_ptr<float>(), sizeof(float) * static_cast<std::size_t>(n) * feature_dim_);
+    return t;
+  }
+
+  std::size_t peak_memory_bytes() const override {
+#ifdef VECBENCH_WITH_CUDA
+    if (dev_.is_cuda()) {
+      const auto st = c10::cuda::CUDACachingAllocator::getDeviceStats(dev_.ordinal);
+      return static_cast<std::size_t>(st.allocated_bytes[0].peak);
+    }
+#endif
+    return 0;
+  }
+
+ private:
+  static torch::Tensor output_of(const c10::IValue& v) {
+    if (v.isTuple()) return v.toTupleRef().elements().at(0).toTensor();
+    return v.toTensor();
+  }
+  VirtualDevice dev_;
+  TorchModelOptions opt_;
+  torch::Device device_;
+  torch::jit::Module module_;
+  nlohmann::json meta_;
+  int feature_dim_ = 2048;
+  int input_size_ = 299;
+  torch::Tensor pinned_;
+  int calls_ = 0;
+#ifdef VECBENCH_WITH_CUDA
+  std::unique_ptr<c10::cuda::CUDAStream> stream_;
+  std::unique_ptr<at::cuda::CUDAGraph> graph_;
+  torch::Tensor static_in_, static_out_;
+  int graph_batch_ = 0;
+#endif
+};
+
+#ifdef VECBENCH_WITH_ONEDNN
+std::vector<float> floats_of(const torch::Tensor& t) {
+  auto c = t.detach().to(torch::kCPU, torch::kFloat).contiguous();
+  return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+}
+
+/// The layers of a tools/export_inception.py file, batch norm folded into each convolution
+/// (a --fuse prepacked file holds them folded already).
+std::shared_ptr<const InceptionWeights> read_inception_weights(const std::string& path) {
+  std::string meta_text;
+  auto m = load_module(path, torch::Device("cpu"), &meta_text);
+  const auto meta = parse_meta(meta_text);
+  auto w = std::make_shared<InceptionWeights>();
+  w->source = path;
+  if (!meta.contains("arch"))
+    throw ReplicaError(path +
+                       ": no vecbench metadata (arch); the onednn engine takes files from tools/export_inception.py");
+  w->arch = meta.value("arch", std::string());
+  w->input_size = meta.value("input_size", 299);
+  w->feature_dim = meta.value("feature_dim", 2048);
+  std::map<std::string, torch::Tensor> t;
+  for (const auto& p : m.named_parameters(true)) t[p.name] = p.value;
+  for (const auto& b : m.named_buffers(true)) t[b.name] = b.value;
+  std::map<std::string, torch::jit::Module> mods;
+  for (const auto& sm : m.named_modules()) mods.emplace(sm.name, sm.value);
+  auto need = [&](const std::string& k) -> const torch::Tensor& {
+    auto it = t.find(k);
+    if (it == t.end()) throw ReplicaError(path + ": tensor " + k + " is missing (onednn engine)");
+    return it->second;
+  };
+  const auto div = floats_of(need("input_div")), mean = floats_of(need("input_mean")),
+             sd = floats_of(need("input_std"));
+  if (div.size() != 1 || mean.size() != 3 || sd.size() != 3)
+    throw ReplicaError(path + ": input normalization buffers have unexpected shapes");
+  w->input_div = div[0];
+  for (int c = 0; c < 3; ++c) w->input_mean[c] = mean[c], w->input_std[c] = sd[c];
+  const std::string conv_w = ".conv.weight";
+  for (const auto& [key, weight] : t) {
+    std::string layer;
+    torch::Tensor wt, bias;
+    if (key.size() > conv_w.size() && key.compare(key.size() - conv_w.size(), conv_w.size(), conv_w) == 0) {
+      layer = key.substr(0, key.size() - conv_w.size());  // conv + BatchNorm2d: fold here
+      const auto bn = layer + ".bn";
+      double eps = 1e-3;
+      if (auto it = mods.find(bn); it != mods.end()) {
+        const auto type = it->second.type();
+        if (type->hasConstant("eps"))
+          eps = type->getConstant("eps").toDouble();
+        else if (it->second.hasattr("eps"))
+          eps = it->second.attr("eps").toDouble();
+      }
+      const auto scale = need(bn + ".weight") / torch::sqrt(need(bn + ".running_var") + eps);
+      wt = weight * scale.reshape({-1, 1, 1, 1});
+      bias = need(bn + ".bias") - need(bn + ".running_mean") * scale;
+    } else if (key.size() > 7 && key.compare(key.size() - 7, 7, ".weight") == 0 && weight.dim() == 4 &&
+               key.find(".bn.") == std::string::npos) {
+      layer = key.substr(0, key.size() - 7);  // --fuse prepacked: already folded
+      wt = weight;
+      bias = need(layer + ".bias");
+    } else {
+      continue;
+    }
+    FoldedConv f;
+    for (int d = 0; d < 4; ++d) f.shape[d] = wt.size(d);
+    f.weight = floats_of(wt);
+    f.bias = floats_of(bias);
+    w->convs.emplace(layer, std::move(f));
+  }
+  return w;
+}
+
+/// Replicas of the oneDNN engine: the file is read once, by the first replica to start.
+ModelFactory onednn_factory(const TorchModelOptions& opt) {
+  struct Shared {
+    std::mutex mu;
+    std::shared_ptr<const InceptionWeights> weights;
+  };
+  auto shared = std::make_shared<Shared>();
+  return [opt, shared](const VirtualDevice& dev) -> std::unique_ptr<Model> {
+    std::shared_ptr<const InceptionWeights> w;
+    {
+      std::lock_guard<std::mutex> lk(shared->mu);
+      if (!shared->weights) shared->weights = read_inception_weights(opt.path);
+      w = shared->weights;
+    }
+    (void)at::get_num_threads();  // same thread set-up as the TorchScript engine
+    at::set_num_threads(dev.threads);
+    OneDnnOptions o;
+    o.winograd = opt.winograd;
+    o.precision = opt.precision;
+    return make_onednn_inception(std::move(w), dev, o);
+  };
+}
+#endif
+
+}  // namespace
+
+std::vector<std::string> available_engines() {
+#ifdef VECBENCH_WITH_ONEDNN
+  return {"torchscript", "onednn", "none"};
+#else
+  return {"torchscript", "none"};
+#endif
+}
+
+ModelFactory torchscript_factory(const TorchModelOptions& opt) {
+  if (opt.engine == "none") {  // the input pipeline alone; the model file only gives the shapes
+    const auto meta = read_model_meta(opt.path);
+    return null_factory(meta.value("feature_dim", 2048), meta.value("input_size", 299));
+  }
+  if (opt.engine == "onednn") {
+#ifdef VECBENCH_WITH_ONEDNN
+    return onednn_factory(opt);
+#else
+    throw ConfigError("--engine", "this vecbench was built without oneDNN (install libdnnl-dev and rebuild)");
+#endif
+  }
+  if (opt.engine != "torchscript")
+    throw ConfigError("--engine", "unknown engine '" + opt.engine + "' (use torchscript, onednn or none)");
+  return [opt](const VirtualDevice& dev) -> std::unique_ptr<Model> {
+    return std::make_unique<TorchScriptModel>(dev, opt);
+  };
+}
+
+nlohmann::json read_model_meta(const std::string& path) {
+  std::string text;
+  load_module(path, torch::Device("cpu"), &text);
+  return parse_meta(text);
+}
+
+int cuda_device_count() {
+#ifdef VECBENCH_WITH_CUDA
+  return static_cast<int>(torch::cuda::device_count());
+#else
+  return 0;
+#endif
+}
+
+nlohmann::json backend_info() {
+  nlohmann::json j;
+  j["libtorch"] = TORCH_VERSION;
+  j["cuda"] = nullptr;
+  j["cudnn"] = nullptr;
+  j["gpus"] = nlohmann::json::array();
+#ifdef VECBENCH_WITH_CUDA
+  j["cuda"] = std::to_string(CUDA_VERSION / 1000) + "." + std::to_string(CUDA_VERSION / 10 % 100);
+  for (int k = 0; k < cuda_device_count(); ++k) {
+    const auto* p = at::cuda::getDeviceProperties(k);
+    j["gpus"].push_back({{"name", p->name}, {"memory_bytes", p->totalGlobalMem}});
+  }
+#endif
+  j["parallel_info"] = at::get_parallel_info();
+#ifdef VECBENCH_WITH_ONEDNN
+  j["onednn"] = onednn_info();
+#endif
+  return j;
+}
+
+}  // namespace vecbench
