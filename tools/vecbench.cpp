@@ -133,7 +133,7 @@ struct VectorizeArgs {
   int threads = 0;
   int decode_threads = 1;
   int prefetch = 4;
-  int warmup = 3;
+  int warmup = 0;  // vectorize: the first real batches are the warm-up (their features are kept)
   std::size_t shard_rows = 1024;
   bool fast_decode = false;
   bool no_resume = false;
@@ -620,7 +620,10 @@ int main(int argc, char** argv) {
   vec->add_option("--prefetch", va.prefetch, "data-parallel: ready batches queued ahead, 1..1024")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
-  vec->add_option("--warmup", va.warmup, "Untimed warm-up forwards per replica, 0..1000")
+  vec->add_option(
+         "--warmup", va.warmup,
+         "Extra untimed warm-up forwards per replica before the first real batch, 0..1000 (default 0: the first real "
+         "batches are the warm-up, and their features are kept; experiments keep their own warm-up)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000));
   vec->add_option("--resize", va.resize, "tf-legacy | bilinear (default: the model's own)")
