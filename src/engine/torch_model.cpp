@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "vecbench/core/error.hpp"
+#include "vecbench/engine/model_file.hpp"
 #include "vecbench/engine/null_model.hpp"
 
 #ifdef VECBENCH_WITH_ONEDNN
@@ -331,6 +332,12 @@ ModelFactory torchscript_factory(const TorchModelOptions& opt) {
 
 nlohmann::json read_model_meta(const std::string& path) {
   std::string text;
+  // The export's metadata straight from the zip (no module load at start-up); a file without
+  // it (not from the export, or compressed) is loaded, which also checks that it is TorchScript.
+  if (read_stored_zip_member(path, "/extra/vecbench_meta.json", text)) {
+    const auto meta = parse_meta(text);
+    if (!meta.empty()) return meta;
+  }
   load_module(path, torch::Device("cpu"), &text);
   return parse_meta(text);
 }

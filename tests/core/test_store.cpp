@@ -15,6 +15,7 @@
 
 #include "vecbench/core/sha256.hpp"
 #include "vecbench/dist/merge.hpp"
+#include "vecbench/engine/model_file.hpp"
 #include "vecbench/output/writer.hpp"
 #include "vecbench/pipeline/progress.hpp"
 #include "vecbench/results/compare.hpp"
@@ -387,4 +388,26 @@ TEST(Progress, CountsEveryOutcomeAndPrintsPlainLinesAsItGoes) {
   quiet.on_features(3, f, 2);
   quiet.stop();
   EXPECT_EQ(none.str(), "");
+}
+
+TEST(ModelFile, AStoredZipMemberIsReadWithoutLibTorch) {
+  const fs::path d = tmpdir("zip");
+  const std::string py = std::string(VECBENCH_PYTHON).empty() ? "python3" : VECBENCH_PYTHON;
+  const std::string make =
+      py +
+      " -c \"import zipfile,sys; z=zipfile.ZipFile(sys.argv[1],'w'); "
+      "z.writestr('m/data.pkl','x'*100); z.writestr('m/extra/vecbench_meta.json','{\\\"arch\\\": \\\"t\\\"}'); "
+      "z.writestr(zipfile.ZipInfo('m/extra/packed.json'),'y'*500,compress_type=zipfile.ZIP_DEFLATED); "
+      "z.close()\" " +
+      (d / "m.pt").string();
+  ASSERT_EQ(std::system(make.c_str()), 0);
+  std::string text;
+  ASSERT_TRUE(read_stored_zip_member((d / "m.pt").string(), "/extra/vecbench_meta.json", text));
+  EXPECT_EQ(text, "{\"arch\": \"t\"}");
+  EXPECT_FALSE(read_stored_zip_member((d / "m.pt").string(), "/extra/packed.json", text));  // compressed
+  EXPECT_FALSE(read_stored_zip_member((d / "m.pt").string(), "/extra/none.json", text));
+  std::ofstream(d / "not.zip") << "plain text, no archive";
+  EXPECT_FALSE(read_stored_zip_member((d / "not.zip").string(), "/extra/vecbench_meta.json", text));
+  EXPECT_FALSE(read_stored_zip_member((d / "missing.pt").string(), "/extra/vecbench_meta.json", text));
+  fs::remove_all(d);
 }
