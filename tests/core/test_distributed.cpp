@@ -9,6 +9,7 @@
 
 #include "vecbench/dist/distributed_run.hpp"
 #include "vecbench/dist/merge.hpp"
+#include "vecbench/testing/named_source.hpp"
 #include "vecbench/testing/stub_model.hpp"
 #include "vecbench/testing/temp_dir.hpp"
 #include "vecbench/testing/thread_comm.hpp"
@@ -22,13 +23,7 @@ namespace {
 
 inline fs::path tmpdir(const std::string& name) { return vecbench::testing::fresh_temp_dir(name); }
 
-std::vector<nlohmann::json> read_lines(const fs::path& p) {
-  std::vector<nlohmann::json> v;
-  std::ifstream in(p);
-  std::string line;
-  while (std::getline(in, line)) v.push_back(nlohmann::json::parse(line));
-  return v;
-}
+using vecbench::testing::read_jsonl;
 
 /// Features of every input on one process (the reference).
 std::unique_ptr<MemorySink> reference(const ImageSource& src, const vbt::StubOptions& o) {
@@ -252,7 +247,7 @@ TEST(Distributed, RankWritersUseTheirOwnFilesAndResumeCountsEveryRank) {
   EXPECT_EQ(m.inputs, 5u);
   EXPECT_EQ(m.ok, 4u);
   EXPECT_EQ(m.errors, 1u);
-  const auto lines = read_lines(d / "manifest.jsonl");
+  const auto lines = read_jsonl(d / "manifest.jsonl");
   ASSERT_EQ(lines.size(), 5u);
   EXPECT_EQ(lines[0]["input"], "synthetic:5");  // in the given order
   EXPECT_EQ(lines[4]["status"], "error");
@@ -280,7 +275,7 @@ TEST(Distributed, MergePrefersOkLinesWithDataAndRewritesPathsForAnotherDirectory
   EXPECT_EQ(m.inputs, 2u);
   EXPECT_EQ(m.ok, 1u);
   EXPECT_EQ(m.dropped, 1u);
-  const auto lines = read_lines(d / "out" / "manifest.jsonl");
+  const auto lines = read_jsonl(d / "out" / "manifest.jsonl");
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[0]["input"], "img2.jpg");  // natural order: 2 before 10
   EXPECT_EQ(lines[0]["status"], "error");

@@ -8,6 +8,7 @@
 #include "vecbench/core/queue.hpp"
 #include "vecbench/experiment/experiment.hpp"
 #include "vecbench/output/writer.hpp"
+#include "vecbench/testing/named_source.hpp"
 #include "vecbench/testing/temp_dir.hpp"
 
 using namespace vecbench;
@@ -15,17 +16,7 @@ using namespace vecbench;
 namespace {
 inline fs::path tmpdir(const std::string& name) { return vecbench::testing::fresh_temp_dir(name); }
 
-class NamedSource : public SyntheticSource {
- public:
-  explicit NamedSource(std::vector<std::string> names, fs::path root = {})
-      : SyntheticSource(names.size()), names_(std::move(names)), root_(std::move(root)) {}
-  std::string name(std::size_t i) const override { return names_.at(i); }
-  fs::path root() const override { return root_; }
-
- private:
-  std::vector<std::string> names_;
-  fs::path root_;
-};
+using vecbench::testing::NamedSource;
 
 std::vector<nlohmann::json> manifest(const fs::path& dir) {
   std::vector<nlohmann::json> v;

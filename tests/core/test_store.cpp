@@ -19,6 +19,7 @@
 #include "vecbench/output/writer.hpp"
 #include "vecbench/pipeline/progress.hpp"
 #include "vecbench/results/compare.hpp"
+#include "vecbench/testing/named_source.hpp"
 #include "vecbench/testing/temp_dir.hpp"
 
 using namespace vecbench;
@@ -26,17 +27,7 @@ using namespace vecbench;
 namespace {
 fs::path tmpdir(const std::string& name) { return vecbench::testing::fresh_temp_dir(name); }
 
-class NamedSource : public SyntheticSource {
- public:
-  explicit NamedSource(std::vector<std::string> names, fs::path root = {})
-      : SyntheticSource(names.size()), names_(std::move(names)), root_(std::move(root)) {}
-  std::string name(std::size_t i) const override { return names_.at(i); }
-  fs::path root() const override { return root_; }
-
- private:
-  std::vector<std::string> names_;
-  fs::path root_;
-};
+using vecbench::testing::NamedSource;
 
 Fingerprint fingerprint(const std::string& resize = "tf-legacy", const std::string& sha = "aa") {
   FingerprintFields f;
@@ -62,13 +53,7 @@ WriterOptions options(const fs::path& d, OutputFormat format, const Fingerprint&
   return o;
 }
 
-std::vector<nlohmann::json> lines(const fs::path& f) {
-  std::vector<nlohmann::json> v;
-  std::ifstream in(f);
-  std::string s;
-  while (std::getline(in, s)) v.push_back(nlohmann::json::parse(s));
-  return v;
-}
+std::vector<nlohmann::json> lines(const fs::path& f) { return vecbench::testing::read_jsonl(f); }
 
 void write_all(OutputWriter& w, const std::vector<std::size_t>& idx) {
   for (std::size_t i : idx) {
