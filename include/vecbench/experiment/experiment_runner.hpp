@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "vecbench/core/fs_util.hpp"
+#include "vecbench/core/host.hpp"
 #include "vecbench/core/stats.hpp"
 #include "vecbench/dist/distributed_run.hpp"
 #include "vecbench/experiment/experiment.hpp"
@@ -469,10 +470,7 @@ inline std::string result_table(const nlohmann::json& result) {
 
 /// `results/<name>/<UTC timestamp>.json`
 inline fs::path result_path(const fs::path& results_dir, const std::string& name) {
-  const std::time_t now = std::time(nullptr);
-  char ts[32];
-  std::strftime(ts, sizeof ts, "%Y%m%dT%H%M%SZ", std::gmtime(&now));
-  return results_dir / name / (std::string(ts) + ".json");
+  return results_dir / name / (utc_stamp() + ".json");
 }
 
 }  // namespace vecbench

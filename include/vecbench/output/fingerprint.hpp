@@ -5,8 +5,6 @@
 #pragma once
 #include <unistd.h>
 
-#include <chrono>
-#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <set>
@@ -17,6 +15,7 @@
 
 #include "vecbench/core/error.hpp"
 #include "vecbench/core/fs_util.hpp"
+#include "vecbench/core/host.hpp"
 #include "vecbench/core/sha256.hpp"
 #include "vecbench/output/manifest.hpp"
 
@@ -78,14 +77,6 @@ inline std::vector<std::string> fingerprint_diff(const nlohmann::json& stored, c
 }
 
 namespace detail {
-inline std::string utc_stamp() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char b[32];
-  std::strftime(b, sizeof b, "%Y%m%dT%H%M%SZ", &tm);
-  return b;
-}
 inline nlohmann::json store_json(const Fingerprint& fp) {
   return {{"vecbench_store", 1},
           {"fingerprint_id", fp.id()},
@@ -112,7 +103,7 @@ inline Fingerprint read_store_fingerprint(const fs::path& dir) {
 /// is deleted. Returns the folder.
 inline fs::path supersede_store(const fs::path& dir, const std::string& old_id) {
   const fs::path to =
-      dir / ("superseded-" + (old_id.empty() ? std::string("unfingerprinted") : old_id) + "-" + detail::utc_stamp());
+      dir / ("superseded-" + (old_id.empty() ? std::string("unfingerprinted") : old_id) + "-" + utc_stamp());
   std::set<std::string> names;
   for (const auto& m : manifest_files(dir)) {
     names.insert(m.filename().string());

@@ -149,25 +149,30 @@ class ManifestAppender {
   int fd_ = -1;
 };
 
-/// True when `path` is a complete float32 .npy whose shape is [rows, dim] with rows > `row`
-/// (or [dim] when `row` < 0): header readable and file size = header + data.
-inline bool npy_rows_complete(const fs::path& path, long row, int dim) {
+/// The shape of `path` when it is a complete float32 .npy (header readable, file size = header +
+/// data) whose last dimension is `dim` (any when `dim` <= 0); empty otherwise.
+inline std::vector<std::size_t> complete_f32_npy_shape(const fs::path& path, int dim) {
   std::error_code ec;
   const auto size = fs::file_size(path, ec);
-  if (ec) return false;
   std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
+  if (ec || !in) return {};
   try {
     const auto a = npy::read_header(in, path.string());
-    if (a.descr != "<f4") return false;
     const auto data_at = static_cast<std::uintmax_t>(in.tellg());
-    if (a.count() * 4 + data_at != size) return false;
-    if (row < 0) return a.shape.size() == 1 && (dim <= 0 || a.shape[0] == static_cast<std::size_t>(dim));
-    return a.shape.size() == 2 && a.shape[0] > static_cast<std::size_t>(row) &&
-           (dim <= 0 || a.shape[1] == static_cast<std::size_t>(dim));
+    if (a.descr != "<f4" || a.shape.empty() || a.count() * 4 + data_at != size) return {};
+    if (dim > 0 && a.shape.back() != static_cast<std::size_t>(dim)) return {};
+    return a.shape;
   } catch (const std::exception&) {
-    return false;
+    return {};
   }
+}
+
+/// True when `path` is a complete float32 .npy whose shape is [rows, dim] with rows > `row`
+/// (or [dim] when `row` < 0).
+inline bool npy_rows_complete(const fs::path& path, long row, int dim) {
+  const auto shape = complete_f32_npy_shape(path, dim);
+  if (row < 0) return shape.size() == 1;
+  return shape.size() == 2 && shape[0] > static_cast<std::size_t>(row);
 }
 
 /// True when `path` can be a complete `.vc` file of `dim` values ("%.18e\n" lines are 25 bytes,
@@ -201,16 +206,8 @@ class LineDataCheck {
  private:
   /// Rows of a complete [rows, dim] float32 shard; -1 when it is missing, cut or of another shape.
   long complete_rows(const fs::path& p) const {
-    std::ifstream in(p, std::ios::binary);
-    if (!in) return -1;
-    try {
-      const auto a = npy::read_header(in, p.string());
-      in.close();
-      if (a.shape.size() == 2 && a.shape[0] > 0 && npy_rows_complete(p, static_cast<long>(a.shape[0]) - 1, dim_))
-        return static_cast<long>(a.shape[0]);
-    } catch (const std::exception&) {
-    }
-    return -1;
+    const auto shape = complete_f32_npy_shape(p, dim_);
+    return shape.size() == 2 ? static_cast<long>(shape[0]) : -1;
   }
   fs::path dir_;
   int dim_;

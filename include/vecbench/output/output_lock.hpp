@@ -19,15 +19,9 @@
 #include <string>
 
 #include "vecbench/core/error.hpp"
+#include "vecbench/core/host.hpp"
 
 namespace vecbench {
-
-/// The host name (for lock holders and rank reports).
-inline std::string this_host_name() {
-  char b[256] = {0};
-  if (::gethostname(b, sizeof b - 1) != 0) return "?";
-  return b;
-}
 
 class OutputLock {
  public:
@@ -93,7 +87,7 @@ class OutputLock {
   }
   static void note_holder(int fd) {
     std::ostringstream s;
-    s << "pid " << ::getpid() << " on host " << this_host_name() << "\n";
+    s << "pid " << ::getpid() << " on host " << host_name() << "\n";
     const std::string t = s.str();
     if (::ftruncate(fd, 0) == 0) (void)!::pwrite(fd, t.data(), t.size(), 0);
   }

@@ -131,7 +131,6 @@ class OutputWriter : public ResultSink {
     std::map<std::string, std::string> taken;     // output name -> input it belongs to
     scan_existing(recorded, taken);
     assign_names(recorded, taken);
-    if (opt_.format == OutputFormat::shards) scan_shard_numbers();
     manifest_ = std::make_unique<ManifestAppender>(opt_.out_dir / manifest_name(opt_.rank));
   }
   ~OutputWriter() override {
@@ -252,9 +251,11 @@ class OutputWriter : public ResultSink {
                   << " bytes) left by an interrupted run\n";
   }
 
-  /// Reads every manifest of OUT: which inputs are done (an ok line of this fingerprint whose data
-  /// is complete: `recorded` gets its output name), which output names belong to which input
-  /// (`taken`), and how many shard files no line points at.
+  /// Reads every manifest of OUT and lists OUT once: which inputs are done (an ok line of this
+  /// fingerprint whose data is complete: `recorded` gets its output name), which output names
+  /// belong to which input (`taken`), how many shard files no line points at, and the number the
+  /// next shard gets: above every shard of this writer that a file or any line names, so that no
+  /// line of an earlier run ever points at rows of a later one.
   void scan_existing(std::map<std::string, std::string>& recorded, std::map<std::string, std::string>& taken) {
     std::map<std::string, std::size_t> by_name;
     for (std::size_t i = 0; i < src_.size(); ++i) by_name.emplace(src_.name(i), i);
@@ -263,7 +264,10 @@ class OutputWriter : public ResultSink {
     for (const auto& file : manifest_files(opt_.out_dir)) {
       for_each_manifest_line(file, [&](const nlohmann::json& j) {
         const std::string input = j.value("input", "");
-        if (j.contains("shard") && j["shard"].is_string()) referenced.insert(j["shard"].get<std::string>());
+        if (j.contains("shard") && j["shard"].is_string()) {
+          referenced.insert(j["shard"].get<std::string>());
+          bump_shard_number(j["shard"].get<std::string>());
+        }
         if (j.contains("output") && j["output"].is_string()) taken.emplace(j["output"].get<std::string>(), input);
         if (!opt_.resume || j.value("status", "") != "ok") return;
         if (!fp_id_.empty() && j.value("fp", "") != fp_id_) return;
@@ -273,11 +277,12 @@ class OutputWriter : public ResultSink {
         if (j.contains("output") && j["output"].is_string()) recorded[input] = j["output"].get<std::string>();
       });
     }
-    if (opt_.rank >= 0) return;  // other processes may be between a shard and its lines right now
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(opt_.out_dir, ec)) {
       const std::string n = e.path().filename().string();
-      if (is_shard_name(n) && !referenced.count(n)) ++orphans_;
+      bump_shard_number(n);
+      // Orphans only for the one writer: other processes may be between a shard and its lines now.
+      if (opt_.rank < 0 && is_shard_name(n) && !referenced.count(n)) ++orphans_;
     }
     if (orphans_)
       *opt_.log << "vecbench: " << opt_.out_dir.string() << ": " << orphans_
@@ -305,13 +310,15 @@ class OutputWriter : public ResultSink {
       const std::string name = src_.name(i);
       // The same name twice in one source (not from a file list, which is deduplicated): its own key.
       const std::string key = seen_inputs.insert(name).second ? name : name + "#" + std::to_string(i);
-      std::string n = safe_relative_name(name, src_.root()).string() + ext;
-      auto owner = taken.find(n);
-      const bool collides = owner != taken.end() && owner->second != key;
-      if (collides || fs::path(n).filename().string().size() > kMaxOutputNameBytes) {
-        n = hashed_output_name(n, ext, key);
-        owner = taken.find(n);
-        if (owner != taken.end() && owner->second != key) n = hashed_output_name(n, ext, key, 64);
+      const std::string plain = safe_relative_name(name, src_.root()).string() + ext;
+      auto taken_by_other = [&](const std::string& n) {
+        const auto owner = taken.find(n);
+        return owner != taken.end() && owner->second != key;
+      };
+      std::string n = plain;
+      if (taken_by_other(n) || fs::path(n).filename().string().size() > kMaxOutputNameBytes) {
+        n = hashed_output_name(plain, ext, key);
+        if (taken_by_other(n)) n = hashed_output_name(plain, ext, key, 64);
       }
       taken[n] = key;
       names_[i] = n;
@@ -327,18 +334,10 @@ class OutputWriter : public ResultSink {
     return parse_numbered(rest, "", ".npy");
   }
 
-  /// New shard files get numbers above every existing one of this writer (files and manifest
-  /// lines), so that no line of an earlier run ever points at rows of a later one.
-  void scan_shard_numbers() {
-    auto bump = [&](const std::string& name) {
-      const long num = own_shard_number(name);
-      if (num >= 0 && static_cast<std::size_t>(num) + 1 > next_shard_) next_shard_ = static_cast<std::size_t>(num) + 1;
-    };
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(opt_.out_dir, ec)) bump(e.path().filename().string());
-    for_each_manifest_line(opt_.out_dir / manifest_name(opt_.rank), [&](const nlohmann::json& j) {
-      if (j.contains("shard") && j["shard"].is_string()) bump(j["shard"].get<std::string>());
-    });
+  /// Raises the next shard number above `name` when it is one of this writer's shards.
+  void bump_shard_number(const std::string& name) {
+    const long num = own_shard_number(name);
+    if (num >= 0 && static_cast<std::size_t>(num) + 1 > next_shard_) next_shard_ = static_cast<std::size_t>(num) + 1;
   }
 
   const ImageSource& src_;

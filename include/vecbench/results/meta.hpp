@@ -11,15 +11,11 @@
 #include <nlohmann/json.hpp>
 
 #include "vecbench/core/device.hpp"
+#include "vecbench/core/host.hpp"
 
 namespace vecbench {
 
-inline std::string utc_now_iso() {
-  const std::time_t now = std::time(nullptr);
-  char ts[32];
-  std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  return ts;
-}
+inline std::string utc_now_iso() { return utc_stamp("%Y-%m-%dT%H:%M:%SZ"); }
 
 inline std::string cpu_model() {
   std::ifstream f("/proc/cpuinfo");
@@ -30,12 +26,6 @@ inline std::string cpu_model() {
       return c == std::string::npos ? line : line.substr(c + 2);
     }
   return "unknown";
-}
-
-inline std::string host_name() {
-  char buf[256] = {0};
-  if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown";
-  return buf;
 }
 
 /// Output of a shell command, or "" if it fails.
