@@ -5,6 +5,9 @@
 #pragma once
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <set>
@@ -156,12 +159,21 @@ inline void open_store_identity(const fs::path& dir, const Fingerprint& fp, bool
     log << "vecbench: " << dir.string() << ": earlier outputs (fingerprint "
         << (stored.empty() ? std::string("none") : stored.id()) << ") moved to " << aside.string() << "\n";
   }
-  // Create vecbench.json only if absent (link(2) fails when another process made it first).
-  const fs::path tmp = dir / (".vecbench.json.tmp." + std::to_string(::getpid()));
-  atomic_write(tmp, detail::store_json(fp).dump(2) + "\n");
-  const int rc = ::link(tmp.c_str(), (dir / "vecbench.json").c_str());
+  // Create vecbench.json only if absent (link(2) fails when another process made it first). The
+  // candidate's name is not a temp-file name (".tmp."): rank 0 of an MPI job removes those while
+  // the other ranks may be writing this file.
   std::error_code ec;
-  fs::remove(tmp, ec);
+  fs::create_directories(dir, ec);  // merge --out names a folder that may not exist yet
+  const fs::path cand = dir / (".vecbench.json.new." + std::to_string(::getpid()));
+  const std::string text = detail::store_json(fp).dump(2) + "\n";
+  std::FILE* f = std::fopen(cand.c_str(), "wb");
+  if (!f) throw IoError(cand.string(), std::string("cannot create: ") + std::strerror(errno));
+  const bool written =
+      std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
+  std::fclose(f);
+  const int rc = written ? ::link(cand.c_str(), (dir / "vecbench.json").c_str()) : -1;
+  fs::remove(cand, ec);
+  if (!written) throw IoError(cand.string(), "write failed (disk full?)");
   if (rc != 0) {
     const Fingerprint now = read_store_fingerprint(dir);
     if (now.empty() || now.id() != fp.id())
