@@ -420,20 +420,26 @@ std::unique_ptr<ImageSource> experiment_source(const ImageSetSpec& im, ResizeMod
 #endif
 }
 
-int cmd_run(const std::string& path, const std::string& results_dir, const std::string& model_override, int reps,
-            int argc, char** argv) {
-  Experiment e = path.empty() ? parse_experiment(nlohmann::json::parse(kQuickExperiment), "embedded quick.json")
-                              : load_experiment(path);
-  if (reps > 0) e.repetitions = reps;
+/// One experiment run by `vecbench run` or `vecbench tune`: its result (whole on rank 0), where
+/// it was saved, and the command's exit status (the same on every rank).
+struct ExperimentOutcome {
+  ResultFile result;
+  fs::path path;      ///< the saved result file (rank 0 / each shard)
+  int exit_code = 0;  ///< 0 ok, 1 a run in error or failed verification, 130 interrupted
+};
+
+ExperimentOutcome run_and_save(Experiment e, const std::string& origin, const std::string& results_dir,
+                               const std::string& model_override, int argc, char** argv) {
   const std::string model = !model_override.empty() ? model_override : e.model == "default" ? default_model() : e.model;
   ExperimentEnv env;
-  env.meta = full_meta(argc, argv, model);
-  env.meta["engine"] = {{"name", e.engine}, {"winograd", e.winograd}};
+  nlohmann::json meta = full_meta(argc, argv, model);
+  meta["engine"] = {{"name", e.engine}, {"winograd", e.winograd}};
+  env.meta = meta_from_json(meta, "meta");
   if (e.engine == "none" && e.verify) {  // zero features: nothing to verify
     std::cerr << "vecbench: engine none (input pipeline only): verification off\n";
     e.verify = false;
   }
-  const auto& mm = env.meta["model"];
+  const auto& mm = meta["model"];
   env.model_resize = parse_resize_mode(mm.value("resize_default", std::string("tf-legacy")));
   env.input_size = mm.value("input_size", 299);
   env.cuda_devices = cuda_device_count();
@@ -467,29 +473,41 @@ int cmd_run(const std::string& path, const std::string& results_dir, const std::
       dist.comm().barrier();
     }
   }
-  std::cerr << "vecbench: experiment '" << e.name << "' (" << (path.empty() ? "embedded quick.json" : path)
-            << "), model " << model << "\n";
-  const nlohmann::json result = run_experiment(e, env);
-  if (!dist.comm().leader()) return std::stoi(dist.comm().broadcast(""));  // rank 0's exit status
-  fs::path out = result_path(results_dir, e.name);
+  std::cerr << "vecbench: experiment '" << e.name << "' (" << origin << "), model " << model << "\n";
+  ExperimentOutcome o;
+  o.result = run_experiment(e, env);
+  if (!dist.comm().leader()) {
+    o.exit_code = std::stoi(dist.comm().broadcast(""));  // rank 0's exit status
+    return o;
+  }
+  o.path = result_path(results_dir, e.name);
   if (dist.active() && !dist.comm().connected())  // one file per shard: vecbench merge --results
-    out.replace_filename(out.stem().string() + "-shard" + std::to_string(dist.rank()) + "of" +
-                         std::to_string(dist.size()) + ".json");
-  atomic_write(out, result.dump(2) + "\n");      // first: a run never loses what it measured
-  (void)result_from_json(result, out.string());  // then: it must match the schema it claims
-  std::cout << "\n" << result_table(result) << "\nresult: " << out.string() << "\n";
-  int rc = g_stop ? 130 : 0;
-  for (const auto& r : result["runs"])
-    if (r["status"] == "error") rc = 1;
-  if (dist.active() && dist.comm().connected()) dist.comm().broadcast(std::to_string(rc));
-  return rc;
+    o.path.replace_filename(o.path.stem().string() + "-shard" + std::to_string(dist.rank()) + "of" +
+                            std::to_string(dist.size()) + ".json");
+  const nlohmann::json j = o.result;
+  atomic_write(o.path, j.dump(2) + "\n");      // first: a run never loses what it measured
+  (void)result_from_json(j, o.path.string());  // then: it must match the schema it claims
+  std::cout << "\n" << result_table(o.result) << "\nresult: " << o.path.string() << "\n";
+  o.exit_code = g_stop ? 130 : 0;
+  for (const auto& r : o.result.runs)
+    if (r.status == RunStatus::error || r.status == RunStatus::failed) o.exit_code = 1;
+  if (dist.active() && dist.comm().connected()) dist.comm().broadcast(std::to_string(o.exit_code));
+  return o;
 }
 
-/// `vecbench tune`: searches strategies, virtual device counts, threads per replica and batch
-/// sizes within a time budget and prints the winning command line.
-int cmd_tune(const std::string& images, const std::string& model_arg, double budget_s, const std::string& results_dir,
-             int argc, char** argv) {
-  const std::string model = model_arg.empty() ? default_model() : model_arg;
+int cmd_run(const std::string& path, const std::string& results_dir, const std::string& model_override, int reps,
+            int argc, char** argv) {
+  Experiment e = path.empty() ? parse_experiment(nlohmann::json::parse(kQuickExperiment), "embedded quick.json")
+                              : load_experiment(path);
+  if (reps > 0) e.repetitions = reps;
+  return run_and_save(std::move(e), path.empty() ? "embedded quick.json" : path, results_dir, model_override, argc,
+                      argv)
+      .exit_code;
+}
+
+/// The experiment `vecbench tune` runs for one (model, engine) candidate: sequential and
+/// data-parallel over 1..cores CPU devices, sharded, and CUDA splits when there are GPUs.
+nlohmann::json tune_experiment(const std::string& images, const std::string& model, double budget_s, int cuda) {
   const int cores = hardware_cores();
   nlohmann::json exp = {{"name", "tune"},    {"model", model},      {"repetitions", 1},
                         {"verify", false},   {"warmup_batches", 3}, {"time_budget_s", budget_s},
@@ -510,43 +528,41 @@ int cmd_tune(const std::string& images, const std::string& model_arg, double bud
   matrices.push_back({{"strategy", {"data-parallel"}}, {"devices", {"cpu"}}, {"batch", {1, 8}}});
   matrices.push_back(
       {{"strategy", {"sharded"}}, {"devices", {"cpu/" + std::to_string(std::max(2, cores))}}, {"batch", {1, 4}}});
-  const int nc = cuda_device_count();
-  if (nc > 0) {
+  if (cuda > 0)
     matrices.push_back(
         {{"strategy", {"data-parallel"}}, {"devices", {"cuda", "cuda:0/2", "cuda:0/3"}}, {"batch", {8, 32, 64}}});
-  }
   exp["matrix"] = matrices;
+  return exp;
+}
+
+/// `vecbench tune`: searches strategies, virtual device counts, threads per replica and batch
+/// sizes within a time budget and prints the winning command line.
+int cmd_tune(const std::string& images, const std::string& model_arg, double budget_s, const std::string& results_dir,
+             int argc, char** argv) {
+  const std::string model = model_arg.empty() ? default_model() : model_arg;
+  const int nc = cuda_device_count();
   // (model, engine) pairs to try: the given model with LibTorch; on a CPU-only machine also the
-  // oneDNN engine (same features within 1e-4) and, by default, the fused export next to the
-  // default model (tools/export_inception.py --fuse prepacked: CPU only, same features within 1e-4).
+  // oneDNN engine (same features within 1e-4) and, by default, the fused export the build makes
+  // next to the default model (tools/export_inception.py --fuse prepacked: CPU only, same
+  // features within 1e-4).
   std::vector<std::pair<std::string, std::string>> candidates = {{model, "torchscript"}};
-  std::string fused = default_model();
-  fused.replace(fused.size() - 3, 3, "_fused.pt");
+  const std::string fused = VECBENCH_DEFAULT_FUSED_MODEL;
   const auto engines = available_engines();
   if (nc == 0 && std::find(engines.begin(), engines.end(), "onednn") != engines.end())
     candidates.emplace_back(model, "onednn");
   if (model_arg.empty() && nc == 0 && fs::exists(fused)) candidates.emplace_back(fused, "torchscript");
   int rc = 0;
   double best_ips = -1;
-  nlohmann::json best;
+  RunResult best;
   std::pair<std::string, std::string> best_candidate;
   for (const auto& cand : candidates) {
-    exp["model"] = cand.first;
+    nlohmann::json exp = tune_experiment(images, cand.first, budget_s / static_cast<double>(candidates.size()), nc);
     exp["engine"] = cand.second;
-    exp["time_budget_s"] = budget_s / static_cast<double>(candidates.size());
-    const std::string path =
-        (fs::temp_directory_path() / ("vecbench_tune_" + std::to_string(::getpid()) + ".json")).string();
-    atomic_write(path, exp.dump(2));
-    rc = std::max(rc, cmd_run(path, results_dir, "", 0, argc, argv));
-    fs::remove(path);
-    // This model's runs: the newest tune result.
-    fs::path newest;
-    for (const auto& e : fs::directory_iterator(fs::path(results_dir) / "tune"))
-      if (e.path().extension() == ".json" && (newest.empty() || e.path() > newest)) newest = e.path();
-    const auto result = nlohmann::json::parse(std::ifstream(newest));
-    for (const auto& r : result["runs"])
-      if (r["status"] == "ok" && r["summary"]["images_per_s"]["median"].get<double>() > best_ips) {
-        best_ips = r["summary"]["images_per_s"]["median"].get<double>();
+    const ExperimentOutcome o = run_and_save(parse_experiment(exp, "tune"), "tune", results_dir, "", argc, argv);
+    rc = std::max(rc, o.exit_code);
+    for (const RunResult& r : o.result.runs)
+      if (r.status == RunStatus::ok && r.summary.images_per_s.median > best_ips) {
+        best_ips = r.summary.images_per_s.median;
         best = r;
         best_candidate = cand;
       }
@@ -555,17 +571,16 @@ int cmd_tune(const std::string& images, const std::string& model_arg, double bud
     std::cerr << "vecbench tune: no configuration finished within the budget\n";
     return 1;
   }
-  const auto& p = best["params"];
-  const std::string threads =
-      best["effective"]["devices"].size() > 1
-          ? " --threads " + std::to_string(best["effective"]["devices"][0]["threads"].get<int>())
-          : "";
+  const auto& p = best.params;
+  const std::string threads = best.effective["devices"].size() > 1
+                                  ? " --threads " + std::to_string(best.effective["devices"][0]["threads"].get<int>())
+                                  : "";
   std::printf(
       "\nbest: %.2f img/s\n  vecbench vectorize --images %s --out OUT --model %s%s --strategy %s --devices %s "
-      "--batch %d%s\n",
+      "--batch %s%s\n",
       best_ips, images.empty() ? "IMAGES" : images.c_str(), best_candidate.first.c_str(),
       best_candidate.second == "torchscript" ? "" : (" --engine " + best_candidate.second).c_str(),
-      p["strategy"].get<std::string>().c_str(), p["devices"].get<std::string>().c_str(), p["batch"].get<int>(),
+      param_string(p, "strategy").c_str(), param_string(p, "devices").c_str(), param_string(p, "batch").c_str(),
       threads.c_str());
   return rc;
 }

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "vecbench/core/npy.hpp"
+#include "vecbench/core/subprocess.hpp"
 #include "vecbench/output/writer.hpp"
 #include "vecbench/testing/temp_dir.hpp"
 
@@ -29,12 +30,8 @@ struct Cmd {
 };
 /// Runs `cmd` through the shell; stdout and stderr together.
 inline Cmd sh(const std::string& cmd) {
-  std::FILE* f = ::popen((cmd + " 2>&1").c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, f)) out.append(buf, n);
-  const int st = ::pclose(f);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+  const CommandResult r = run_command(cmd, Stderr::merge);
+  return {r.exit_code, r.output};
 }
 
 inline std::vector<nlohmann::json> lines_of(const fs::path& p) {

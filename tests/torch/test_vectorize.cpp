@@ -11,6 +11,7 @@
 
 #include <opencv2/imgcodecs.hpp>
 
+#include "vecbench/core/subprocess.hpp"
 #include "vecbench/engine/torchscript_model.hpp"
 #include "vecbench/input/inputs.hpp"
 #include "vecbench/output/writer.hpp"
@@ -40,14 +41,10 @@ struct Cmd {
   int rc;
   std::string out;
 };
+/// Runs `cmd` through the shell; stdout and stderr together.
 Cmd run(const std::string& cmd) {
-  const std::string full = cmd + " 2>&1";
-  std::FILE* f = ::popen(full.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, f)) out.append(buf, n);
-  const int st = ::pclose(f);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+  const CommandResult r = run_command(cmd, Stderr::merge);
+  return {r.exit_code, r.output};
 }
 
 std::unique_ptr<MemorySink> features(const ImageSource& src, const std::string& strategy, const std::string& devices,

@@ -12,6 +12,7 @@
 
 #include "vecbench/core/device.hpp"
 #include "vecbench/core/host.hpp"
+#include "vecbench/core/subprocess.hpp"
 
 namespace vecbench {
 
@@ -28,29 +29,20 @@ inline std::string cpu_model() {
   return "unknown";
 }
 
-/// Output of a shell command, or "" if it fails.
+/// Output of a shell command (trailing blanks cut), or "" if it fails.
 inline std::string shell_output(const std::string& cmd) {
-  std::FILE* f = ::popen((cmd + " 2>/dev/null").c_str(), "r");
-  if (!f) return "";
-  std::string out;
-  char buf[256];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, f)) out.append(buf, n);
-  if (::pclose(f) != 0) return "";
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-  return out;
+  CommandResult r = run_command(cmd, Stderr::discard);
+  if (!r.ok()) return "";
+  while (!r.output.empty() && (r.output.back() == '\n' || r.output.back() == ' ')) r.output.pop_back();
+  return r.output;
 }
 
 /// Whether the source tree has uncommitted changes (null if git or the tree is not there).
 inline nlohmann::json git_dirty(const std::string& source_dir) {
-  std::FILE* f =
-      ::popen(("git -C '" + source_dir + "' status --porcelain --untracked-files=no 2>/dev/null").c_str(), "r");
-  if (!f) return nullptr;
-  std::string out;
-  char buf[256];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, f)) out.append(buf, n);
-  const int rc = ::pclose(f);
-  if (rc != 0) return nullptr;
-  return !out.empty();
+  const CommandResult r =
+      run_command("git -C '" + source_dir + "' status --porcelain --untracked-files=no", Stderr::discard);
+  if (!r.ok()) return nullptr;
+  return !r.output.empty();
 }
 
 /// The common part of "meta"; the caller adds versions of its backends and the model.

@@ -18,6 +18,7 @@
 
 #include "vecbench/core/fs_util.hpp"
 #include "vecbench/core/metrics.hpp"
+#include "vecbench/results/baseline.hpp"
 #include "vecbench/results/result.hpp"
 
 namespace vecbench {
@@ -47,23 +48,6 @@ inline int device_count(const json& devices) {
     pos = end + 1;
   }
   return total;
-}
-
-/// The sequential reference of `run` for speedups: the ok run with strategy "sequential" and
-/// the highest median images/s among those with the same "batch", "resize" and "input" params
-/// as `run` (a key `run` lacks is not constrained). nullptr when there is none.
-inline const RunResult* best_sequential_run(const ResultFile& f, const RunResult& run) {
-  const RunResult* best = nullptr;
-  for (const RunResult& s : f.runs) {
-    if (s.status != RunStatus::ok || param_string(s.params, "strategy") != "sequential" ||
-        !(s.summary.images_per_s.median > 0))
-      continue;
-    bool same = true;
-    for (const char* k : {"batch", "resize", "input"})
-      same = same && (!run.params.contains(k) || param_string(s.params, k) == param_string(run.params, k));
-    if (same && (!best || s.summary.images_per_s.median > best->summary.images_per_s.median)) best = &s;
-  }
-  return best;
 }
 
 namespace detail {

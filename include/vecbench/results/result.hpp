@@ -122,21 +122,46 @@ struct Verification {
   std::string reference;             ///< the reference strategy, e.g. "sequential"
   std::int64_t compared_images = 0;  ///< images whose vectors were compared
   double max_abs_diff = 0.0;         ///< largest |out - ref| over all vector elements
-  double max_rel_diff = 0.0;         ///< largest relative difference over all vector elements
+  double max_rel_diff = 0.0;         ///< largest per-image relative L2 difference |out - ref| / |ref|
+  /// The largest max_rel_diff the run's engine and precision may show (experiment/verify.hpp);
+  /// a run over it is `failed` (optional; absent in files written before it was checked).
+  std::optional<double> rel_tolerance = std::nullopt;
 };
 
 /// How a run ended.
-enum class RunStatus { ok, skipped, error };
+enum class RunStatus {
+  ok,       ///< every repetition that started finished
+  skipped,  ///< not run (budget, interrupt, a missing peer); `reason` says why
+  error,    ///< a repetition threw; `reason` holds the error
+  failed,   ///< ran, but its features are further from the reference than its tolerance
+};
 
 inline const char* to_string(RunStatus s) {
-  return s == RunStatus::ok ? "ok" : s == RunStatus::skipped ? "skipped" : "error";
+  switch (s) {
+    case RunStatus::ok:
+      return "ok";
+    case RunStatus::skipped:
+      return "skipped";
+    case RunStatus::error:
+      return "error";
+    case RunStatus::failed:
+      return "failed";
+  }
+  return "error";
+}
+
+/// The status named `s`, or nullopt when it is none of ok, skipped, error, failed.
+inline std::optional<RunStatus> parse_run_status(const std::string& s) {
+  for (RunStatus v : {RunStatus::ok, RunStatus::skipped, RunStatus::error, RunStatus::failed})
+    if (s == to_string(v)) return v;
+  return std::nullopt;
 }
 
 /// One point of the experiment's parameter grid.
 struct RunResult {
   std::string id;                            ///< "key=value ..." of params; unique within a file
   json params = json::object();              ///< parameter name -> string or number (extra keys allowed)
-  RunStatus status = RunStatus::ok;          ///< ok, skipped or error
+  RunStatus status = RunStatus::ok;          ///< ok, skipped, error or failed
   std::string reason;                        ///< why skipped/error; non-empty unless ok
   json effective = json::object();           ///< free-form: devices, threads ... as actually used
   std::vector<Sample> samples;               ///< one per repetition (empty when skipped)
@@ -253,6 +278,7 @@ inline void to_json(json& j, const Verification& v) {
        {"compared_images", v.compared_images},
        {"max_abs_diff", v.max_abs_diff},
        {"max_rel_diff", v.max_rel_diff}};
+  if (v.rel_tolerance) j["rel_tolerance"] = *v.rel_tolerance;
 }
 inline void to_json(json& j, const RunResult& r) {
   j = {{"id", r.id},          {"params", r.params},       {"status", to_string(r.status)},
@@ -402,9 +428,10 @@ struct ResultReader {
     fields(false, v, p, "latency_ms", o.latency_ms, "stage_s_per_image", o.stage_s_per_image);
   }
   void read(const json& v, const std::string& p, Verification& o) const {
-    object(v, p, {"reference", "compared_images", "max_abs_diff", "max_rel_diff"});
+    object(v, p, {"reference", "compared_images", "max_abs_diff", "max_rel_diff", "rel_tolerance"});
     fields(true, v, p, "reference", o.reference, "compared_images", o.compared_images, "max_abs_diff", o.max_abs_diff,
            "max_rel_diff", o.max_rel_diff);
+    if (v.contains("rel_tolerance")) field(v, p, "rel_tolerance", o.rel_tolerance.emplace());
   }
   void read(const json& v, const std::string& p, RunResult& o) const {
     object(v, p, {"id", "params", "status", "reason", "effective", "samples", "summary", "verification"});
@@ -416,10 +443,10 @@ struct ResultReader {
         expected(at(at(p, "params"), it.key()), "a string or number", it.value());
     std::string st;
     field(v, p, "status", st);
-    if (st == "ok" || st == "skipped" || st == "error")
-      o.status = st == "ok" ? RunStatus::ok : st == "skipped" ? RunStatus::skipped : RunStatus::error;
+    if (const auto parsed = parse_run_status(st))
+      o.status = *parsed;
     else
-      fail(at(p, "status"), "'" + st + "' is not one of ok, skipped, error");
+      fail(at(p, "status"), "'" + st + "' is not one of ok, skipped, error, failed");
     field(v, p, "reason", o.reason, false);
     if (o.status != RunStatus::ok && o.reason.empty()) fail(at(p, "reason"), "must say why the run is " + st);
     if (v.contains("effective")) object(o.effective = v["effective"], at(p, "effective"));
@@ -436,7 +463,8 @@ struct ResultReader {
       o.extra.erase(k);
     fields(true, v, p, "vecbench_version", o.vecbench_version, "git_sha", o.git_sha, "date_utc", o.date_utc, "host",
            o.host, "cpu_model", o.cpu_model, "cpu_cores", o.cpu_cores);
-    fields(false, v, p, "argv", o.argv, "git_dirty", o.git_dirty, "gpus", o.gpus);
+    fields(false, v, p, "argv", o.argv, "gpus", o.gpus);
+    if (v.contains("git_dirty") && !v["git_dirty"].is_null()) field(v, p, "git_dirty", o.git_dirty);  // null: unknown
     if (v.contains("versions")) object(o.versions = v["versions"], at(p, "versions"));
     for (const auto& it : o.versions.items())
       if (!it.value().is_string() && !it.value().is_null())
@@ -471,6 +499,27 @@ inline ResultFile result_from_json(const json& j, const std::string& source = "<
 }
 
 inline void from_json(const json& j, ResultFile& f) { f = result_from_json(j); }
+
+/// Result metadata from its JSON (base_meta and what the caller added); ResultFormatError.
+inline Meta meta_from_json(const json& j, const std::string& source = "<json>") {
+  Meta m;
+  detail::ResultReader{source}.read(j, "meta", m);
+  return m;
+}
+
+/// One sample from its JSON (for example a rank's message); ResultFormatError naming `source`.
+inline Sample sample_from_json(const json& j, const std::string& source = "<json>") {
+  Sample s;
+  detail::ResultReader{source}.read(j, "sample", s);
+  return s;
+}
+
+/// One verification record from its JSON; ResultFormatError naming `source`.
+inline Verification verification_from_json(const json& j, const std::string& source = "<json>") {
+  Verification v;
+  detail::ResultReader{source}.read(j, "verification", v);
+  return v;
+}
 
 /// Reads and parses a result file; IoError when unreadable, ResultFormatError when malformed.
 inline ResultFile load_result(const std::filesystem::path& path) {

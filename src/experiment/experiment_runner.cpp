@@ -1,0 +1,332 @@
+// The experiment runner's executor: runs the planned repetitions (this process, or every rank of
+// a multi-process job), checks features against the sequential reference, and assembles the
+// result file.
+#include "vecbench/experiment/experiment_runner.hpp"
+
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "vecbench/core/host.hpp"
+#include "vecbench/dist/rank_gather.hpp"
+#include "vecbench/experiment/external.hpp"
+#include "vecbench/experiment/plan.hpp"
+#include "vecbench/experiment/schedule.hpp"
+#include "vecbench/experiment/verify.hpp"
+#include "vecbench/output/writer.hpp"
+#include "vecbench/results/baseline.hpp"
+#include "vecbench/results/run_json.hpp"
+#include "vecbench/strategies/runner.hpp"
+
+namespace vecbench {
+namespace {
+
+/// What this process measured of one repetition of a matrix run.
+struct LocalOutcome {
+  RunStats stats;                         ///< this process's figures
+  long chunks = -1;                       ///< dynamic mode: chunks this rank got
+  std::string error;                      ///< multi-process: this rank's error, reported by rank 0
+  nlohmann::json verification = nullptr;  ///< first repetition, verify on: against the reference
+};
+
+class Executor {
+ public:
+  Executor(const Experiment& e, const ExperimentEnv& env)
+      : e_(e), env_(env), log_(*env.log), dist_(env.dist && env.dist->active() ? env.dist : nullptr) {}
+
+  const ImageSource& source_for(ResizeMode m) {
+    auto& s = sources_[m];
+    if (!s) s = env_.make_source(m);
+    return *s;
+  }
+  ResizeMode resolve_resize(const std::string& r) const {
+    return r == "default" ? env_.model_resize : parse_resize_mode(r);
+  }
+  const Distribution* dist() const { return dist_; }
+  bool talk() const { return dist_ && dist_->comm().connected(); }
+
+  void run_external(PlannedRun& p, int rep);
+  /// Runs repetition `rep` of matrix run `p` (the `index`-th of the plan) and records it.
+  void run_matrix(PlannedRun& p, std::size_t index, int rep);
+
+ private:
+  LocalOutcome run_local(PlannedRun& p, std::size_t index, int rep);
+  const MemorySink& reference(ResizeMode m, const MemorySink& got);
+
+  const Experiment& e_;
+  const ExperimentEnv& env_;
+  std::ostream& log_;
+  const Distribution* dist_;
+  std::map<ResizeMode, std::unique_ptr<ImageSource>> sources_;
+  /// The sequential reference features per resize mode: the first repetition of a
+  /// `sequential cpu batch 1` run of the matrix, or else an extra untimed pass.
+  std::map<ResizeMode, std::unique_ptr<MemorySink>> refs_;
+};
+
+bool is_reference_run(const nlohmann::json& p) {
+  return p["strategy"] == "sequential" && p["devices"] == "cpu" && p["batch"] == 1 && p["threads"] == 0;
+}
+
+// Only the inputs that `got` has and the reference lacks are run (a rank of a multi-process run
+// checks its own share).
+const MemorySink& Executor::reference(ResizeMode m, const MemorySink& got) {
+  auto& r = refs_[m];
+  const auto& src = source_for(m);
+  if (!r) r = std::make_unique<MemorySink>(src.size());
+  std::vector<std::size_t> missing;
+  for (std::size_t k = 0; k < src.size(); ++k)
+    if (got.times_seen(k) > 0 && r->times_seen(k) == 0) missing.push_back(k);
+  if (!missing.empty()) {
+    RunSettings s;
+    s.warmup_batches = 1;
+    s.stop = env_.stop;
+    log_ << "vecbench: reference pass (sequential, cpu, batch 1) over " << missing.size() << " inputs\n";
+    const auto factory = env_.make_reference_factory ? env_.make_reference_factory() : env_.make_factory();
+    DeviceOptions ro;
+    ro.cpu_cores = env_.cpu_cores;
+    run_strategy("sequential", src, missing, expand_devices("cpu", ro), factory, *r, s, env_.input_size);
+  }
+  return *r;
+}
+
+void Executor::run_external(PlannedRun& p, int rep) {
+  const ExternalOutcome o = vecbench::run_external(e_.external[*p.external]);
+  if (!o.ok) {
+    p.result.status = RunStatus::skipped;
+    p.result.reason = o.reason;
+    log_ << "skipped: " << o.reason << "\n";
+    return;
+  }
+  // wall_s is the whole command (start-up included); images_per_s is what the peer reports.
+  Sample s;
+  s.rep = rep;
+  s.images = static_cast<std::int64_t>(o.images);
+  s.wall_s = o.wall_s;
+  s.images_per_s = o.images_per_s;
+  p.result.samples.push_back(s);
+  log_ << o.images_per_s << " img/s\n";
+}
+
+LocalOutcome Executor::run_local(PlannedRun& p, std::size_t index, int rep) {
+  LocalOutcome out;
+  const auto& params = p.result.params;
+  const ResizeMode rm = parse_resize_mode(params["resize"].get<std::string>());
+  const ImageSource& src = source_for(rm);
+  DeviceOptions dopt;
+  dopt.threads_per_replica = params["threads"].get<int>();
+  dopt.cuda_devices = env_.cuda_devices;
+  dopt.cpu_cores = env_.cpu_cores;
+  const auto devs = expand_devices(params["devices"].get<std::string>(), dopt);
+  RunSettings s;
+  s.batch_size = params["batch"].get<int>();
+  s.warmup_batches = e_.warmup_batches;
+  s.decode_threads = e_.decode_threads;
+  s.prefetch_batches = e_.prefetch_batches;
+  s.stop = env_.stop;
+  auto mem_p = std::make_unique<MemorySink>(src.size());
+  MemorySink& mem = *mem_p;
+  std::vector<ResultSink*> sinks{&mem};
+  std::unique_ptr<OutputWriter> writer;
+  const fs::path dir = env_.work_dir / ("run" + std::to_string(index) + "-rep" + std::to_string(rep));
+  if (e_.output_format != "none") {
+    WriterOptions w;
+    w.format = parse_output_format(e_.output_format);
+    w.out_dir = dir;
+    w.resume = false;
+    w.quiet = rep > 0;
+    writer = std::make_unique<OutputWriter>(src, w);
+    sinks.push_back(writer.get());
+  }
+  TeeSink tee(sinks);
+  const std::string strategy = params["strategy"].get<std::string>();
+  std::vector<std::size_t> todo = all_indices(src.size());
+  if (dist_ && !talk()) todo = strided_share(todo, dist_->rank(), dist_->size());
+  out.stats = dist_ ? dist_->run(strategy, src, todo, devs, env_.make_factory(), tee, s, env_.input_size, &out.chunks)
+                    : run_strategy(strategy, src, todo, devs, env_.make_factory(), tee, s, env_.input_size);
+  if (writer) writer->finish();
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  if (rep == 0) {
+    nlohmann::json ed = nlohmann::json::array();
+    const auto used = strategy == "sequential" ? std::vector<VirtualDevice>{devs[0]} : devs;
+    for (const auto& d : used) ed.push_back({{"name", d.name()}, {"threads", d.threads}});
+    p.result.effective = {{"devices", ed},
+                          {"decode_threads", e_.decode_threads},
+                          {"prefetch_batches", e_.prefetch_batches},
+                          {"warmup_batches", e_.warmup_batches},
+                          {"batch", s.batch_size}};
+    if (e_.verify && is_reference_run(params) && !refs_[rm]) refs_[rm] = std::move(mem_p);
+    if (e_.verify) out.verification = verify_features(mem, reference(rm, mem));
+  }
+  return out;
+}
+
+void Executor::run_matrix(PlannedRun& p, std::size_t index, int rep) {
+  LocalOutcome local;
+  try {
+    local = run_local(p, index, rep);
+  } catch (const std::exception& ex) {
+    if (!dist_) throw;
+    local.error = ex.what();  // reported by rank 0 after the samples are gathered
+  }
+  const int batch = p.result.params["batch"].get<int>();
+  Sample sample;
+  nlohmann::json verification = local.verification;
+  if (!dist_) {
+    sample = sample_from_stats(local.stats, rep);
+  } else {
+    Comm& comm = dist_->comm();
+    RankReport mine;
+    mine.stats = &local.stats;
+    mine.rep = rep;
+    mine.chunks = local.chunks;
+    mine.error = local.error;
+    mine.verification = local.verification;
+    const RankIdentity who{comm.rank(), comm.size(), dist_->host(), dist_->mode(), dist_->label()};
+    const auto g = gather_ranks(comm, who, mine);
+    if (!g) return;  // not rank 0: rank 0 records the combined sample
+    if (!g->errors.empty()) throw Error(g->errors);
+    sample = sample_from_json(g->sample, "rank samples");
+    verification = g->verification;
+  }
+  p.result.samples.push_back(sample);
+  if (rep == 0 && e_.verify && verification.is_object())
+    p.result.verification = verification_from_json(verification, "verification");
+  log_ << sample.images_per_s << " img/s"
+       << (dist_ ? " (" + std::to_string(dist_->size()) + " " + (talk() ? "ranks" : "shards, this one") + ")" : "")
+       << "\n";
+  if (e_.seed_timing_lines)
+    std::printf("seed-style: %lld images vectorized in %.2f s (%.2f img/s) [%s on %s, batch %d]\n",
+                static_cast<long long>(sample.images), sample.wall_s, sample.images_per_s,
+                p.result.params["strategy"].get<std::string>().c_str(),
+                p.result.params["devices"].get<std::string>().c_str(), batch);
+}
+
+/// config.effective: what the runner resolved (model resize, cores, device expansions, ranks).
+nlohmann::json effective_config(const Experiment& e, const ExperimentEnv& env, const Distribution* dist) {
+  nlohmann::json eff = {{"model_resize", to_string(env.model_resize)},
+                        {"input_size", env.input_size},
+                        {"cores", hardware_cores()},
+                        {"cuda_devices", env.cuda_devices}};
+  nlohmann::json expansions = nlohmann::json::object();
+  std::set<std::string> specs;
+  for (const auto& mx : e.matrices) specs.insert(mx.devices.begin(), mx.devices.end());
+  for (const auto& d : specs) {
+    try {
+      DeviceOptions o;
+      o.cuda_devices = env.cuda_devices;
+      nlohmann::json list = nlohmann::json::array();
+      for (const auto& v : expand_devices(d, o)) list.push_back({{"name", v.name()}, {"threads", v.threads}});
+      expansions[d] = list;
+    } catch (const std::exception& ex) {
+      expansions[d] = ex.what();
+    }
+  }
+  eff["device_expansion"] = expansions;
+  if (dist) eff["distribution"] = dist->describe();
+  return eff;
+}
+
+/// The result file of the finished plan: summaries made, verifications judged.
+ResultFile assemble(const Experiment& e, const ExperimentEnv& env, const Distribution* dist,
+                    std::vector<PlannedRun>& runs) {
+  ResultFile f;
+  f.name = e.name;
+  f.meta = env.meta;
+  f.config.requested = e.raw;
+  f.config.effective = effective_config(e, env, dist);
+  const double tolerance = rel_tolerance(e.engine, e.precision);
+  for (auto& p : runs) {
+    RunResult& r = p.result;
+    if (r.status == RunStatus::ok && r.samples.empty()) {
+      r.status = RunStatus::skipped;
+      r.reason = "no repetition ran";
+    }
+    summarize_run(r);
+    if (!p.external) judge_verification(r, tolerance);
+    f.runs.push_back(std::move(r));
+  }
+  return f;
+}
+
+}  // namespace
+
+ResultFile run_experiment(const Experiment& e, const ExperimentEnv& env) {
+  std::ostream& log = *env.log;
+  const auto t_begin = Clock::now();
+  Executor ex(e, env);
+  PlanInputs in;
+  in.resolve_resize = [&](const std::string& r) { return ex.resolve_resize(r); };
+  in.input_kind = [&](ResizeMode m) { return ex.source_for(m).kind(); };
+  std::vector<PlannedRun> runs = plan_runs(e, in);
+  const auto order = run_order(runs.size(), e.repetitions, e.interleave);
+  const Scheduler sched(e.time_budget_s, env.stop, env.elapsed_s ? env.elapsed_s : std::function<double()>([t_begin] {
+                          return seconds_since(t_begin);
+                        }));
+  // Several processes: rank 0 decides what every rank does next (they must agree).
+  Comm* comm = ex.dist() ? &ex.dist()->comm() : nullptr;
+  std::size_t step = 0;
+  for (const Step& st : order) {
+    ++step;
+    PlannedRun& p = runs[st.run];
+    StepAction action = sched.decide(p.result);
+    if (ex.talk()) action = parse_step_action(comm->broadcast(to_string(action)));
+    if (action != StepAction::go) {
+      sched.record(action, p.result, st.rep);
+      continue;
+    }
+    if (p.external && ex.talk() && comm->rank() != 0) continue;  // external commands run on rank 0 only
+    log << "[" << step << "/" << order.size() << "] " << p.result.id << " rep " << st.rep + 1 << "/" << e.repetitions
+        << " ... " << std::flush;
+    try {
+      if (p.external)
+        ex.run_external(p, st.rep);
+      else
+        ex.run_matrix(p, st.run, st.rep);
+    } catch (const std::exception& err) {
+      p.result.status = RunStatus::error;
+      p.result.reason = err.what();
+      log << "error: " << err.what() << "\n";
+    }
+  }
+  std::error_code ec;
+  fs::remove_all(env.work_dir, ec);
+  return assemble(e, env, ex.dist(), runs);
+}
+
+std::string result_table(const ResultFile& result) {
+  std::string s =
+      "| strategy | devices | batch | threads | resize | img/s (median) | spread | vs sequential | max rel diff | "
+      "status |\n"
+      "|---|---|---|---|---|---|---|---|---|---|\n";
+  char buf[512];
+  for (const RunResult& r : result.runs) {
+    const auto& p = r.params;
+    const auto& m = r.summary.images_per_s;
+    const bool external = param_string(p, "strategy").rfind("external:", 0) == 0;
+    const RunResult* seq = external ? nullptr : best_sequential_run(result, r);
+    const double vs = seq ? m.median / seq->summary.images_per_s.median : NAN;
+    const double rel = r.verification ? r.verification->max_rel_diff : NAN;
+    char vs_s[32] = "-", rel_s[32] = "-";  // no sequential run to compare with / not verified
+    if (std::isfinite(vs)) std::snprintf(vs_s, sizeof vs_s, "%.2fx", vs);
+    if (std::isfinite(rel)) std::snprintf(rel_s, sizeof rel_s, "%.1e", rel);
+    auto cell = [&](const char* k) {
+      const std::string v = param_string(p, k);
+      return v.empty() ? std::string("-") : v;
+    };
+    const std::string status = std::string(to_string(r.status)) + (r.reason.empty() ? "" : ": " + r.reason);
+    std::snprintf(buf, sizeof buf, "| %s | %s | %s | %s | %s | %.2f | %.1f%% | %s | %s | %s |\n",
+                  param_string(p, "strategy").c_str(), cell("devices").c_str(), cell("batch").c_str(),
+                  cell("threads").c_str(), cell("resize").c_str(), m.median, m.rel_spread * 100, vs_s, rel_s,
+                  status.c_str());
+    s += buf;
+  }
+  return s;
+}
+
+fs::path result_path(const fs::path& results_dir, const std::string& name) {
+  return results_dir / name / (utc_stamp() + ".json");
+}
+
+}  // namespace vecbench

@@ -1,0 +1,282 @@
+// The experiment runner's parts on the stub model: the planner (runs, ids, order), the scheduler
+// (budget, stop, skip), the verifier (tolerance per engine and precision) and whole experiments
+// through run_experiment (interleaving, budget, errors, external commands, summaries).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <sstream>
+
+#include "vecbench/experiment/experiment_runner.hpp"
+#include "vecbench/experiment/plan.hpp"
+#include "vecbench/experiment/schedule.hpp"
+#include "vecbench/experiment/verify.hpp"
+#include "vecbench/testing/stub_model.hpp"
+#include "vecbench/testing/temp_dir.hpp"
+
+using namespace vecbench;
+using vecbench::testing::stub_factory;
+using vecbench::testing::StubOptions;
+
+namespace {
+
+/// A replica whose features are the stub's times (1 + scale): a model `scale` off the reference.
+class ScaledModel : public Model {
+ public:
+  ScaledModel(std::unique_ptr<Model> m, double scale) : m_(std::move(m)), scale_(scale) {}
+  int feature_dim() const override { return m_->feature_dim(); }
+  int input_size() const override { return m_->input_size(); }
+  ForwardTiming forward(const float* in, int n, float* out) override {
+    const ForwardTiming t = m_->forward(in, n, out);
+    for (int i = 0; i < n * feature_dim(); ++i) out[i] = static_cast<float>(out[i] * (1.0 + scale_));
+    return t;
+  }
+  void warmup(int, int) override {}
+
+ private:
+  std::unique_ptr<Model> m_;
+  double scale_;
+};
+
+Experiment experiment(nlohmann::json j) {
+  if (!j.contains("name")) j["name"] = "t";
+  if (!j.contains("images")) j["images"] = {{"synthetic", 12}};
+  return parse_experiment(j, "test");
+}
+
+struct Env {
+  ExperimentEnv env;
+  std::ostringstream log;
+  explicit Env(StubOptions o = {}, double off_reference = 0.0) {
+    env.make_factory = [o, off_reference] {
+      const ModelFactory f = stub_factory(o);
+      if (off_reference == 0.0) return f;
+      return ModelFactory([f, off_reference](const VirtualDevice& d) -> std::unique_ptr<Model> {
+        return std::make_unique<ScaledModel>(f(d), off_reference);
+      });
+    };
+    env.make_reference_factory = [] { return stub_factory(StubOptions{}); };
+    env.make_source = [](ResizeMode) { return std::make_unique<SyntheticSource>(12); };
+    env.input_size = 16;
+    env.work_dir = vecbench::testing::fresh_temp_dir("runner") / "work";
+    env.log = &log;
+    env.cpu_cores = 2;
+  }
+};
+
+const RunResult& run_named(const ResultFile& f, const std::string& strategy, int batch) {
+  for (const auto& r : f.runs)
+    if (param_string(r.params, "strategy") == strategy && param_string(r.params, "batch") == std::to_string(batch))
+      return r;
+  throw std::runtime_error("no run " + strategy);
+}
+
+}  // namespace
+
+// ---- planner -----------------------------------------------------------------------------------
+TEST(Planner, ExpandsMatricesDropsDuplicatesAndAppendsExternals) {
+  const Experiment e =
+      experiment({{"matrix",
+                   {{{"strategy", {"sequential", "sharded"}}, {"devices", {"cpu/2"}}, {"batch", {1, 4}}},
+                    {{"strategy", {"sharded"}}, {"devices", {"cpu/2"}}, {"batch", {4}}}}},
+                  {"external", {{{"name", "peer"}, {"command", "true"}}}}});
+  PlanInputs in;
+  in.resolve_resize = [](const std::string&) { return ResizeMode::tf_legacy; };
+  in.input_kind = [](ResizeMode) { return std::string("synthetic"); };
+  const auto runs = plan_runs(e, in);
+  ASSERT_EQ(runs.size(), 5u);  // 2 x 2 from the first matrix, the second's run is a duplicate, + peer
+  EXPECT_EQ(runs[0].result.id, "strategy=sequential devices=cpu/2 batch=1 threads=0 resize=tf-legacy input=synthetic");
+  EXPECT_EQ(runs[3].result.id, "strategy=sharded devices=cpu/2 batch=4 threads=0 resize=tf-legacy input=synthetic");
+  EXPECT_FALSE(runs[3].external);
+  ASSERT_TRUE(runs[4].external);
+  EXPECT_EQ(*runs[4].external, 0u);
+  EXPECT_EQ(runs[4].result.id, "strategy=external:peer");
+}
+
+TEST(Planner, OrderInterleavesRepetitionsOrGroupsThem) {
+  const auto a = run_order(2, 3, true), b = run_order(2, 3, false);
+  ASSERT_EQ(a.size(), 6u);
+  ASSERT_EQ(b.size(), 6u);
+  const std::vector<std::pair<std::size_t, int>> want_a = {{0, 0}, {1, 0}, {0, 1}, {1, 1}, {0, 2}, {1, 2}};
+  const std::vector<std::pair<std::size_t, int>> want_b = {{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {1, 2}};
+  for (std::size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(std::make_pair(a[i].run, a[i].rep), want_a[i]) << i;
+    EXPECT_EQ(std::make_pair(b[i].run, b[i].rep), want_b[i]) << i;
+  }
+}
+
+// ---- scheduler ---------------------------------------------------------------------------------
+TEST(Scheduler, BudgetStopAndEndedRuns) {
+  double now = 0;
+  std::atomic<bool> stop{false};
+  const Scheduler s(10.0, &stop, [&] { return now; });
+  RunResult r;
+  EXPECT_EQ(s.decide(r), StepAction::go);
+  now = 10.5;
+  EXPECT_EQ(s.decide(r), StepAction::budget);
+  s.record(StepAction::budget, r, 1);
+  EXPECT_EQ(r.status, RunStatus::skipped);
+  EXPECT_EQ(r.reason, "time budget of 10 s exhausted before repetition 2");
+  EXPECT_EQ(s.decide(r), StepAction::pass);  // ended: later steps do nothing
+  RunResult q;
+  now = 0;
+  stop = true;
+  EXPECT_EQ(s.decide(q), StepAction::interrupted);
+  s.record(StepAction::interrupted, q, 0);
+  EXPECT_EQ(q.reason, "interrupted");
+  EXPECT_EQ(Scheduler(0, nullptr, [] { return 1e9; }).decide(RunResult{}), StepAction::go);  // no budget
+  for (StepAction a : {StepAction::go, StepAction::pass, StepAction::interrupted, StepAction::budget})
+    EXPECT_EQ(parse_step_action(to_string(a)), a);
+  EXPECT_THROW(parse_step_action("later"), Error);
+}
+
+// ---- verifier ----------------------------------------------------------------------------------
+TEST(Verifier, MeasuresPerImageRelativeL2) {
+  MemorySink ref(2), got(2);
+  const float r0[] = {3, 4}, g0[] = {3, 4.5f}, same[] = {1, 0};
+  ref.on_features(0, r0, 2);
+  got.on_features(0, g0, 2);  // |d| = 0.5, |ref| = 5
+  ref.on_features(1, same, 2);
+  got.on_features(1, same, 2);
+  const Verification v = verify_features(got, ref);
+  EXPECT_EQ(v.compared_images, 2);
+  EXPECT_NEAR(v.max_abs_diff, 0.5, 1e-9);
+  EXPECT_NEAR(v.max_rel_diff, 0.1, 1e-9);
+}
+
+TEST(Verifier, ToleranceDependsOnEngineAndPrecision) {
+  EXPECT_DOUBLE_EQ(rel_tolerance("torchscript", "fp32"), 1e-4);
+  EXPECT_DOUBLE_EQ(rel_tolerance("onednn", "fp32"), 1e-4);
+  EXPECT_GT(rel_tolerance("onednn", "bf16"), 0.06);  // README: 2-6 % on real photos
+  EXPECT_GT(rel_tolerance("torchscript", "fp16"), rel_tolerance("torchscript", "fp32"));
+  RunResult r;
+  r.verification = Verification{"sequential", 3, 0.1, 2e-4, std::nullopt};
+  EXPECT_FALSE(judge_verification(r, 1e-4));
+  EXPECT_EQ(r.status, RunStatus::failed);
+  EXPECT_NE(r.reason.find("0.0002 > tolerance 0.0001"), std::string::npos) << r.reason;
+  ASSERT_TRUE(r.verification->rel_tolerance);
+  RunResult within;
+  within.verification = Verification{"sequential", 3, 0.0, 5e-5, std::nullopt};
+  EXPECT_TRUE(judge_verification(within, 1e-4));
+  EXPECT_EQ(within.status, RunStatus::ok);
+}
+
+// ---- whole experiments -------------------------------------------------------------------------
+TEST(ExperimentRunner, InterleavesRepetitionsAndSummarizesEachRun) {
+  Env t;
+  const Experiment e = experiment({{"matrix", {{"strategy", {"sequential", "data-parallel"}}, {"devices", {"cpu/2"}}}},
+                                   {"repetitions", 2},
+                                   {"warmup_batches", 0}});
+  const ResultFile f = run_experiment(e, t.env);
+  ASSERT_EQ(f.runs.size(), 2u);
+  for (const auto& r : f.runs) {
+    EXPECT_EQ(r.status, RunStatus::ok) << r.reason;
+    ASSERT_EQ(r.samples.size(), 2u);
+    EXPECT_EQ(r.samples[0].images, 12);
+    EXPECT_EQ(r.summary.images_per_s.count, 2u);
+    ASSERT_TRUE(r.verification);
+    EXPECT_EQ(r.verification->compared_images, 12);
+    EXPECT_LT(r.verification->max_rel_diff, 1e-6);
+  }
+  // A1 B1 A2 B2 in the log.
+  const std::string log = t.log.str();
+  const auto a1 = log.find("[1/4] strategy=sequential"), b1 = log.find("[2/4] strategy=data-parallel"),
+             a2 = log.find("[3/4] strategy=sequential"), b2 = log.find("[4/4] strategy=data-parallel");
+  ASSERT_NE(a1, std::string::npos) << log;
+  EXPECT_LT(a1, b1);
+  EXPECT_LT(b1, a2);
+  EXPECT_LT(a2, b2);
+  EXPECT_NE(b2, std::string::npos) << log;
+  // The JSON of the typed result is a valid result file.
+  EXPECT_NO_THROW(result_from_json(nlohmann::json(f), "runner"));
+  EXPECT_NE(result_table(f).find("| data-parallel | cpu/2 | 1 | 0 |"), std::string::npos) << result_table(f);
+}
+
+TEST(ExperimentRunner, BudgetSkipsTheRepetitionsNotStartedInTime) {
+  Env t;
+  double now = 0;
+  t.env.elapsed_s = [&] { return now += 4.0; };  // each decision is 4 s later: 4, 8, 12, ...
+  const Experiment e = experiment({{"matrix", {{"strategy", {"sequential", "sharded"}}, {"devices", {"cpu/2"}}}},
+                                   {"repetitions", 3},
+                                   {"time_budget_s", 10},
+                                   {"verify", false}});
+  const ResultFile f = run_experiment(e, t.env);
+  const RunResult &a = run_named(f, "sequential", 1), &b = run_named(f, "sharded", 1);
+  EXPECT_EQ(a.samples.size(), 1u);  // A1 at 4 s, B1 at 8 s; A2 at 12 s is over the budget
+  EXPECT_EQ(b.samples.size(), 1u);
+  EXPECT_EQ(a.status, RunStatus::skipped);
+  EXPECT_EQ(a.reason, "time budget of 10 s exhausted before repetition 2");
+  EXPECT_EQ(b.status, RunStatus::skipped);
+}
+
+TEST(ExperimentRunner, StopRequestSkipsEverythingLeft) {
+  Env t;
+  std::atomic<bool> stop{true};
+  t.env.stop = &stop;
+  const ResultFile f = run_experiment(experiment({{"repetitions", 2}}), t.env);
+  ASSERT_EQ(f.runs.size(), 1u);
+  EXPECT_EQ(f.runs[0].status, RunStatus::skipped);
+  EXPECT_EQ(f.runs[0].reason, "interrupted");
+  EXPECT_TRUE(f.runs[0].samples.empty());
+}
+
+TEST(ExperimentRunner, AnErrorEndsItsRunOnlyAndLaterRepetitionsPass) {
+  StubOptions bad;
+  bad.fail_after_calls = 0;  // the first timed forward of every replica throws
+  bad.fail_device = 1;       // ... of the second device only
+  Env t(bad);
+  const Experiment e = experiment(
+      {{"matrix",
+        {{{"strategy", {"sequential"}}, {"devices", {"cpu/2"}}}, {{"strategy", {"sharded"}}, {"devices", {"cpu/2"}}}}},
+       {"repetitions", 2},
+       {"verify", false}});
+  const ResultFile f = run_experiment(e, t.env);
+  const RunResult &seq = run_named(f, "sequential", 1), &sh = run_named(f, "sharded", 1);
+  EXPECT_EQ(seq.status, RunStatus::ok) << seq.reason;  // sequential uses the first device only
+  EXPECT_EQ(seq.samples.size(), 2u);
+  EXPECT_EQ(sh.status, RunStatus::error);
+  EXPECT_NE(sh.reason.find("failed on call 0"), std::string::npos) << sh.reason;
+  EXPECT_TRUE(sh.samples.empty());
+  EXPECT_EQ(t.log.str().find("[4/4]"), std::string::npos) << "the failed run's second repetition must not start";
+}
+
+TEST(ExperimentRunner, FeaturesOffTheReferenceFailTheRun) {
+  Env off({}, 1e-3);  // every feature 0.1 % off: over fp32's 1e-4, within bf16's tolerance
+  const Experiment fp32 =
+      experiment({{"matrix", {{"strategy", {"data-parallel"}}, {"devices", {"cpu/2"}}}}, {"repetitions", 1}});
+  const ResultFile f = run_experiment(fp32, off.env);
+  ASSERT_EQ(f.runs.size(), 1u);
+  EXPECT_EQ(f.runs[0].status, RunStatus::failed);
+  ASSERT_TRUE(f.runs[0].verification);
+  EXPECT_NEAR(f.runs[0].verification->max_rel_diff, 1e-3, 1e-5);
+  EXPECT_EQ(f.runs[0].samples.size(), 1u);  // what it measured is kept
+  Env off2({}, 1e-3);
+  nlohmann::json bf16 = fp32.raw;
+  bf16["precision"] = "bf16";
+  const ResultFile g = run_experiment(experiment(bf16), off2.env);
+  EXPECT_EQ(g.runs[0].status, RunStatus::ok) << g.runs[0].reason;
+  EXPECT_DOUBLE_EQ(*g.runs[0].verification->rel_tolerance, rel_tolerance("torchscript", "bf16"));
+}
+
+TEST(ExperimentRunner, ExternalCommandsAreMeasuredOrSkippedWithTheReason) {
+  Env t;
+  const Experiment e = experiment({{"repetitions", 2},
+                                   {"verify", false},
+                                   {"external",
+                                    {{{"name", "ok"}, {"command", "echo images=7; echo img_per_s=12.5"}},
+                                     {{"name", "fails"}, {"command", "echo broken; exit 3"}},
+                                     {{"name", "silent"}, {"command", "echo nothing"}}}}});
+  const ResultFile f = run_experiment(e, t.env);
+  ASSERT_EQ(f.runs.size(), 4u);
+  const RunResult& ok = f.runs[1];
+  EXPECT_EQ(ok.id, "strategy=external:ok");
+  EXPECT_EQ(ok.status, RunStatus::ok);
+  ASSERT_EQ(ok.samples.size(), 2u);
+  EXPECT_DOUBLE_EQ(ok.samples[0].images_per_s, 12.5);
+  EXPECT_EQ(ok.samples[0].images, 7);
+  EXPECT_DOUBLE_EQ(ok.summary.images_per_s.median, 12.5);
+  EXPECT_EQ(f.runs[2].status, RunStatus::skipped);
+  EXPECT_EQ(f.runs[2].reason, "exit status 3: broken ");
+  EXPECT_EQ(f.runs[3].status, RunStatus::skipped);
+  EXPECT_NE(f.runs[3].reason.find("no match for /img_per_s="), std::string::npos) << f.runs[3].reason;
+  EXPECT_EQ(t.log.str().find("external:fails rep 2"), std::string::npos) << "a skipped peer is not run again";
+}
