@@ -13,10 +13,9 @@ using namespace vecbench;
 
 namespace {
 
-void BM_ModelForward(benchmark::State& st, const std::string& engine) {
-  const auto engines = available_engines();
-  if (std::find(engines.begin(), engines.end(), engine) == engines.end()) {
-    st.SkipWithError(("this build has no " + engine + " engine").c_str());
+void BM_ModelForward(benchmark::State& st, EngineKind engine) {
+  if (!has_engine(engine)) {
+    st.SkipWithError((std::string("this build has no ") + to_string(engine) + " engine").c_str());
     return;
   }
   const int batch = static_cast<int>(st.range(0));
@@ -34,14 +33,14 @@ void BM_ModelForward(benchmark::State& st, const std::string& engine) {
   for (auto _ : st) model->forward(in.data(), batch, out.data());
   st.SetItemsProcessed(st.iterations() * batch);
 }
-BENCHMARK_CAPTURE(BM_ModelForward, torchscript, std::string("torchscript"))
+BENCHMARK_CAPTURE(BM_ModelForward, torchscript, EngineKind::torchscript)
     ->Args({1, 1})
     ->Args({1, 2})
     ->Args({8, 2})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->MinTime(3.0);
-BENCHMARK_CAPTURE(BM_ModelForward, onednn, std::string("onednn"))
+BENCHMARK_CAPTURE(BM_ModelForward, onednn, EngineKind::onednn)
     ->Args({1, 1})
     ->Args({4, 1})
     ->Args({1, 2})

@@ -11,6 +11,7 @@ its own (README "Layout"). Layers and what each may include (besides itself):
   results     core
   dist        core, input, engine, pipeline, strategies, output, results
   experiment  every layer above but testing
+  app         every layer above but testing (the commands of the CLI, src/app/)
   testing     anything (helpers for the tests)
 
 `tools/check_layers.py` checks the tree and exits 1 naming each upward include;
@@ -30,6 +31,7 @@ ALLOWED = {
     "results": {"core"},
     "dist": {"core", "input", "engine", "pipeline", "strategies", "output", "results"},
     "experiment": {"core", "input", "engine", "pipeline", "strategies", "output", "results", "dist"},
+    "app": {"core", "input", "engine", "pipeline", "strategies", "output", "results", "dist", "experiment"},
     "testing": {"core", "input", "engine", "pipeline", "strategies", "output", "results", "dist", "experiment"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"vecbench/([a-z_]+)/[^"]+"', re.M)

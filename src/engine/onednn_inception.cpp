@@ -41,7 +41,7 @@ class Graph {
     // code, 8 otherwise (AVX2). Every Inception-v3 channel count and concat offset is a multiple of 16.
     const bool avx512 = has_isa(dnnl::cpu_isa::avx512_core);
     fmt_ = avx512 ? tag::nChw16c : tag::nChw8c;
-    act_dt_ = opt.precision == "bf16" ? dt::bf16 : dt::f32;
+    act_dt_ = opt.precision == Precision::bf16 ? dt::bf16 : dt::f32;
     build();
   }
 
@@ -323,9 +323,9 @@ class OneDnnInception : public Model {
       : w_(std::move(w)), dev_(dev), opt_(opt), eng_(dnnl::engine::kind::cpu, 0), stream_(eng_) {
     if (dev.is_cuda())
       throw ReplicaError(w_->source + ": the onednn engine runs on CPU devices only, not " + dev.name());
-    if (opt.precision != "fp32" && opt.precision != "bf16")
-      throw ReplicaError("onednn engine: precision " + opt.precision + " is not supported (use fp32 or bf16)");
-    if (opt.precision == "bf16" && !has_isa(dnnl::cpu_isa::avx512_core_bf16))
+    if (opt.precision == Precision::fp16)
+      throw ReplicaError("onednn engine: precision fp16 is not supported (use fp32 or bf16)");
+    if (opt.precision == Precision::bf16 && !has_isa(dnnl::cpu_isa::avx512_core_bf16))
       throw ReplicaError("onednn engine: bf16 needs a CPU with AVX-512 BF16 (oneDNN runs " +
                          onednn_info()["isa"].get<std::string>() + " code here)");
     omp_set_num_threads(dev.threads);
@@ -367,8 +367,6 @@ class OneDnnInception : public Model {
 };
 
 }  // namespace
-
-bool onednn_available() { return true; }
 
 nlohmann::json onednn_info() {
   const auto* v = dnnl::version();

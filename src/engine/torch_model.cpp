@@ -5,6 +5,7 @@
 #include <torch/script.h>
 #include <torch/version.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -75,14 +76,12 @@ class TorchScriptModel : public Model {
 #else
     if (dev.is_cuda()) throw ReplicaError("this vecbench was built without CUDA");
 #endif
-    if (opt.precision != "fp32" && opt.precision != "fp16" && opt.precision != "bf16")
-      throw ReplicaError("unknown precision '" + opt.precision + "' (use fp32, fp16 or bf16)");
-    if (opt.precision != "fp32" && !dev.is_cuda())
-      throw ReplicaError(dev.name() + ": precision " + opt.precision + " is for CUDA devices only");
+    if (opt.precision != Precision::fp32 && !dev.is_cuda())
+      throw ReplicaError(dev.name() + ": precision " + to_string(opt.precision) + " is for CUDA devices only");
     module_ = load_module(opt.path, device_, &meta_text);
     module_.eval();
-    if (opt.precision == "fp16") module_.to(torch::kHalf);
-    if (opt.precision == "bf16") module_.to(torch::kBFloat16);
+    if (opt.precision == Precision::fp16) module_.to(torch::kHalf);
+    if (opt.precision == Precision::bf16) module_.to(torch::kBFloat16);
 #ifdef VECBENCH_WITH_CUDA
     if (dev.is_cuda()) at::globalContext().setBenchmarkCuDNN(opt.cudnn_benchmark);
 #endif
@@ -127,8 +126,8 @@ class TorchScriptModel : public Model {
         staged.copy_(x);
         auto xd = staged.to(device_, /*non_blocking=*/true);
         if (opt_.channels_last) xd = xd.contiguous(at::MemoryFormat::ChannelsLast);
-        if (opt_.precision == "fp16") xd = xd.to(torch::kHalf);
-        if (opt_.precision == "bf16") xd = xd.to(torch::kBFloat16);
+        if (opt_.precision == Precision::fp16) xd = xd.to(torch::kHalf);
+        if (opt_.precision == Precision::bf16) xd = xd.to(torch::kBFloat16);
         stream_->synchronize();
         t.h2d_s = since(t0);
         t0 = clk::now();
@@ -303,28 +302,31 @@ ModelFactory onednn_factory(const TorchModelOptions& opt) {
 
 }  // namespace
 
-std::vector<std::string> available_engines() {
+std::vector<EngineKind> available_engines() {
 #ifdef VECBENCH_WITH_ONEDNN
-  return {"torchscript", "onednn", "none"};
+  return {EngineKind::torchscript, EngineKind::onednn, EngineKind::none};
 #else
-  return {"torchscript", "none"};
+  return {EngineKind::torchscript, EngineKind::none};
 #endif
 }
 
+bool has_engine(EngineKind k) {
+  const auto e = available_engines();
+  return std::find(e.begin(), e.end(), k) != e.end();
+}
+
 ModelFactory torchscript_factory(const TorchModelOptions& opt) {
-  if (opt.engine == "none") {  // the input pipeline alone; the model file only gives the shapes
+  if (opt.engine == EngineKind::none) {  // the input pipeline alone; the model file only gives the shapes
     const auto meta = read_model_meta(opt.path);
     return null_factory(meta.value("feature_dim", 2048), meta.value("input_size", 299));
   }
-  if (opt.engine == "onednn") {
+  if (opt.engine == EngineKind::onednn) {
 #ifdef VECBENCH_WITH_ONEDNN
     return onednn_factory(opt);
 #else
     throw ConfigError("--engine", "this vecbench was built without oneDNN (install libdnnl-dev and rebuild)");
 #endif
   }
-  if (opt.engine != "torchscript")
-    throw ConfigError("--engine", "unknown engine '" + opt.engine + "' (use torchscript, onednn or none)");
   return [opt](const VirtualDevice& dev) -> std::unique_ptr<Model> {
     return std::make_unique<TorchScriptModel>(dev, opt);
   };

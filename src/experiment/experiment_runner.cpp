@@ -105,6 +105,7 @@ void Executor::run_external(PlannedRun& p, int rep) {
   s.wall_s = o.wall_s;
   s.images_per_s = o.images_per_s;
   p.result.samples.push_back(s);
+  p.result.effective["output"] = o.line;  // the peer's own account of what it ran (last repetition's)
   log_ << o.images_per_s << " img/s\n";
 }
 
@@ -129,9 +130,9 @@ LocalOutcome Executor::run_local(PlannedRun& p, std::size_t index, int rep) {
   std::vector<ResultSink*> sinks{&mem};
   std::unique_ptr<OutputWriter> writer;
   const fs::path dir = env_.work_dir / ("run" + std::to_string(index) + "-rep" + std::to_string(rep));
-  if (e_.output_format != "none") {
+  if (e_.output_format != OutputFormat::none) {
     WriterOptions w;
-    w.format = parse_output_format(e_.output_format);
+    w.format = e_.output_format;
     w.out_dir = dir;
     w.resume = false;
     w.quiet = rep > 0;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <sstream>
 
 #include "vecbench/experiment/experiment_runner.hpp"
@@ -144,10 +145,12 @@ TEST(Verifier, MeasuresPerImageRelativeL2) {
 }
 
 TEST(Verifier, ToleranceDependsOnEngineAndPrecision) {
-  EXPECT_DOUBLE_EQ(rel_tolerance("torchscript", "fp32"), 1e-4);
-  EXPECT_DOUBLE_EQ(rel_tolerance("onednn", "fp32"), 1e-4);
-  EXPECT_GT(rel_tolerance("onednn", "bf16"), 0.06);  // README: 2-6 % on real photos
-  EXPECT_GT(rel_tolerance("torchscript", "fp16"), rel_tolerance("torchscript", "fp32"));
+  EXPECT_DOUBLE_EQ(rel_tolerance(EngineKind::torchscript, Precision::fp32), 1e-4);
+  EXPECT_DOUBLE_EQ(rel_tolerance(EngineKind::onednn, Precision::fp32), 1e-4);
+  EXPECT_GT(rel_tolerance(EngineKind::onednn, Precision::bf16), 0.06);  // README: 2-6 % on real photos
+  EXPECT_GT(rel_tolerance(EngineKind::torchscript, Precision::fp16),
+            rel_tolerance(EngineKind::torchscript, Precision::fp32));
+  EXPECT_FALSE(std::isfinite(rel_tolerance(EngineKind::none, Precision::fp32)));
   RunResult r;
   r.verification = Verification{"sequential", 3, 0.1, 2e-4, std::nullopt};
   EXPECT_FALSE(judge_verification(r, 1e-4));
@@ -254,7 +257,7 @@ TEST(ExperimentRunner, FeaturesOffTheReferenceFailTheRun) {
   bf16["precision"] = "bf16";
   const ResultFile g = run_experiment(experiment(bf16), off2.env);
   EXPECT_EQ(g.runs[0].status, RunStatus::ok) << g.runs[0].reason;
-  EXPECT_DOUBLE_EQ(*g.runs[0].verification->rel_tolerance, rel_tolerance("torchscript", "bf16"));
+  EXPECT_DOUBLE_EQ(*g.runs[0].verification->rel_tolerance, rel_tolerance(EngineKind::torchscript, Precision::bf16));
 }
 
 TEST(ExperimentRunner, ExternalCommandsAreMeasuredOrSkippedWithTheReason) {

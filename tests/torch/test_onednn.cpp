@@ -21,10 +21,7 @@ namespace {
 const std::string kModel = VECBENCH_DEFAULT_MODEL;
 const std::string kPhotos = "/usr/share/doc/opencv-doc/examples/data";
 
-bool have_onednn() {
-  const auto e = available_engines();
-  return std::find(e.begin(), e.end(), "onednn") != e.end();
-}
+bool have_onednn() { return has_engine(EngineKind::onednn); }
 
 double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
   return vecbench::testing::rel_l2(a.data(), b.data(), a.size());
@@ -68,7 +65,7 @@ TEST(OneDnn, EqualsTorchScriptOnRealPhotosAnyBatchWithAndWithoutWinograd) {
   ts.path = kModel;
   const auto ref = run_engine(*src, ts, "cpu", 1);
   TorchModelOptions od = ts;
-  od.engine = "onednn";
+  od.engine = EngineKind::onednn;
   // batch 3 on 5 photos: one full batch and a partial one (a second network for batch 2)
   for (const auto& [devices, batch] : std::vector<std::pair<std::string, int>>{{"cpu", 1}, {"cpu/2", 3}, {"cpu", 2}}) {
     for (const bool wino : {true, false}) {
@@ -89,7 +86,7 @@ TEST(OneDnn, ReadsTheFusedExport) {
   const auto ref = run_engine(src, ts, "cpu", 1);
   TorchModelOptions od;
   od.path = std::string(VECBENCH_BINARY_DIR) + "/models/inception_tf2015_seed0_fused.pt";
-  od.engine = "onednn";
+  od.engine = EngineKind::onednn;
   expect_same(*run_engine(src, od, "cpu", 1), *ref, src.size(), "fused export");
 }
 
@@ -107,7 +104,7 @@ TEST(OneDnn, TorchvisionLayoutPoolsCountThePadding) {
   ts.path = model;
   const auto ref = run_engine(src, ts, "cpu", 1);
   TorchModelOptions od = ts;
-  od.engine = "onednn";
+  od.engine = EngineKind::onednn;
   expect_same(*run_engine(src, od, "cpu", 1), *ref, src.size(), "torchvision arch");
   fs::remove_all(d);
 }
@@ -123,15 +120,14 @@ TEST(OneDnn, AFileWithoutTheLayersFailsNamingIt) {
   SyntheticSource src(1);
   TorchModelOptions od;
   od.path = model;
-  od.engine = "onednn";
+  od.engine = EngineKind::onednn;
   try {
     run_engine(src, od, "cpu", 1);
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(model), std::string::npos) << e.what();
   }
-  od.engine = "tensorrt";
-  EXPECT_THROW(torchscript_factory(od), ConfigError);
+  EXPECT_THROW(parse_engine("tensorrt", "--engine"), ConfigError);  // unknown names stop at the edge
   fs::remove_all(d);
 }
 
@@ -166,8 +162,8 @@ TEST(OneDnn, Bf16IsCloseButNotEqualOrRefusedWithTheReason) {
   ts.path = kModel;
   const auto ref = run_engine(*src, ts, "cpu", 1);
   TorchModelOptions od = ts;
-  od.engine = "onednn";
-  od.precision = "bf16";
+  od.engine = EngineKind::onednn;
+  od.precision = Precision::bf16;
   if (backend_info()["onednn"].value("bf16", false)) {
     for (const int batch : {1, 2}) {
       const auto got = run_engine(*src, od, "cpu/2", batch);
@@ -187,7 +183,7 @@ TEST(OneDnn, Bf16IsCloseButNotEqualOrRefusedWithTheReason) {
       EXPECT_NE(std::string(e.what()).find("AVX-512 BF16"), std::string::npos) << e.what();
     }
   }
-  od.precision = "fp16";
+  od.precision = Precision::fp16;
   EXPECT_THROW(run_engine(*src, od, "cpu", 1), Error);
   fs::remove_all(d);
 }

@@ -119,7 +119,4 @@ inline std::vector<VirtualDevice> expand_devices(const std::string& spec, const 
   return out;
 }
 
-/// Number of distinct physical devices in a spec's expansion (for scaling tables).
-inline int device_count(const std::vector<VirtualDevice>& devs) { return static_cast<int>(devs.size()); }
-
 }  // namespace vecbench

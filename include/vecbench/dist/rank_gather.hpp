@@ -10,7 +10,7 @@
 
 #include "vecbench/core/metrics.hpp"
 #include "vecbench/dist/distributed.hpp"
-#include "vecbench/dist/merge.hpp"
+#include "vecbench/dist/merge_results.hpp"
 #include "vecbench/results/run_json.hpp"
 
 namespace vecbench {

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "vecbench/core/device.hpp"
+#include "vecbench/engine/engine_kind.hpp"
 #include "vecbench/engine/model.hpp"
 
 namespace vecbench {
@@ -44,12 +45,9 @@ struct InceptionWeights {
 struct OneDnnOptions {
   bool winograd = true;  ///< 3x3 stride-1 convolutions as Winograd where the CPU supports it (AVX-512; fp32 only)
   /// fp32, or bf16: activations and weights in bfloat16 (f32 accumulation), on CPUs with AVX-512
-  /// BF16 only; faster, features within ~1e-2 of fp32 (results/PERFORMANCE.md).
-  std::string precision = "fp32";
+  /// BF16 only; faster, features within 2-6 % (relative L2) of fp32 on real photos (README "Engines").
+  Precision precision = Precision::fp32;
 };
-
-/// Whether this build has the oneDNN engine (false: built without libdnnl-dev).
-bool onednn_available();
 
 /// oneDNN version, the ISA it runs with, and whether Winograd and bf16 convolutions are available.
 nlohmann::json onednn_info();

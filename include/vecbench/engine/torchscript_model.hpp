@@ -6,28 +6,32 @@
 
 #include <nlohmann/json.hpp>
 
+#include "vecbench/engine/engine_kind.hpp"
 #include "vecbench/engine/model.hpp"
 
 namespace vecbench {
 
 /// How replicas are loaded.
 struct TorchModelOptions {
-  std::string path;                ///< TorchScript file from tools/export_inception.py
-  bool optimize = true;            ///< torch::jit::optimize_for_inference (freeze + fold) after loading
-  bool channels_last = false;      ///< feed NHWC-strided input (channels_last memory format)
-  std::string precision = "fp32";  ///< fp32, fp16 or bf16: CUDA (model and input converted); bf16 also engine onednn
-  bool cudnn_benchmark = true;     ///< CUDA only: let cuDNN autotune convolution algorithms
-  bool flush_denormal = false;     ///< CPU: flush denormal floats to zero (FTZ/DAZ) in each replica thread
-  bool cuda_graphs = false;        ///< CUDA only: capture the forward of full batches once, then replay it
-  /// What runs the network: "torchscript" (LibTorch runs the module), "onednn" (CPU only: the
+  std::string path;                       ///< TorchScript file from tools/export_inception.py
+  bool optimize = true;                   ///< torch::jit::optimize_for_inference (freeze + fold) after loading
+  bool channels_last = false;             ///< feed NHWC-strided input (channels_last memory format)
+  Precision precision = Precision::fp32;  ///< fp16/bf16: CUDA (model and input converted); bf16 also engine onednn
+  bool cudnn_benchmark = true;            ///< CUDA only: let cuDNN autotune convolution algorithms
+  bool flush_denormal = false;            ///< CPU: flush denormal floats to zero (FTZ/DAZ) in each replica thread
+  bool cuda_graphs = false;               ///< CUDA only: capture the forward of full batches once, then replay it
+  /// What runs the network: torchscript (LibTorch runs the module), onednn (CPU only: the
   /// module's weights in vecbench's own oneDNN network, include/vecbench/engine/onednn_inception.hpp),
-  /// or "none" (no network, zero features: measures the input pipeline alone, null_model.hpp).
-  std::string engine = "torchscript";
+  /// or none (no network, zero features: measures the input pipeline alone, null_model.hpp).
+  EngineKind engine = EngineKind::torchscript;
   bool winograd = true;  ///< onednn: Winograd for 3x3 stride-1 convolutions where the CPU has them
 };
 
-/// The engines this build has ("torchscript", "none", and "onednn" when built with libdnnl-dev).
-std::vector<std::string> available_engines();
+/// The engines this build has (torchscript, none, and onednn when built with libdnnl-dev).
+std::vector<EngineKind> available_engines();
+
+/// Whether this build has engine `k`.
+bool has_engine(EngineKind k);
 
 /// A factory of replicas: each call loads the file onto the device (torch::jit::load(path,
 /// device)), optimizes it, and sets the calling thread's intra-op thread count to the device's

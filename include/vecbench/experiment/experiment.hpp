@@ -9,8 +9,10 @@
 #include <nlohmann/json.hpp>
 
 #include "vecbench/core/error.hpp"
+#include "vecbench/engine/engine_kind.hpp"
 #include "vecbench/input/imageset_spec.hpp"
 #include "vecbench/input/resize.hpp"
+#include "vecbench/output/output_format.hpp"
 
 namespace vecbench {
 
@@ -18,13 +20,13 @@ namespace vecbench {
 struct Experiment {
   std::string name;  ///< results go to results/<name>/<UTC timestamp>.json
   std::string description;
-  std::string model = "default";       ///< model file, or "default" (the build's synthetic model)
-  bool optimize = true;                ///< optimize_for_inference after loading
-  std::string precision = "fp32";      ///< fp32 | fp16 | bf16 (CUDA; bf16 also engine onednn on AVX-512 BF16)
-  bool channels_last = false;          ///< feed channels_last input
-  bool cuda_graphs = false;            ///< CUDA: replay a captured graph per replica for full batches
-  std::string engine = "torchscript";  ///< torchscript | onednn (CPU) | none (input pipeline only, no verify)
-  bool winograd = true;                ///< onednn: Winograd 3x3 convolutions where the CPU has them
+  std::string model = "default";                ///< model file, or "default" (the build's synthetic model)
+  bool optimize = true;                         ///< optimize_for_inference after loading
+  Precision precision = Precision::fp32;        ///< fp16/bf16: CUDA; bf16 also engine onednn on AVX-512 BF16
+  bool channels_last = false;                   ///< feed channels_last input
+  bool cuda_graphs = false;                     ///< CUDA: replay a captured graph per replica for full batches
+  EngineKind engine = EngineKind::torchscript;  ///< onednn: CPU; none: input pipeline only, no verify
+  bool winograd = true;                         ///< onednn: Winograd 3x3 convolutions where the CPU has them
   ImageSetSpec images;
   /// One matrix: every combination of its lists is one run. "matrix" in the file is one such
   /// object or an array of them (their runs are concatenated, duplicates dropped).
@@ -36,15 +38,15 @@ struct Experiment {
     std::vector<std::string> resize = {"default"};  ///< "default" = the model's own mode
   };
   std::vector<Matrix> matrices = {Matrix{}};
-  int warmup_batches = 3;              ///< untimed forwards per replica before each repetition
-  int repetitions = 3;                 ///< timed repetitions of each run
-  bool interleave = true;              ///< A B C A B C (drift hits all alike) instead of A A B B
-  double time_budget_s = 0;            ///< runs not started within it are "skipped"; 0 = none
-  int decode_threads = 1;              ///< data-parallel decode threads
-  int prefetch_batches = 4;            ///< data-parallel queue depth
-  std::string output_format = "none";  ///< none | vc | npy | shards (written to a temp dir)
-  bool verify = true;                  ///< compare features with the sequential reference
-  bool seed_timing_lines = false;      ///< also print the seed-style timing line per repetition
+  int warmup_batches = 3;                           ///< untimed forwards per replica before each repetition
+  int repetitions = 3;                              ///< timed repetitions of each run
+  bool interleave = true;                           ///< A B C A B C (drift hits all alike) instead of A A B B
+  double time_budget_s = 0;                         ///< runs not started within it are "skipped"; 0 = none
+  int decode_threads = 1;                           ///< data-parallel decode threads
+  int prefetch_batches = 4;                         ///< data-parallel queue depth
+  OutputFormat output_format = OutputFormat::none;  ///< written to a temp dir when not none
+  bool verify = true;                               ///< compare features with the sequential reference
+  bool seed_timing_lines = false;                   ///< also print the seed-style timing line per repetition
   /// External commands run interleaved with vecbench's runs ({name, command, regex}); their
   /// img/s is parsed from stdout with `regex` (first group).
   struct External {
@@ -84,10 +86,134 @@ std::vector<T> get_list(const nlohmann::json& j, const std::string& key) {
 }
 }  // namespace detail
 
+namespace detail {
+/// "images": exactly one of dir, list, predecoded, synthetic, generate.
+inline ImageSetSpec parse_images(const nlohmann::json& im) {
+  check_keys(im, "images", {"dir", "list", "predecoded", "synthetic", "generate"});
+  if (im.size() != 1) throw ConfigError("images", "give exactly one of dir, list, predecoded, synthetic, generate");
+  ImageSetSpec spec;
+  if (im.contains("dir")) spec.dir = get_as<std::string>(im["dir"], "images.dir");
+  if (im.contains("list")) spec.list = get_as<std::string>(im["list"], "images.list");
+  if (im.contains("predecoded")) spec.predecoded = get_as<std::string>(im["predecoded"], "images.predecoded");
+  if (im.contains("synthetic")) {
+    const int n = get_as<int>(im["synthetic"], "images.synthetic");
+    if (n < 1) throw ConfigError("images.synthetic", "must be >= 1");
+    spec.synthetic = static_cast<std::size_t>(n);
+  }
+  if (!im.contains("generate")) return spec;
+  const auto& g = im["generate"];
+  check_keys(g, "images.generate", {"count", "seed", "sizes", "formats", "from", "jpeg_quality"});
+  auto& G = spec.generate;
+  if (!g.contains("count")) throw ConfigError("images.generate.count", "required");
+  const int c = get_as<int>(g["count"], "images.generate.count");
+  if (c < 1) throw ConfigError("images.generate.count", "must be >= 1");
+  G.count = static_cast<std::size_t>(c);
+  if (g.contains("seed")) G.seed = get_as<unsigned>(g["seed"], "images.generate.seed");
+  if (g.contains("from")) G.from = get_as<std::string>(g["from"], "images.generate.from");
+  if (g.contains("jpeg_quality")) G.jpeg_quality = get_as<int>(g["jpeg_quality"], "images.generate.jpeg_quality");
+  if (g.contains("formats")) {
+    G.formats = get_list<std::string>(g["formats"], "images.generate.formats");
+    for (std::size_t i = 0; i < G.formats.size(); ++i)
+      if (!std::set<std::string>{"jpg", "png", "bmp", "webp", "tiff"}.count(G.formats[i]))
+        throw ConfigError("images.generate.formats[" + std::to_string(i) + "]",
+                          "unknown format '" + G.formats[i] + "' (use jpg, png, bmp, webp, tiff)");
+  }
+  if (g.contains("sizes")) {
+    const auto sz = get_list<std::vector<int>>(g["sizes"], "images.generate.sizes");
+    for (std::size_t i = 0; i < sz.size(); ++i) {
+      if (sz[i].size() != 2 || sz[i][0] < 8 || sz[i][1] < 8 || sz[i][0] > 8192 || sz[i][1] > 8192)
+        throw ConfigError("images.generate.sizes[" + std::to_string(i) + "]", "must be [width, height] in 8..8192");
+      G.sizes.emplace_back(sz[i][0], sz[i][1]);
+    }
+  }
+  return spec;
+}
+
+/// One matrix object; `w` names it in errors ("matrix" or "matrix[2]").
+inline Experiment::Matrix parse_matrix(const nlohmann::json& m, const std::string& w) {
+  check_keys(m, w, {"strategy", "devices", "batch", "threads", "resize"});
+  Experiment::Matrix x;
+  if (m.contains("strategy")) x.strategies = get_list<std::string>(m["strategy"], w + ".strategy");
+  if (m.contains("devices")) x.devices = get_list<std::string>(m["devices"], w + ".devices");
+  if (m.contains("batch")) x.batch_sizes = get_list<int>(m["batch"], w + ".batch");
+  if (m.contains("threads")) x.threads = get_list<int>(m["threads"], w + ".threads");
+  if (m.contains("resize")) x.resize = get_list<std::string>(m["resize"], w + ".resize");
+  static const std::set<std::string> known = {"naive", "sequential", "sharded", "data-parallel", "mirrored"};
+  auto at = [&](const char* k, std::size_t i) { return w + "." + k + "[" + std::to_string(i) + "]"; };
+  for (std::size_t i = 0; i < x.strategies.size(); ++i)
+    if (!known.count(x.strategies[i]))
+      throw ConfigError(at("strategy", i), "unknown strategy '" + x.strategies[i] + "'");
+  for (std::size_t i = 0; i < x.batch_sizes.size(); ++i)
+    if (x.batch_sizes[i] < 1 || x.batch_sizes[i] > 4096) throw ConfigError(at("batch", i), "must be in 1..4096");
+  for (std::size_t i = 0; i < x.threads.size(); ++i)
+    if (x.threads[i] < 0 || x.threads[i] > 1024) throw ConfigError(at("threads", i), "must be in 0..1024");
+  for (std::size_t i = 0; i < x.resize.size(); ++i)
+    if (x.resize[i] != "default") {
+      try {
+        parse_resize_mode(x.resize[i]);
+      } catch (const ConfigError&) {
+        throw ConfigError(at("resize", i),
+                          "unknown resize mode '" + x.resize[i] + "' (use default, tf-legacy, bilinear)");
+      }
+    }
+  return x;
+}
+
+/// "external": [{name, command, regex?}, ...].
+inline std::vector<Experiment::External> parse_external(const nlohmann::json& x) {
+  if (!x.is_array()) throw ConfigError("external", "must be an array");
+  std::vector<Experiment::External> out;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const std::string key = "external[" + std::to_string(i) + "]";
+    check_keys(x[i], key, {"name", "command", "regex"});
+    Experiment::External ex;
+    if (!x[i].contains("name") || !x[i].contains("command")) throw ConfigError(key, "needs name and command");
+    ex.name = get_as<std::string>(x[i]["name"], key + ".name");
+    ex.command = get_as<std::string>(x[i]["command"], key + ".command");
+    if (x[i].contains("regex")) ex.regex = get_as<std::string>(x[i]["regex"], key + ".regex");
+    out.push_back(ex);
+  }
+  return out;
+}
+
+/// The model keys: model, optimize, precision, channels_last, cuda_graphs, engine, winograd.
+inline void parse_model_settings(const nlohmann::json& j, Experiment& e) {
+  if (j.contains("model")) e.model = get_as<std::string>(j["model"], "model");
+  if (j.contains("optimize")) e.optimize = get_as<bool>(j["optimize"], "optimize");
+  if (j.contains("channels_last")) e.channels_last = get_as<bool>(j["channels_last"], "channels_last");
+  if (j.contains("cuda_graphs")) e.cuda_graphs = get_as<bool>(j["cuda_graphs"], "cuda_graphs");
+  if (j.contains("winograd")) e.winograd = get_as<bool>(j["winograd"], "winograd");
+  if (j.contains("engine")) e.engine = parse_engine(get_as<std::string>(j["engine"], "engine"));
+  if (j.contains("precision")) e.precision = parse_precision(get_as<std::string>(j["precision"], "precision"));
+}
+
+/// The run keys: repetitions, warm-up, interleaving, budget, queues, output, verification.
+inline void parse_run_settings(const nlohmann::json& j, Experiment& e) {
+  auto int_in = [&](const char* key, int& field, int lo, int hi) {
+    if (!j.contains(key)) return;
+    field = get_as<int>(j[key], key);
+    if (field < lo || field > hi)
+      throw ConfigError(key, "must be in " + std::to_string(lo) + ".." + std::to_string(hi));
+  };
+  int_in("warmup_batches", e.warmup_batches, 0, 1000);
+  int_in("repetitions", e.repetitions, 1, 1000);
+  int_in("decode_threads", e.decode_threads, 1, 256);
+  int_in("prefetch_batches", e.prefetch_batches, 1, 4096);
+  if (j.contains("interleave")) e.interleave = get_as<bool>(j["interleave"], "interleave");
+  if (j.contains("verify")) e.verify = get_as<bool>(j["verify"], "verify");
+  if (j.contains("seed_timing_lines")) e.seed_timing_lines = get_as<bool>(j["seed_timing_lines"], "seed_timing_lines");
+  if (j.contains("time_budget_s")) {
+    e.time_budget_s = get_as<double>(j["time_budget_s"], "time_budget_s");
+    if (e.time_budget_s < 0) throw ConfigError("time_budget_s", "must be >= 0");
+  }
+  if (j.contains("output_format"))
+    e.output_format = parse_output_format(get_as<std::string>(j["output_format"], "output_format"), "output_format");
+}
+}  // namespace detail
+
 /// Parses and validates an experiment. `origin` names the file in errors.
 inline Experiment parse_experiment(const nlohmann::json& j, const std::string& origin = "experiment") {
   using detail::get_as;
-  using detail::get_list;
   Experiment e;
   e.raw = j;
   try {
@@ -101,134 +227,19 @@ inline Experiment parse_experiment(const nlohmann::json& j, const std::string& o
     if (e.name.empty() || e.name.find_first_of("/\\") != std::string::npos || e.name[0] == '.')
       throw ConfigError("name", "must be a plain non-empty name (it names the results folder)");
     if (j.contains("description")) e.description = get_as<std::string>(j["description"], "description");
-    if (j.contains("model")) e.model = get_as<std::string>(j["model"], "model");
-    if (j.contains("optimize")) e.optimize = get_as<bool>(j["optimize"], "optimize");
-    if (j.contains("channels_last")) e.channels_last = get_as<bool>(j["channels_last"], "channels_last");
-    if (j.contains("cuda_graphs")) e.cuda_graphs = get_as<bool>(j["cuda_graphs"], "cuda_graphs");
-    if (j.contains("winograd")) e.winograd = get_as<bool>(j["winograd"], "winograd");
-    if (j.contains("engine")) {
-      e.engine = get_as<std::string>(j["engine"], "engine");
-      if (e.engine != "torchscript" && e.engine != "onednn" && e.engine != "none")
-        throw ConfigError("engine", "unknown engine '" + e.engine + "' (use torchscript, onednn, none)");
-    }
-    if (j.contains("precision")) {
-      e.precision = get_as<std::string>(j["precision"], "precision");
-      if (!std::set<std::string>{"fp32", "fp16", "bf16"}.count(e.precision))
-        throw ConfigError("precision", "unknown precision '" + e.precision + "' (use fp32, fp16, bf16)");
-    }
+    detail::parse_model_settings(j, e);
     if (!j.contains("images")) throw ConfigError("images", "required");
-    const auto& im = j["images"];
-    detail::check_keys(im, "images", {"dir", "list", "predecoded", "synthetic", "generate"});
-    if (im.size() != 1) throw ConfigError("images", "give exactly one of dir, list, predecoded, synthetic, generate");
-    if (im.contains("dir")) e.images.dir = get_as<std::string>(im["dir"], "images.dir");
-    if (im.contains("list")) e.images.list = get_as<std::string>(im["list"], "images.list");
-    if (im.contains("predecoded")) e.images.predecoded = get_as<std::string>(im["predecoded"], "images.predecoded");
-    if (im.contains("synthetic")) {
-      const int n = get_as<int>(im["synthetic"], "images.synthetic");
-      if (n < 1) throw ConfigError("images.synthetic", "must be >= 1");
-      e.images.synthetic = static_cast<std::size_t>(n);
-    }
-    if (im.contains("generate")) {
-      const auto& g = im["generate"];
-      detail::check_keys(g, "images.generate", {"count", "seed", "sizes", "formats", "from", "jpeg_quality"});
-      auto& G = e.images.generate;
-      if (!g.contains("count")) throw ConfigError("images.generate.count", "required");
-      const int c = get_as<int>(g["count"], "images.generate.count");
-      if (c < 1) throw ConfigError("images.generate.count", "must be >= 1");
-      G.count = static_cast<std::size_t>(c);
-      if (g.contains("seed")) G.seed = get_as<unsigned>(g["seed"], "images.generate.seed");
-      if (g.contains("from")) G.from = get_as<std::string>(g["from"], "images.generate.from");
-      if (g.contains("jpeg_quality")) G.jpeg_quality = get_as<int>(g["jpeg_quality"], "images.generate.jpeg_quality");
-      if (g.contains("formats")) {
-        G.formats = get_list<std::string>(g["formats"], "images.generate.formats");
-        for (std::size_t i = 0; i < G.formats.size(); ++i)
-          if (!std::set<std::string>{"jpg", "png", "bmp", "webp", "tiff"}.count(G.formats[i]))
-            throw ConfigError("images.generate.formats[" + std::to_string(i) + "]",
-                              "unknown format '" + G.formats[i] + "' (use jpg, png, bmp, webp, tiff)");
-      }
-      if (g.contains("sizes")) {
-        const auto sz = get_list<std::vector<int>>(g["sizes"], "images.generate.sizes");
-        for (std::size_t i = 0; i < sz.size(); ++i) {
-          if (sz[i].size() != 2 || sz[i][0] < 8 || sz[i][1] < 8 || sz[i][0] > 8192 || sz[i][1] > 8192)
-            throw ConfigError("images.generate.sizes[" + std::to_string(i) + "]", "must be [width, height] in 8..8192");
-          G.sizes.emplace_back(sz[i][0], sz[i][1]);
-        }
-      }
-    }
+    e.images = detail::parse_images(j["images"]);
     if (j.contains("matrix")) {
       const auto& mj = j["matrix"];
       if (mj.is_array() && mj.empty()) throw ConfigError("matrix", "must not be empty");
       e.matrices.clear();
-      const std::size_t count = mj.is_array() ? mj.size() : 1;
-      for (std::size_t mi = 0; mi < count; ++mi) {
-        const auto& m = mj.is_array() ? mj[mi] : mj;
-        const std::string w = mj.is_array() ? "matrix[" + std::to_string(mi) + "]" : "matrix";
-        detail::check_keys(m, w, {"strategy", "devices", "batch", "threads", "resize"});
-        Experiment::Matrix x;
-        if (m.contains("strategy")) x.strategies = get_list<std::string>(m["strategy"], w + ".strategy");
-        if (m.contains("devices")) x.devices = get_list<std::string>(m["devices"], w + ".devices");
-        if (m.contains("batch")) x.batch_sizes = get_list<int>(m["batch"], w + ".batch");
-        if (m.contains("threads")) x.threads = get_list<int>(m["threads"], w + ".threads");
-        if (m.contains("resize")) x.resize = get_list<std::string>(m["resize"], w + ".resize");
-        static const std::set<std::string> known = {"naive", "sequential", "sharded", "data-parallel", "mirrored"};
-        for (std::size_t i = 0; i < x.strategies.size(); ++i)
-          if (!known.count(x.strategies[i]))
-            throw ConfigError(w + ".strategy[" + std::to_string(i) + "]", "unknown strategy '" + x.strategies[i] + "'");
-        for (std::size_t i = 0; i < x.batch_sizes.size(); ++i)
-          if (x.batch_sizes[i] < 1 || x.batch_sizes[i] > 4096)
-            throw ConfigError(w + ".batch[" + std::to_string(i) + "]", "must be in 1..4096");
-        for (std::size_t i = 0; i < x.threads.size(); ++i)
-          if (x.threads[i] < 0 || x.threads[i] > 1024)
-            throw ConfigError(w + ".threads[" + std::to_string(i) + "]", "must be in 0..1024");
-        for (std::size_t i = 0; i < x.resize.size(); ++i)
-          if (x.resize[i] != "default") {
-            try {
-              parse_resize_mode(x.resize[i]);
-            } catch (const ConfigError&) {
-              throw ConfigError(w + ".resize[" + std::to_string(i) + "]",
-                                "unknown resize mode '" + x.resize[i] + "' (use default, tf-legacy, bilinear)");
-            }
-          }
-        e.matrices.push_back(x);
-      }
+      if (!mj.is_array()) e.matrices.push_back(detail::parse_matrix(mj, "matrix"));
+      for (std::size_t mi = 0; mj.is_array() && mi < mj.size(); ++mi)
+        e.matrices.push_back(detail::parse_matrix(mj[mi], "matrix[" + std::to_string(mi) + "]"));
     }
-    auto int_in = [&](const char* key, int& field, int lo, int hi) {
-      if (!j.contains(key)) return;
-      field = get_as<int>(j[key], key);
-      if (field < lo || field > hi)
-        throw ConfigError(key, "must be in " + std::to_string(lo) + ".." + std::to_string(hi));
-    };
-    int_in("warmup_batches", e.warmup_batches, 0, 1000);
-    int_in("repetitions", e.repetitions, 1, 1000);
-    int_in("decode_threads", e.decode_threads, 1, 256);
-    int_in("prefetch_batches", e.prefetch_batches, 1, 4096);
-    if (j.contains("interleave")) e.interleave = get_as<bool>(j["interleave"], "interleave");
-    if (j.contains("verify")) e.verify = get_as<bool>(j["verify"], "verify");
-    if (j.contains("seed_timing_lines"))
-      e.seed_timing_lines = get_as<bool>(j["seed_timing_lines"], "seed_timing_lines");
-    if (j.contains("time_budget_s")) {
-      e.time_budget_s = get_as<double>(j["time_budget_s"], "time_budget_s");
-      if (e.time_budget_s < 0) throw ConfigError("time_budget_s", "must be >= 0");
-    }
-    if (j.contains("output_format")) {
-      e.output_format = get_as<std::string>(j["output_format"], "output_format");
-      if (!std::set<std::string>{"none", "vc", "npy", "shards"}.count(e.output_format))
-        throw ConfigError("output_format", "unknown format '" + e.output_format + "' (use none, vc, npy, shards)");
-    }
-    if (j.contains("external")) {
-      const auto& x = j["external"];
-      if (!x.is_array()) throw ConfigError("external", "must be an array");
-      for (std::size_t i = 0; i < x.size(); ++i) {
-        const std::string key = "external[" + std::to_string(i) + "]";
-        detail::check_keys(x[i], key, {"name", "command", "regex"});
-        Experiment::External ex;
-        if (!x[i].contains("name") || !x[i].contains("command")) throw ConfigError(key, "needs name and command");
-        ex.name = get_as<std::string>(x[i]["name"], key + ".name");
-        ex.command = get_as<std::string>(x[i]["command"], key + ".command");
-        if (x[i].contains("regex")) ex.regex = get_as<std::string>(x[i]["regex"], key + ".regex");
-        e.external.push_back(ex);
-      }
-    }
+    detail::parse_run_settings(j, e);
+    if (j.contains("external")) e.external = detail::parse_external(j["external"]);
   } catch (const ConfigError& err) {
     throw ConfigError(origin, err.what());
   }

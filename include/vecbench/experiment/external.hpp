@@ -16,6 +16,8 @@ struct ExternalOutcome {
   double images_per_s = 0.0;  ///< the first group of the regex match (what the peer reports)
   double wall_s = 0.0;        ///< the whole command's wall time, start-up included, seconds
   std::size_t images = 0;     ///< the "images=N" it printed, else 0
+  /// The output line the img/s came from: peers name what they ran there (versions, settings).
+  std::string line;
   std::string reason;         ///< why not ok: exit status, missing match, and its output's tail
 };
 
@@ -30,6 +32,9 @@ inline ExternalOutcome run_external(const Experiment::External& x) {
   if (r.ok() && std::regex_search(r.output, m, std::regex(x.regex)) && m.size() > 1) {
     o.ok = true;
     o.images_per_s = std::stod(m[1].str());
+    const auto at = static_cast<std::size_t>(m.position(0));
+    const std::size_t from = r.output.rfind('\n', at) + 1;  // npos + 1 == 0: the first line
+    o.line = r.output.substr(from, r.output.find('\n', at) - from);
     return o;
   }
   std::string tail = r.output.size() > 300 ? r.output.substr(r.output.size() - 300) : r.output;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "vecbench/core/sink.hpp"
+#include "vecbench/engine/engine_kind.hpp"
 #include "vecbench/results/result.hpp"
 
 namespace vecbench {
@@ -38,10 +39,16 @@ inline Verification verify_features(const MemorySink& got, const MemorySink& ref
 ///   TorchScript within it; the same engine agrees with itself to ~1e-6);
 /// - fp16 (CUDA): 2e-2; bf16 (CUDA, or oneDNN on AVX-512 BF16; measured 2-6%): 1e-1.
 /// Engine "none" computes no features: nothing to check (infinite).
-inline double rel_tolerance(const std::string& engine, const std::string& precision) {
-  if (engine == "none") return INFINITY;
-  if (precision == "bf16") return 1e-1;
-  if (precision == "fp16") return 2e-2;
+inline double rel_tolerance(EngineKind engine, Precision precision) {
+  if (engine == EngineKind::none) return INFINITY;
+  switch (precision) {
+    case Precision::bf16:
+      return 1e-1;
+    case Precision::fp16:
+      return 2e-2;
+    case Precision::fp32:
+      return 1e-4;
+  }
   return 1e-4;
 }
 

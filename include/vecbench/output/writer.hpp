@@ -26,19 +26,10 @@
 #include "vecbench/input/image_source.hpp"
 #include "vecbench/output/fingerprint.hpp"
 #include "vecbench/output/manifest.hpp"
+#include "vecbench/output/output_format.hpp"
 #include "vecbench/output/output_lock.hpp"
 
 namespace vecbench {
-
-enum class OutputFormat { vc, npy, shards, none };
-
-inline OutputFormat parse_output_format(const std::string& s) {
-  if (s == "vc") return OutputFormat::vc;
-  if (s == "npy") return OutputFormat::npy;
-  if (s == "shards") return OutputFormat::shards;
-  if (s == "none") return OutputFormat::none;
-  throw ConfigError("format", "unknown output format '" + s + "' (use vc, npy, shards or none)");
-}
 
 /// Writer settings.
 struct WriterOptions {

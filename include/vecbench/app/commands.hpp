@@ -1,0 +1,105 @@
+// The commands of the vecbench CLI: tools/vecbench.cpp parses the command line into these
+// argument structs and calls the commands, which live in src/app/ (library vecbench_commands).
+// The process-wide state of a command (the stop flag set by Ctrl-C, the process group of MPI
+// ranks or shards) is here too, behind functions.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "vecbench/dist/distributed_run.hpp"
+
+namespace vecbench {
+
+// Exit statuses (README "Exit status"): 0 ok; 1 a usage error or a fatal error; 2 some inputs
+// failed (the rest is done); 3 the output folder refused the run (another writer holds it, or it
+// holds another fingerprint; nothing was written); 130 interrupted. `compare`: 1 SLOWER, 2 could
+// not compare.
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 1;
+constexpr int kExitSomeInputsFailed = 2;
+constexpr int kExitOutputRefused = 3;
+constexpr int kExitInterrupted = 130;
+
+/// The build's default model (build/models/inception_tf2015_seed0.pt).
+std::string default_model();
+/// The fused export the build makes next to it (tools/export_inception.py --fuse prepacked).
+std::string default_fused_model();
+
+/// Set by the first SIGINT/SIGTERM (install_signal_handlers): runs stop cleanly, keeping what
+/// they wrote; a second signal ends the process at once.
+std::atomic<bool>& stop_flag();
+void install_signal_handlers();
+
+/// How the processes of `vectorize` and `run` share the work (MPI ranks or shards).
+struct DistArgs {
+  /// static | dynamic (--distribution)
+  std::string mode = "static";
+  std::size_t chunk = 0;
+  double timeout_s = 600;
+  int shard_index = -1, num_shards = 0;
+};
+
+/// Starts the process group once (MPI when launched by mpirun/srun in an MPI build); later calls
+/// return the same one.
+Distribution& open_distribution(const DistArgs& d, int* argc, char*** argv);
+/// The process group (a single process when none was opened).
+Distribution& current_distribution();
+/// Ends MPI (if started) and returns `rc`.
+int close_distribution(int rc);
+/// On a fatal error: ends every rank of a connected MPI job with this rank's reason (no-op
+/// otherwise).
+void abort_all_ranks(const std::string& reason);
+
+/// The options of `vectorize` (each documented by its flag in tools/vecbench.cpp).
+struct VectorizeArgs {
+  std::string images;
+  std::string out;
+  std::string model = default_model();
+  std::string format = "npy";
+  std::string strategy = "data-parallel";
+  std::string devices = "cpu";
+  std::string resize;  // empty: the model's default
+  std::string exif = "ignore";
+  int batch = 1;
+  int threads = 0;
+  int decode_threads = 1;
+  int prefetch = 4;
+  int warmup = 0;  // vectorize: the first real batches are the warm-up (their features are kept)
+  std::size_t shard_rows = 1024;
+  bool fast_decode = false;
+  bool no_resume = false;
+  bool no_optimize = false;
+  bool channels_last = false;
+  bool flush_denormal = false;
+  bool cuda_graphs = false;
+  bool no_winograd = false;
+  bool lenient_decode = false;
+  bool replace_fingerprint = false;
+  bool force = false;
+  bool quiet = false;
+  double progress_s = 30;
+  std::uint64_t max_pixels = 178956970;
+  std::string precision = "fp32";
+  std::string engine = "torchscript";
+  std::string json_out;
+};
+
+/// `vecbench vectorize`: returns the exit status.
+int cmd_vectorize(const VectorizeArgs& a);
+/// `vecbench predecode`: decodes and resizes once into a uint8 [N,S,S,3] .npy.
+int cmd_predecode(const std::string& images, const std::string& out, const std::string& resize, int size);
+/// `vecbench devices`: what each device spec expands to.
+int cmd_devices(const std::vector<std::string>& specs);
+/// `vecbench model info`: the export's metadata of a model file.
+int cmd_model_info(const std::string& path);
+/// `vecbench run`: an experiment file (empty: the embedded quick.json); writes its result file.
+int cmd_run(const std::string& path, const std::string& results_dir, const std::string& model_override, int reps,
+            int argc, char** argv);
+/// `vecbench tune`: searches routes within a time budget and prints the winning command line.
+int cmd_tune(const std::string& images, const std::string& model_arg, double budget_s, const std::string& results_dir,
+             int argc, char** argv);
+
+}  // namespace vecbench

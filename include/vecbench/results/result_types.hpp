@@ -1,0 +1,213 @@
+// The result model (schema_version 1): what one experiment measured, as C++ types. Every
+// producer fills and every consumer reads these; results/result.hpp reads and writes them as
+// JSON (schema/result.schema.json; a test keeps the reader and the schema in sync).
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "vecbench/core/error.hpp"
+#include "vecbench/core/fs_util.hpp"
+#include "vecbench/core/stats.hpp"
+
+namespace vecbench {
+
+using json = nlohmann::json;
+
+/// The result format version this code reads and writes.
+constexpr int kResultSchemaVersion = 1;
+
+/// A malformed result file: `file` is where it came from, `key` the JSON path ("runs[2].id").
+struct ResultFormatError : Error {
+  ResultFormatError(const std::string& file, const std::string& key, const std::string& cause)
+      : Error(file + ": key '" + key + "': " + cause) {}
+};
+
+/// One GPU of the host.
+struct GpuInfo {
+  std::string name;               ///< device name as reported by the driver
+  std::int64_t memory_bytes = 0;  ///< total device memory, bytes
+};
+
+/// Where and how the experiment ran. Keys not listed here are kept verbatim in `extra`.
+struct Meta {
+  std::vector<std::string> argv;   ///< command line of the run (optional in the file)
+  std::string vecbench_version;    ///< e.g. "0.1.0"
+  std::string git_sha;             ///< source revision, or "unknown"
+  bool git_dirty = false;          ///< the work tree had uncommitted changes (optional)
+  std::string date_utc;            ///< start time, ISO 8601 UTC ("2026-11-30T07:00:00Z")
+  std::string host;                ///< host name
+  std::string cpu_model;           ///< CPU model string
+  std::int64_t cpu_cores = 0;      ///< logical CPU cores available to the process
+  std::vector<GpuInfo> gpus;       ///< GPUs seen (optional, empty when none)
+  json versions = json::object();  ///< library name -> version string or null (optional)
+  json model = nullptr;            ///< {"path","arch","weight_source","weight_sha256"} or null
+  json extra = json::object();     ///< any other meta keys, kept as given
+};
+
+/// The experiment configuration: as given, and as resolved by the runner.
+struct ResultConfig {
+  json requested = json::object();  ///< the experiment JSON as given
+  json effective = json::object();  ///< free-form: what the runner actually used
+};
+
+/// One device's share of one repetition.
+struct DeviceSample {
+  std::string name;                    ///< replica label, e.g. "cpu/2#0"
+  std::int64_t images = 0;             ///< images this device processed
+  double busy_fraction = 0.0;          ///< fraction of wall time spent in forward calls, 0..1
+  std::int64_t batches = 0;            ///< forward calls on this device (optional)
+  double busy_s = 0.0;                 ///< seconds inside forward calls, copies included (optional)
+  std::int64_t peak_memory_bytes = 0;  ///< device memory peak, bytes (0 on CPU / unknown)
+};
+
+/// One rank's (process's) share of one repetition of a multi-process run.
+struct RankSample {
+  std::int64_t rank = 0;      ///< MPI rank or shard index
+  std::string host;           ///< host name (optional)
+  std::int64_t images = 0;    ///< images this rank vectorized
+  std::int64_t failed = 0;    ///< images that failed on this rank (optional)
+  double wall_s = 0.0;        ///< this rank's wall time, seconds
+  double images_per_s = 0.0;  ///< images / wall_s
+  double setup_s = 0.0;       ///< model loading and warm-up on this rank (optional)
+  std::int64_t chunks = -1;   ///< dynamic mode: chunks of inputs this rank got (optional; -1: absent)
+};
+
+/// How the ranks of a multi-process run (MPI ranks or shards) shared one repetition.
+struct RanksInfo {
+  std::int64_t count = 0;                    ///< ranks (or shards) of the job
+  std::string distribution;                  ///< "static", "dynamic" or "shards" (optional)
+  std::optional<double> scaling_efficiency;  ///< images_per_s / sum of per_rank images_per_s (optional)
+  std::vector<RankSample> per_rank;          ///< one per rank whose figures are in the sample
+};
+
+/// One timed repetition of a run.
+struct Sample {
+  std::int64_t rep = 0;                                ///< repetition index, 0-based (pairs reps across runs)
+  std::int64_t images = 0;                             ///< images vectorized successfully
+  std::int64_t failed = 0;                             ///< images that failed (optional, default 0)
+  double wall_s = 0.0;                                 ///< wall-clock time of the repetition, seconds
+  double images_per_s = 0.0;                           ///< images / wall_s
+  std::map<std::string, double> stage_s;               ///< seconds per stage, summed over threads (optional)
+  std::map<std::string, double> latency_ms;            ///< "p50"/"p90"/"p99" latency, ms (optional)
+  std::vector<DeviceSample> devices;                   ///< per-device counters (optional)
+  std::vector<std::pair<double, double>> queue_depth;  ///< (t_s since start, depth) (optional)
+  std::int64_t peak_rss_bytes = 0;                     ///< process peak resident memory, bytes (0 = unknown)
+  double setup_s = 0.0;  ///< model loading and warm-up before the clock started, s (optional)
+  /// Multi-process runs: every rank's figures; the sample's own are totals, with wall_s the
+  /// slowest rank's (optional; absent for one process).
+  std::optional<RanksInfo> ranks = std::nullopt;
+};
+
+/// Medians and spreads over a run's samples (filled by summarize_run).
+struct RunSummary {
+  stats::Summary images_per_s;                       ///< of Sample::images_per_s
+  stats::Summary wall_s;                             ///< of Sample::wall_s, seconds
+  std::map<std::string, stats::Summary> latency_ms;  ///< per percentile key, ms (optional)
+  std::map<std::string, double> stage_s_per_image;   ///< per stage: median of stage_s/images, s
+};
+
+/// Output check of a run against a reference strategy.
+struct Verification {
+  std::string reference;             ///< the reference strategy, e.g. "sequential"
+  std::int64_t compared_images = 0;  ///< images whose vectors were compared
+  double max_abs_diff = 0.0;         ///< largest |out - ref| over every element of every compared vector
+  double max_rel_diff = 0.0;         ///< largest per-image relative L2 difference |out - ref| / |ref|
+  /// The largest max_rel_diff the run's engine and precision may show (experiment/verify.hpp);
+  /// a run over it is `failed` (optional; absent in files written before it was checked).
+  std::optional<double> rel_tolerance = std::nullopt;
+};
+
+/// How a run ended.
+enum class RunStatus {
+  ok,       ///< every repetition that started finished
+  skipped,  ///< not run (budget, interrupt, a missing peer); `reason` says why
+  error,    ///< a repetition threw; `reason` holds the error
+  failed,   ///< ran, but its features are further from the reference than its tolerance
+};
+
+inline const char* to_string(RunStatus s) {
+  switch (s) {
+    case RunStatus::ok:
+      return "ok";
+    case RunStatus::skipped:
+      return "skipped";
+    case RunStatus::error:
+      return "error";
+    case RunStatus::failed:
+      return "failed";
+  }
+  return "error";
+}
+
+/// The status named `s`, or nullopt when it is none of ok, skipped, error, failed.
+inline std::optional<RunStatus> parse_run_status(const std::string& s) {
+  for (RunStatus v : {RunStatus::ok, RunStatus::skipped, RunStatus::error, RunStatus::failed})
+    if (s == to_string(v)) return v;
+  return std::nullopt;
+}
+
+/// One point of the experiment's parameter grid.
+struct RunResult {
+  std::string id;                            ///< "key=value ..." of params; unique within a file
+  json params = json::object();              ///< parameter name -> string or number (extra keys allowed)
+  RunStatus status = RunStatus::ok;          ///< ok, skipped, error or failed
+  std::string reason;                        ///< why skipped/error; non-empty unless ok
+  json effective = json::object();           ///< free-form: devices, threads ... as actually used
+  std::vector<Sample> samples;               ///< one per repetition (empty when skipped)
+  RunSummary summary;                        ///< see summarize_run
+  std::optional<Verification> verification;  ///< null when not verified
+};
+
+/// A whole result file.
+struct ResultFile {
+  int schema_version = kResultSchemaVersion;  ///< always kResultSchemaVersion when loaded
+  std::string name;                           ///< experiment name
+  Meta meta;                                  ///< host, versions, model
+  ResultConfig config;                        ///< requested and effective configuration
+  std::vector<RunResult> runs;                ///< in execution order
+};
+
+/// A params value as text ("" when absent): strings as is, integral numbers without ".0".
+inline std::string param_string(const json& params, const std::string& key) {
+  const auto it = params.find(key);
+  if (it == params.end() || it->is_null()) return "";
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_number_float()) {
+    const double d = it->get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 1e15)
+      return std::to_string(static_cast<std::int64_t>(d));
+  }
+  return it->dump();
+}
+
+/// Fills run.summary from run.samples (stats::summarize of each quantity).
+inline void summarize_run(RunResult& run) {
+  std::vector<double> ips, wall;
+  std::map<std::string, std::vector<double>> lat, stage;
+  for (const Sample& s : run.samples) {
+    ips.push_back(s.images_per_s);
+    wall.push_back(s.wall_s);
+    for (const auto& [k, v] : s.latency_ms) lat[k].push_back(v);
+    if (s.images > 0)
+      for (const auto& [k, v] : s.stage_s) stage[k].push_back(v / static_cast<double>(s.images));
+  }
+  run.summary = RunSummary{};
+  run.summary.images_per_s = stats::summarize(ips);
+  run.summary.wall_s = stats::summarize(wall);
+  for (const auto& [k, v] : lat) run.summary.latency_ms[k] = stats::summarize(v);
+  for (const auto& [k, v] : stage) run.summary.stage_s_per_image[k] = stats::median(v);
+}
+
+}  // namespace vecbench

@@ -1,0 +1,236 @@
+// `vecbench run` (an experiment file) and `vecbench tune` (a search over routes), on the
+// experiment runner (experiment/experiment_runner.hpp) with LibTorch/oneDNN replicas.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "vecbench/app/commands.hpp"
+#include "vecbench/engine/torchscript_model.hpp"
+#include "vecbench/experiment/experiment_runner.hpp"
+#include "vecbench/input/inputs.hpp"
+#include "vecbench/results/meta.hpp"
+#ifdef VECBENCH_WITH_OPENCV
+#include <opencv2/core/version.hpp>
+#include "vecbench/input/imageset.hpp"
+#endif
+
+namespace vecbench {
+namespace {
+
+/// The embedded default experiment (experiments/quick.json at build time).
+const char* const kQuickExperiment =
+#include "quick_experiment.inc"
+    ;
+
+nlohmann::json full_meta(int argc, char** argv, const std::string& model) {
+  nlohmann::json m = base_meta(argc, argv, VECBENCH_VERSION, VECBENCH_GIT_SHA, VECBENCH_SOURCE_DIR);
+  const auto b = backend_info();
+  m["gpus"] = b["gpus"];
+  m["versions"] = {{"libtorch", b["libtorch"]},
+                   {"cuda", b["cuda"]},
+                   {"cudnn", b["cudnn"]},
+#ifdef VECBENCH_WITH_OPENCV
+                   {"opencv", CV_VERSION},
+#else
+                   {"opencv", nullptr},
+#endif
+                   {"compiler", VECBENCH_COMPILER}};
+  m["parallel_info"] = b["parallel_info"];
+  if (b.contains("onednn")) {
+    m["versions"]["onednn"] = b["onednn"]["version"];
+    m["onednn"] = b["onednn"];  // the ISA oneDNN runs with, and whether it has Winograd convolutions
+  }
+  auto mm = read_model_meta(model);
+  mm["path"] = model;
+  m["model"] = mm;
+  return m;
+}
+
+std::unique_ptr<ImageSource> experiment_source(const ImageSetSpec& im, ResizeMode mode) {
+  InputOptions in;
+  in.resize = mode;
+  if (im.synthetic) return std::make_unique<SyntheticSource>(im.synthetic);
+  if (!im.predecoded.empty()) return make_source(im.predecoded, in);
+  if (!im.dir.empty()) return make_source(im.dir, in);
+  if (!im.list.empty()) return make_source(im.list, in);
+#ifdef VECBENCH_WITH_OPENCV
+  return make_source(generate_image_set(im.generate).string(), in);
+#else
+  throw ConfigError("images.generate", "needs OpenCV, which this build lacks");
+#endif
+}
+
+/// One experiment run by `vecbench run` or `vecbench tune`: its result (whole on rank 0), where
+/// it was saved, and the command's exit status (the same on every rank).
+struct ExperimentOutcome {
+  ResultFile result;
+  fs::path path;      ///< the saved result file (rank 0 / each shard)
+  int exit_code = 0;  ///< 0 ok, 1 a run in error or failed verification, 130 interrupted
+};
+
+ExperimentOutcome run_and_save(Experiment e, const std::string& origin, const std::string& results_dir,
+                               const std::string& model_override, int argc, char** argv) {
+  const std::string model = !model_override.empty() ? model_override : e.model == "default" ? default_model() : e.model;
+  ExperimentEnv env;
+  nlohmann::json meta = full_meta(argc, argv, model);
+  meta["engine"] = {{"name", to_string(e.engine)}, {"winograd", e.winograd}};
+  env.meta = meta_from_json(meta, "meta");
+  if (e.engine == EngineKind::none && e.verify) {  // zero features: nothing to verify
+    std::cerr << "vecbench: engine none (input pipeline only): verification off\n";
+    e.verify = false;
+  }
+  const auto& mm = meta["model"];
+  env.model_resize = parse_resize_mode(mm.value("resize_default", std::string("tf-legacy")));
+  env.input_size = mm.value("input_size", 299);
+  env.cuda_devices = cuda_device_count();
+  TorchModelOptions mo;
+  mo.path = model;
+  mo.optimize = e.optimize;
+  mo.precision = e.precision;
+  mo.channels_last = e.channels_last;
+  mo.cuda_graphs = e.cuda_graphs;
+  mo.engine = e.engine;
+  mo.winograd = e.winograd;
+  env.make_factory = [mo] { return torchscript_factory(mo); };
+  TorchModelOptions ref = mo;  // the reference pass: TorchScript, fp32, as exported
+  ref.precision = Precision::fp32;
+  ref.channels_last = false;
+  ref.cuda_graphs = false;
+  ref.engine = EngineKind::torchscript;
+  env.make_reference_factory = [ref] { return torchscript_factory(ref); };
+  env.make_source = [&e](ResizeMode m) { return experiment_source(e.images, m); };
+  env.work_dir = fs::path(results_dir) / e.name / (".tmp-" + std::to_string(::getpid()));
+  env.stop = &stop_flag();
+  const Distribution& dist = current_distribution();
+  std::ostringstream quiet;  // connected ranks other than 0 do not log the runs
+  if (dist.active()) {
+    env.dist = &dist;
+    env.cpu_cores = dist.cpu_cores();
+    env.work_dir += "-r" + std::to_string(dist.rank());
+    if (!dist.comm().leader()) env.log = &quiet;
+    if (dist.comm().connected()) {  // rank 0 makes a generated image set once, the others wait
+      if (dist.rank() == 0) (void)experiment_source(e.images, env.model_resize);
+      dist.comm().barrier();
+    }
+  }
+  std::cerr << "vecbench: experiment '" << e.name << "' (" << origin << "), model " << model << "\n";
+  ExperimentOutcome o;
+  o.result = run_experiment(e, env);
+  if (!dist.comm().leader()) {
+    o.exit_code = std::stoi(dist.comm().broadcast(""));  // rank 0's exit status
+    return o;
+  }
+  o.path = result_path(results_dir, e.name);
+  if (dist.active() && !dist.comm().connected())  // one file per shard: vecbench merge --results
+    o.path.replace_filename(o.path.stem().string() + "-shard" + std::to_string(dist.rank()) + "of" +
+                            std::to_string(dist.size()) + ".json");
+  const nlohmann::json j = o.result;
+  atomic_write(o.path, j.dump(2) + "\n");      // first: a run never loses what it measured
+  (void)result_from_json(j, o.path.string());  // then: it must match the schema it claims
+  std::cout << "\n" << result_table(o.result) << "\nresult: " << o.path.string() << "\n";
+  o.exit_code = stop_flag() ? kExitInterrupted : 0;
+  for (const auto& r : o.result.runs)
+    if (r.status == RunStatus::error || r.status == RunStatus::failed) o.exit_code = 1;
+  if (dist.active() && dist.comm().connected()) dist.comm().broadcast(std::to_string(o.exit_code));
+  return o;
+}
+
+}  // namespace
+
+int cmd_run(const std::string& path, const std::string& results_dir, const std::string& model_override, int reps,
+            int argc, char** argv) {
+  Experiment e = path.empty() ? parse_experiment(nlohmann::json::parse(kQuickExperiment), "embedded quick.json")
+                              : load_experiment(path);
+  if (reps > 0) e.repetitions = reps;
+  return run_and_save(std::move(e), path.empty() ? "embedded quick.json" : path, results_dir, model_override, argc,
+                      argv)
+      .exit_code;
+}
+
+namespace {
+/// The experiment `vecbench tune` runs for one (model, engine) candidate: sequential and
+/// data-parallel over 1..cores CPU devices, sharded, and CUDA splits when there are GPUs.
+nlohmann::json tune_experiment(const std::string& images, const std::string& model, double budget_s, int cuda) {
+  const int cores = hardware_cores();
+  nlohmann::json exp = {{"name", "tune"},    {"model", model},      {"repetitions", 1},
+                        {"verify", false},   {"warmup_batches", 3}, {"time_budget_s", budget_s},
+                        {"interleave", true}};
+  if (images.empty())
+    exp["images"] = {{"generate", {{"count", 24}, {"seed", 11}}}};
+  else if (images.rfind("synthetic:", 0) == 0)
+    exp["images"] = {{"synthetic", std::stoi(images.substr(10))}};
+  else if (images.size() > 4 && images.substr(images.size() - 4) == ".npy")
+    exp["images"] = {{"predecoded", images}};
+  else
+    exp["images"] = {{fs::is_directory(images) ? "dir" : "list", images}};
+  nlohmann::json matrices = nlohmann::json::array();
+  matrices.push_back({{"strategy", {"sequential"}}, {"devices", {"cpu"}}, {"batch", {1, 8}}});
+  nlohmann::json specs = nlohmann::json::array();
+  for (int n = 2; n <= std::max(2, cores); ++n) specs.push_back("cpu/" + std::to_string(n));
+  matrices.push_back({{"strategy", {"data-parallel"}}, {"devices", specs}, {"batch", {1, 4}}});
+  matrices.push_back({{"strategy", {"data-parallel"}}, {"devices", {"cpu"}}, {"batch", {1, 8}}});
+  matrices.push_back(
+      {{"strategy", {"sharded"}}, {"devices", {"cpu/" + std::to_string(std::max(2, cores))}}, {"batch", {1, 4}}});
+  if (cuda > 0)
+    matrices.push_back(
+        {{"strategy", {"data-parallel"}}, {"devices", {"cuda", "cuda:0/2", "cuda:0/3"}}, {"batch", {8, 32, 64}}});
+  exp["matrix"] = matrices;
+  return exp;
+}
+
+}  // namespace
+
+/// `vecbench tune`: searches strategies, virtual device counts, threads per replica and batch
+/// sizes within a time budget and prints the winning command line.
+int cmd_tune(const std::string& images, const std::string& model_arg, double budget_s, const std::string& results_dir,
+             int argc, char** argv) {
+  const std::string model = model_arg.empty() ? default_model() : model_arg;
+  const int nc = cuda_device_count();
+  // (model, engine) pairs to try: the given model with LibTorch; on a CPU-only machine also the
+  // oneDNN engine (same features within 1e-4) and, by default, the fused export the build makes
+  // next to the default model (tools/export_inception.py --fuse prepacked: CPU only, same
+  // features within 1e-4).
+  std::vector<std::pair<std::string, EngineKind>> candidates = {{model, EngineKind::torchscript}};
+  const std::string fused = default_fused_model();
+  if (nc == 0 && has_engine(EngineKind::onednn)) candidates.emplace_back(model, EngineKind::onednn);
+  if (model_arg.empty() && nc == 0 && fs::exists(fused)) candidates.emplace_back(fused, EngineKind::torchscript);
+  int rc = 0;
+  double best_ips = -1;
+  RunResult best;
+  std::pair<std::string, EngineKind> best_candidate;
+  for (const auto& cand : candidates) {
+    nlohmann::json exp = tune_experiment(images, cand.first, budget_s / static_cast<double>(candidates.size()), nc);
+    exp["engine"] = to_string(cand.second);
+    const ExperimentOutcome o = run_and_save(parse_experiment(exp, "tune"), "tune", results_dir, "", argc, argv);
+    rc = std::max(rc, o.exit_code);
+    for (const RunResult& r : o.result.runs)
+      if (r.status == RunStatus::ok && r.summary.images_per_s.median > best_ips) {
+        best_ips = r.summary.images_per_s.median;
+        best = r;
+        best_candidate = cand;
+      }
+  }
+  if (best_ips < 0) {
+    std::cerr << "vecbench tune: no configuration finished within the budget\n";
+    return 1;
+  }
+  const auto& p = best.params;
+  const std::string threads = best.effective["devices"].size() > 1
+                                  ? " --threads " + std::to_string(best.effective["devices"][0]["threads"].get<int>())
+                                  : "";
+  std::printf(
+      "\nbest: %.2f img/s\n  vecbench vectorize --images %s --out OUT --model %s%s --strategy %s --devices %s "
+      "--batch %s%s\n",
+      best_ips, images.empty() ? "IMAGES" : images.c_str(), best_candidate.first.c_str(),
+      best_candidate.second == EngineKind::torchscript
+          ? ""
+          : (std::string(" --engine ") + to_string(best_candidate.second)).c_str(),
+      param_string(p, "strategy").c_str(), param_string(p, "devices").c_str(), param_string(p, "batch").c_str(),
+      threads.c_str());
+  return rc;
+}
+
+}  // namespace vecbench

@@ -1,0 +1,210 @@
+// `vecbench vectorize`: images to vectors in an output folder (the store), with progress.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "vecbench/app/commands.hpp"
+#include "vecbench/core/sha256.hpp"
+#include "vecbench/engine/torchscript_model.hpp"
+#include "vecbench/input/inputs.hpp"
+#include "vecbench/output/writer.hpp"
+#include "vecbench/pipeline/progress.hpp"
+
+namespace vecbench {
+namespace {
+
+/// What makes this run's vectors (the output folder's fingerprint).
+Fingerprint vectorize_fingerprint(const VectorizeArgs& a, const nlohmann::json& meta, const InputOptions& in,
+                                  const ImageSource& source) {
+  FingerprintFields f;
+  f.model_sha256 = meta.value("weight_sha256", std::string());
+  if (f.model_sha256.empty()) f.model_sha256 = sha256_file(a.model);  // not made by the export tool
+  f.model_arch = meta.value("arch", std::string("?"));
+  f.input_size = meta.value("input_size", 299);
+  f.feature_dim = meta.value("feature_dim", 2048);
+  f.resize = to_string(in.resize);
+  f.exif = a.exif;
+  f.fast_decode = a.fast_decode;
+  f.arithmetic = parse_engine(a.engine) == EngineKind::none ? "none" : to_string(parse_precision(a.precision));
+  f.source = source.kind();
+  if (const auto* syn = dynamic_cast<const SyntheticSource*>(&source))
+    f.source += " seed " + std::to_string(syn->seed());
+  return make_fingerprint(f);
+}
+
+/// Bytes of memory the system can still give (MemAvailable), 0 if unknown.
+std::uint64_t available_memory_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  std::uint64_t kb = 0;
+  std::string unit;
+  while (in >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024;
+  return 0;
+}
+
+/// Refuses (without --force) more CPU replicas than cores, or than the memory holds: each
+/// replica holds its own copy of the network (~2.5x the model file: weights, packed weights and
+/// activations).
+void check_replicas_fit(const std::vector<VirtualDevice>& devs, int cores, const std::string& model, bool force) {
+  if (force) return;
+  const auto n = static_cast<int>(std::count_if(devs.begin(), devs.end(), [](auto& d) { return d.kind == "cpu"; }));
+  if (n == 0) return;
+  std::error_code ec;
+  const auto file = fs::file_size(model, ec);
+  const std::uint64_t per = ec ? 0 : file * 5 / 2;
+  const std::uint64_t avail = available_memory_bytes();
+  std::ostringstream why;
+  if (n > cores)
+    why << n << " virtual CPU devices on " << cores << " cores: each runs its own replica thread, so past one per core "
+        << "they only compete for the cores and memory";
+  else if (per > 0 && avail > 0 && per * static_cast<std::uint64_t>(n) > avail)
+    why << n << " CPU replicas need about " << per * n / (1 << 20) << " MB, more than the " << avail / (1 << 20)
+        << " MB of memory available";
+  else
+    return;
+  throw ConfigError("--devices", why.str() + " (each replica ~" + std::to_string(per / (1 << 20)) +
+                                     " MB); use fewer devices, or --force to run anyway");
+}
+
+InputOptions input_options(const VectorizeArgs& a, const nlohmann::json& meta) {
+  InputOptions in;
+  in.resize = parse_resize_mode(!a.resize.empty() ? a.resize : meta.value("resize_default", std::string("tf-legacy")));
+  in.fast_decode = a.fast_decode;
+  in.exif = a.exif;
+  in.lenient_decode = a.lenient_decode;
+  in.max_pixels = a.max_pixels;
+  return in;
+}
+
+WriterOptions writer_options(const VectorizeArgs& a, const nlohmann::json& meta, const InputOptions& in,
+                             const ImageSource& source, const Distribution& dist) {
+  WriterOptions w;
+  w.format = parse_output_format(a.format, "--format");
+  w.out_dir = a.out;
+  w.shard_rows = a.shard_rows;
+  w.resume = !a.no_resume;
+  w.fingerprint = vectorize_fingerprint(a, meta, in, source);
+  w.replace_fingerprint = a.replace_fingerprint;
+  w.feature_dim = meta.value("feature_dim", 2048);
+  if (dist.active()) {  // per-rank files; only rank 0 cleans up and scans what is done (MPI)
+    w.rank = dist.rank();
+    w.stale_temp_age_s = !dist.comm().connected() ? 600 : dist.rank() == 0 ? 0 : -1;
+    if (dist.comm().connected() && dist.rank() != 0) w.resume = false;
+  }
+  return w;
+}
+
+TorchModelOptions model_options(const VectorizeArgs& a) {
+  TorchModelOptions mo;
+  mo.path = a.model;
+  mo.optimize = !a.no_optimize;
+  mo.channels_last = a.channels_last;
+  mo.precision = parse_precision(a.precision, "--precision");
+  mo.flush_denormal = a.flush_denormal;
+  mo.cuda_graphs = a.cuda_graphs;
+  mo.engine = parse_engine(a.engine, "--engine");
+  mo.winograd = !a.no_winograd;
+  return mo;
+}
+
+/// The first line: inputs, what is left to do, model, route, fingerprint (one write: ranks share
+/// stderr).
+std::string start_line(const VectorizeArgs& a, const nlohmann::json& meta, const InputOptions& in,
+                       const ImageSource& source, const Distribution& dist, std::size_t todo, std::size_t share,
+                       const std::vector<VirtualDevice>& devs, const OutputWriter& writer, OutputFormat format) {
+  std::ostringstream line;
+  line << "vecbench: " << (dist.active() ? dist.label() + ": " : "") << source.size() << " inputs (" << source.kind()
+       << "), " << todo << " to do, " << (share - todo) << " already done";
+  if (dist.active())
+    line << " (" << dist.size() << " " << (dist.comm().connected() ? "ranks, " + dist.mode() : "shards") << ")";
+  line << "; model " << meta.value("arch", "?") << " (" << meta.value("weight_source", "?") << "), resize "
+       << to_string(in.resize) << "; strategy " << a.strategy << " on " << a.devices << " =";
+  for (const auto& d : devs) line << " " << d.name() << "(" << d.threads << " thr)";
+  line << "; batch " << a.batch;
+  if (source.duplicates_skipped() > 0) line << "; " << source.duplicates_skipped() << " duplicate inputs skipped";
+  if (format != OutputFormat::none) line << "; fingerprint " << writer.fingerprint_id();
+  line << "\n";
+  return line.str();
+}
+
+/// Rank 0's summary line (stdout) and notes (stderr) at the end of the job.
+void print_totals(const VectorizeArgs& a, const Distribution& dist, const VectorizeTotals& tot,
+                  const ImageSource& source, std::size_t todo, std::size_t share, const OutputWriter& writer,
+                  OutputFormat format) {
+  std::string where;
+  if (dist.active())
+    where = dist.comm().connected() ? " ranks=" + std::to_string(dist.size())
+                                    : " shard=" + std::to_string(dist.rank()) + "/" + std::to_string(dist.size());
+  std::printf("vectorize images=%zu ok=%zu failed=%zu skipped=%zu wall_s=%.3f img_per_s=%.3f%s%s\n",
+              dist.active() && !dist.comm().connected() ? share : source.size(), tot.ok, tot.failed, share - todo,
+              tot.wall_s, tot.images_per_s, where.c_str(), tot.interrupted ? " (interrupted)" : "");
+  if (tot.merged)
+    std::cerr << "vecbench: " << (fs::path(a.out) / "manifest.jsonl").string() << ": " << tot.merged->inputs
+              << " inputs (" << tot.merged->ok << " ok, " << tot.merged->errors << " failed) merged from "
+              << tot.merged->files.size() << " manifests\n";
+  else if (dist.active() && format != OutputFormat::none)
+    std::cerr << "vecbench: when every shard is done: vecbench merge " << a.out << "\n";
+  if (writer.warned() > 0)
+    std::cerr << "vecbench: " << writer.warned()
+              << " inputs decoded with decoder warnings (--lenient-decode): their manifest lines say which\n";
+}
+
+}  // namespace
+
+int cmd_vectorize(const VectorizeArgs& a) {
+  const nlohmann::json meta = read_model_meta(a.model);
+  const InputOptions in = input_options(a, meta);
+  auto source = make_source(a.images, in);
+  const Distribution& dist = current_distribution();
+  const WriterOptions w = writer_options(a, meta, in, *source, dist);
+  DeviceOptions dopt;  // devices first: a refused device spec leaves OUT untouched
+  dopt.threads_per_replica = a.threads;
+  dopt.cuda_devices = cuda_device_count();
+  if (dist.active()) dopt.cpu_cores = dist.cpu_cores();
+  const auto devs = expand_devices(a.devices, dopt);
+  check_replicas_fit(devs, dist.active() ? dist.cpu_cores() : hardware_cores(), a.model, a.force);
+  OutputWriter writer(*source, w);
+  std::size_t share = source->size();
+  auto todo = dist.todo(writer.pending(), source->size(), &share);
+  RunSettings s;
+  s.batch_size = a.batch;
+  s.decode_threads = a.decode_threads;
+  s.prefetch_batches = a.prefetch;
+  s.warmup_batches = a.warmup;
+  s.stop = &stop_flag();
+  const TorchModelOptions mo = model_options(a);
+  if (!a.quiet)
+    std::cerr << start_line(a, meta, in, *source, dist, todo.size(), share, devs, writer, w.format) << std::flush;
+  RunStats st;
+  long chunks = -1;
+  ResultSink* sink = &writer;
+  std::unique_ptr<DieAfterSink> die;  // test hook: VECBENCH_TEST_DIE_AFTER=N[@RANK]
+  if (const auto d = die_after_from_env(dist.rank()); d.n > 0)
+    sink = (die = std::make_unique<DieAfterSink>(writer, d, dist.label())).get();
+  ProgressOptions po;  // rank 0 of an MPI job shows its own share; other ranks show none
+  po.interval_s = a.quiet || (dist.comm().connected() && !dist.comm().leader()) ? 0 : a.progress_s;
+  po.terminal = ::isatty(STDERR_FILENO) != 0;
+  if (dist.active()) po.label = dist.label() + ": ";
+  ProgressSink progress(*sink, todo.size(), po, std::cerr);
+  if (!todo.empty())
+    st = dist.run(a.strategy, *source, todo, devs, torchscript_factory(mo), progress, s, meta.value("input_size", 299),
+                  &chunks);
+  progress.stop();
+  writer.finish();
+  const auto tot = finish_vectorize(dist, st, chunks, stop_flag(), a.out, w.format != OutputFormat::none, *source);
+  if (!dist.comm().leader()) {
+    std::fprintf(stderr, "vecbench: %s: ok=%zu failed=%zu wall_s=%.3f img_per_s=%.3f\n", dist.label().c_str(),
+                 st.images_ok, st.images_failed, st.wall_s, st.images_per_s());
+    return tot.exit_code;
+  }
+  print_totals(a, dist, tot, *source, todo.size(), share, writer, w.format);
+  if (!a.json_out.empty()) atomic_write(a.json_out, tot.sample.dump(2) + "\n");
+  return tot.exit_code;
+}
+
+}  // namespace vecbench
