@@ -114,6 +114,26 @@ TEST(Distributed, DynamicChunksOnThreadRanksGiveEveryInputOnceAndTheSameFeatures
   }
 }
 
+TEST(Distributed, DynamicChunksReuseOneReplicaPerDeviceOfEachRank) {
+  vbt::StubOptions o;
+  SyntheticSource src(41);
+  DistributionOptions opt;
+  opt.mode = "dynamic";
+  opt.chunk = 4;
+  MemorySink got(src.size());
+  std::atomic<int> made{0};
+  const auto out = run_ranks(
+      3, opt, src, got, [&](int) { return vbt::stub_factory(o, &made); }, o.input_size);
+  long chunks = 0;
+  for (const auto& r : out) {
+    EXPECT_EQ(r.error, "");
+    chunks += std::max(0L, r.chunks);
+  }
+  EXPECT_EQ(chunks, 11);
+  EXPECT_EQ(made, 3 * 2);  // 3 ranks x cpu/2, made once each however many chunks they ran
+  for (std::size_t i = 0; i < src.size(); ++i) EXPECT_EQ(got.times_seen(i), 1) << i;
+}
+
 TEST(Distributed, ARankWhoseReplicaFailsLeavesAndTheOthersDoEverything) {
   vbt::StubOptions o;
   o.seconds_per_image = 0.001;

@@ -1,5 +1,5 @@
 // Running one job on several processes: how the ranks share the inputs (static strided shares,
-// or dynamic chunks handed out by rank 0 on request), replicas kept across chunks, the per-rank
+// or dynamic chunks handed out by rank 0 on request, all run on one replica pool), the per-rank
 // figures gathered on rank 0, and the pieces `vecbench vectorize` needs (per-rank output files,
 // the merged manifest, one exit status for all).
 //
@@ -12,7 +12,6 @@
 // than the timeout is taken as dead or hung and the job is aborted with a message naming it.
 #pragma once
 #include <atomic>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -87,49 +86,6 @@ inline void accumulate_stats(RunStats& t, const RunStats& p, double offset_s) {
     if (t.queue_depth.size() < 100000) t.queue_depth.emplace_back(ts + offset_s, depth);
   t.peak_rss_bytes = std::max(t.peak_rss_bytes, p.peak_rss_bytes);
 }
-
-/// A model that runs on a replica owned by a ReplicaCache (kept across chunks).
-class SharedReplica : public Model {
- public:
-  explicit SharedReplica(std::shared_ptr<Model> m) : m_(std::move(m)) {}
-  int feature_dim() const override { return m_->feature_dim(); }
-  int input_size() const override { return m_->input_size(); }
-  ForwardTiming forward(const float* in, int n, float* out) override { return m_->forward(in, n, out); }
-  void warmup(int n, int calls) override { m_->warmup(n, calls); }
-  std::size_t peak_memory_bytes() const override { return m_->peak_memory_bytes(); }
-
- private:
-  std::shared_ptr<Model> m_;
-};
-
-/// Loads each device's replica once and lends it to every later run (the chunks of the dynamic
-/// mode), instead of loading and warming up a replica per chunk.
-class ReplicaCache {
- public:
-  explicit ReplicaCache(ModelFactory f) : f_(std::move(f)) {}
-  ModelFactory factory() {
-    return [this](const VirtualDevice& d) -> std::unique_ptr<Model> {
-      std::shared_ptr<Model> m;
-      {
-        std::lock_guard<std::mutex> lk(m_);
-        auto it = cache_.find(d.name());
-        if (it != cache_.end()) m = it->second;
-      }
-      if (!m) {
-        m = std::shared_ptr<Model>(f_(d));
-        if (!m) return nullptr;
-        std::lock_guard<std::mutex> lk(m_);
-        cache_[d.name()] = m;
-      }
-      return std::make_unique<SharedReplica>(m);
-    };
-  }
-
- private:
-  ModelFactory f_;
-  std::mutex m_;
-  std::map<std::string, std::shared_ptr<Model>> cache_;
-};
 
 /// Test hook: VECBENCH_TEST_DIE_AFTER=N (every rank) or N@R (rank R only) makes the process
 /// abort (as a crash would) right after its N-th image is delivered; with ":hang" appended it
@@ -352,22 +308,30 @@ class Distribution {
   RunStats run(const std::string& strategy, const ImageSource& src, const std::vector<std::size_t>& todo,
                const std::vector<VirtualDevice>& devs, const ModelFactory& factory, ResultSink& sink,
                const RunSettings& s, int input_size, long* chunks = nullptr) const {
+    make_strategy(strategy);  // an unknown name fails before any worker starts
+    ReplicaPool pool(strategy_devices(strategy, devs), factory);
+    return run(strategy, src, todo, pool, sink, s, input_size, chunks);
+  }
+
+  /// The same on the replicas of `pool` (kept there for later runs; see run_strategy).
+  RunStats run(const std::string& strategy, const ImageSource& src, const std::vector<std::size_t>& todo,
+               ReplicaPool& pool, ResultSink& sink, const RunSettings& s, int input_size,
+               long* chunks = nullptr) const {
     if (chunks) *chunks = -1;
-    if (!comm_.connected() || !active()) return run_strategy(strategy, src, todo, devs, factory, sink, s, input_size);
+    if (!comm_.connected() || !active()) return run_strategy(strategy, src, todo, pool, sink, s, input_size);
     if (opt_.mode == "static") {
       const auto share = strided_share(todo, rank(), size());
       if (share.empty()) return RunStats{};
-      return run_strategy(strategy, src, share, devs, factory, sink, s, input_size);
+      return run_strategy(strategy, src, share, pool, sink, s, input_size);
     }
-    return run_dynamic(strategy, src, todo, devs, factory, sink, s, input_size, chunks);
+    return run_dynamic(strategy, src, todo, pool, sink, s, input_size, chunks);
   }
 
  private:
+  /// Dynamic: every replica of the pool is made and warm before the first request; then each
+  /// chunk is one run on the same pool (no warm-up: the replicas are warm).
   RunStats run_dynamic(const std::string& strategy, const ImageSource& src, const std::vector<std::size_t>& todo,
-                       const std::vector<VirtualDevice>& devs, const ModelFactory& factory, ResultSink& sink,
-                       const RunSettings& s, int input_size, long* chunks) const {
-    ReplicaCache cache(factory);
-    const ModelFactory shared = cache.factory();
+                       ReplicaPool& pool, ResultSink& sink, const RunSettings& s, int input_size, long* chunks) const {
     std::exception_ptr error;
     RunStats total;
     Clock::time_point t0 = Clock::now();
@@ -375,19 +339,19 @@ class Distribution {
     RunSettings later = s;
     later.warmup_batches = 0;
     bool loaded = false;
+    const std::size_t n_devices = strategy_devices(strategy, pool.devices()).size();
     auto load = [&] {  // every replica loaded and warm before the first request
-      total = run_strategy(strategy, src, {}, devs, shared, sink, s, input_size);
-      total.wall_s = 0;
+      total = prepare_replicas(pool, n_devices, s);
       loaded = true;
       t0 = Clock::now();
     };
     auto run_chunk = [&](const std::vector<std::size_t>& c) {
       const double at = seconds_since(t0);
-      const RunStats part = run_strategy(strategy, src, c, devs, shared, sink, later, input_size);
+      const RunStats part = run_strategy(strategy, src, c, pool, sink, later, input_size);
       accumulate_stats(total, part, at + part.setup_s);
       ++n_chunks;
     };
-    const std::size_t chunk = chunk_for(todo.size(), s.batch_size, strategy == "sequential" ? 1 : devs.size());
+    const std::size_t chunk = chunk_for(todo.size(), s.batch_size, n_devices);
     if (rank() == 0) {
       detail::ChunkServer server(comm_, todo, chunk, opt_.timeout_s, s.stop, hosts_);
       if (comm_.threads_ok()) {

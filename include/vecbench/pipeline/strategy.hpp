@@ -13,6 +13,7 @@
 #include "vecbench/engine/model.hpp"
 #include "vecbench/input/image_source.hpp"
 #include "vecbench/pipeline/batch.hpp"
+#include "vecbench/pipeline/replica_pool.hpp"
 
 namespace vecbench {
 
@@ -29,14 +30,14 @@ struct RunSettings {
 
 /// Everything a strategy runs on.
 struct RunContext {
-  const ImageSource& source;
+  const ImageSource& source;           ///< where the inputs come from
   std::vector<std::size_t> todo;       ///< input indices to process (resume skips done ones)
-  std::vector<VirtualDevice> devices;  ///< one replica each (sequential uses the first)
-  ModelFactory factory;
-  ResultSink& sink;
-  Metrics& metrics;
-  RunSettings settings;
-  int input_size = 299;  ///< image side the model takes (set from the replica)
+  std::vector<VirtualDevice> devices;  ///< devices of the run: workers 0..n-1 of `pool` (sequential: the first)
+  ReplicaPool& pool;                   ///< the long-lived workers that own the replicas
+  ResultSink& sink;                    ///< receives every input's features or error
+  Metrics& metrics;                    ///< this run's figures (device i = devices[i])
+  RunSettings settings;                ///< the run's settings
+  int input_size = 299;                ///< image side the model takes (set from the replica)
 
   bool stop_requested() const { return settings.stop && settings.stop->load(); }
 };
@@ -69,17 +70,14 @@ inline void deliver_batch(const Batch& b, int dim, ResultSink& sink, Metrics& me
   metrics.add_stages(t);
 }
 
-/// Makes a replica for `dev` and warms it up (in the calling thread, which will run it).
-inline std::unique_ptr<Model> make_replica(const RunContext& ctx, const VirtualDevice& dev) {
-  std::unique_ptr<Model> m;
+/// In a worker's job: the worker's replica (made on first use), warmed up with
+/// `s.warmup_batches` forwards of batch `s.batch_size`. Errors name the device.
+inline Model& prepare_replica(Replica& r, const RunSettings& s) {
+  Model& m = r.model();
   try {
-    m = ctx.factory(dev);
-    if (!m) throw ReplicaError("model factory returned no model");
-    if (ctx.settings.warmup_batches > 0) m->warmup(ctx.settings.batch_size, ctx.settings.warmup_batches);
-  } catch (const ReplicaError& e) {
-    throw ReplicaError(dev.name() + ": " + e.what());
+    if (s.warmup_batches > 0) m.warmup(s.batch_size, s.warmup_batches);
   } catch (const std::exception& e) {
-    throw ReplicaError(dev.name() + ": " + e.what());
+    throw ReplicaError(r.device().name() + ": " + e.what());
   }
   return m;
 }

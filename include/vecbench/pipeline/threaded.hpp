@@ -1,5 +1,6 @@
-// The base that sharded, data-parallel and mirrored share (like faiss's ThreadedIndex under
-// IndexShards / IndexReplicas): one worker thread per device, each owning its replica.
+// The base that every strategy shares (like faiss's ThreadedIndex under IndexShards /
+// IndexReplicas): each device's work runs as a job on that device's long-lived worker in the
+// run's ReplicaPool, on the replica the worker owns.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -25,14 +26,15 @@ class ErrorCollector {
     return true;
   }
   bool failed() const { return failed_.load(); }
+  /// Rethrows the first recorded exception, if any.
   void rethrow_if_any() {
     if (first_) std::rethrow_exception(first_);
   }
 
  private:
-  std::mutex m_;
-  std::exception_ptr first_;
-  std::atomic<bool> failed_{false};
+  std::mutex m_;                     ///< guards first_
+  std::exception_ptr first_;         ///< the first exception captured
+  std::atomic<bool> failed_{false};  ///< first_ is set (readable without the lock)
 };
 
 /// A one-shot gate: threads wait until it opens or is aborted.
@@ -53,9 +55,9 @@ class Gate {
     if (state_ == 0) state_ = s;
     cv_.notify_all();
   }
-  std::mutex m_;
-  std::condition_variable cv_;
-  int state_ = 0;
+  std::mutex m_;                ///< guards state_
+  std::condition_variable cv_;  ///< state_ left 0
+  int state_ = 0;               ///< 0 closed, 1 open, 2 aborted
 };
 
 /// Hooks of one threaded run.
@@ -68,9 +70,10 @@ struct ReplicaRun {
   std::function<void()> on_abort;
 };
 
-/// Starts one thread per device; each makes and warms its replica, then all wait until every
+/// Runs one job per device on the run's workers (worker i for ctx.devices[i]): each job gets its
+/// replica (made once for the life of the pool) and warms it up, then all wait until every
 /// replica is ready; then the clock starts and the workers (and the coordinator in this thread)
-/// run. The first exception aborts the others through `on_abort`; every thread is joined
+/// run. The first exception aborts the others through `on_abort`; every job has finished
 /// before it is rethrown.
 inline void run_replicas(RunContext& ctx, const ReplicaRun& r) {
   const std::size_t n = ctx.devices.size();
@@ -84,45 +87,74 @@ inline void run_replicas(RunContext& ctx, const ReplicaRun& r) {
       start.abort();
       if (r.on_abort) r.on_abort();
     }
+    std::lock_guard<std::mutex> lk(ready_m);
+    ready_cv.notify_all();
   };
-  std::vector<std::thread> threads;
-  threads.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    threads.emplace_back([&, i] {
-      try {
-        auto model = make_replica(ctx, ctx.devices[i]);
-        {
-          std::lock_guard<std::mutex> lk(ready_m);
-          ++ready;
-          ready_cv.notify_all();
-        }
-        if (!start.wait()) return;
-        r.worker(i, *model);
-        ctx.metrics.set_peak_memory(i, model->peak_memory_bytes());
-      } catch (...) {
-        fail();
-        std::lock_guard<std::mutex> lk(ready_m);
-        ready_cv.notify_all();
-      }
-    });
-  }
   {
-    std::unique_lock<std::mutex> lk(ready_m);
-    ready_cv.wait(lk, [&] { return ready == n || errors.failed(); });
-  }
-  if (!errors.failed()) {
-    ctx.metrics.mark_start();
-    start.open();
-    if (r.coordinator) {
-      try {
-        r.coordinator();
-      } catch (...) {
-        fail();
+    JobGroup jobs;  // declared after what the jobs refer to: waits for them on every way out
+    try {
+      for (std::size_t i = 0; i < n; ++i)
+        jobs.add(ctx.pool.worker(i).submit([&, i](Replica& rep) {
+          try {
+            Model& model = prepare_replica(rep, ctx.settings);
+            {
+              std::lock_guard<std::mutex> lk(ready_m);
+              ++ready;
+              ready_cv.notify_all();
+            }
+            if (!start.wait()) return;
+            r.worker(i, model);
+            ctx.metrics.set_peak_memory(i, model.peak_memory_bytes());
+          } catch (...) {
+            fail();
+          }
+        }));
+    } catch (...) {
+      fail();  // a worker refused the job (shut down): the jobs already queued are aborted
+    }
+    {
+      std::unique_lock<std::mutex> lk(ready_m);
+      ready_cv.wait(lk, [&] { return ready == n || errors.failed(); });
+    }
+    if (!errors.failed()) {
+      ctx.metrics.mark_start();
+      start.open();
+      if (r.coordinator) {
+        try {
+          r.coordinator();
+        } catch (...) {
+          fail();
+        }
       }
     }
+    jobs.wait();  // the jobs catch their own errors: this only waits
   }
-  for (auto& t : threads) t.join();
   errors.rethrow_if_any();
+}
+
+/// Makes (where not made yet) and warms up the replicas of `pool`'s first `n` workers in
+/// parallel, outside any run: the clock of a later run on the pool then starts at once. Returns
+/// figures with only setup_s, the device names and their peak memory filled. Throws the first
+/// failure after every job has finished.
+inline RunStats prepare_replicas(ReplicaPool& pool, std::size_t n, const RunSettings& s) {
+  auto lease = pool.lease();
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < n; ++i) names.push_back(pool.devices().at(i).name());
+  reset_peak_rss();
+  Metrics metrics(names);
+  {
+    JobGroup jobs;
+    for (std::size_t i = 0; i < n; ++i)
+      jobs.add(pool.worker(i).submit([&, i](Replica& rep) {
+        Model& m = prepare_replica(rep, s);
+        metrics.set_peak_memory(i, m.peak_memory_bytes());
+      }));
+    jobs.wait();
+  }
+  metrics.mark_start();
+  RunStats st = metrics.finish();
+  st.wall_s = 0;
+  return st;
 }
 
 }  // namespace vecbench

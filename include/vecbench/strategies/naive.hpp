@@ -1,7 +1,8 @@
 // `naive`: the seed's mistake, reproduced on purpose. TF's `tf.device` only placed graph nodes;
 // one Python thread then ran a blocking `Session.run` per image on each device in turn, so the
 // devices never worked at the same time. Here: the list is split into one contiguous chunk per
-// device, and ONE thread runs chunk 1 on replica 1, then chunk 2 on replica 2, and so on.
+// device, and ONE thread of control runs chunk 1 on replica 1 (on its worker), waits for it,
+// then chunk 2 on replica 2, and so on.
 // Expect no speedup over `sequential` (and a slowdown when virtual devices split the cores).
 #pragma once
 #include <numeric>

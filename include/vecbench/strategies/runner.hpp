@@ -8,22 +8,46 @@
 
 namespace vecbench {
 
-/// Runs `strategy` over `todo` of `source` on `devices`, delivering to `sink`.
+/// The devices `strategy` runs on of `devices`: sequential uses only the first (the host's CPU
+/// when `devices` is empty).
+inline std::vector<VirtualDevice> strategy_devices(const std::string& strategy,
+                                                   const std::vector<VirtualDevice>& devices) {
+  std::vector<VirtualDevice> devs = devices;
+  if (strategy == "sequential") devs.resize(1);
+  return devs;
+}
+
+/// Runs `strategy` over `todo` of `source` on the replicas of `pool` (all its workers;
+/// sequential: the first), delivering to `sink`. The replicas stay in the pool for later runs:
+/// each is made once for the life of the pool, and warmed up (`settings.warmup_batches`) in
+/// every run before the clock starts. One run at a time per pool (a second one waits).
+/// `input_size` is the model's image side. Returns the run's figures; throws on replica failure
+/// (after every job of the run has finished).
+inline RunStats run_strategy(const std::string& strategy, const ImageSource& source, std::vector<std::size_t> todo,
+                             ReplicaPool& pool, ResultSink& sink, const RunSettings& settings, int input_size) {
+  auto s = make_strategy(strategy);
+  const std::vector<VirtualDevice> devs = strategy_devices(strategy, pool.devices());
+  if (devs.empty()) throw ConfigError("devices", "no device to run on");
+  std::vector<std::string> names;
+  for (const auto& d : devs) names.push_back(d.name());
+  auto lease = pool.lease();
+  reset_peak_rss();
+  Metrics metrics(names);
+  RunContext ctx{source, std::move(todo), devs, pool, sink, metrics, settings, input_size};
+  s->run(ctx);
+  return metrics.finish();
+}
+
+/// Runs `strategy` over `todo` of `source` on `devices`, delivering to `sink`, on replicas made
+/// by `factory` for this run only (a pool of its own).
 /// `input_size` is the model's image side. Returns the run's figures; throws on replica failure
 /// (after every thread has joined).
 inline RunStats run_strategy(const std::string& strategy, const ImageSource& source, std::vector<std::size_t> todo,
                              const std::vector<VirtualDevice>& devices, const ModelFactory& factory, ResultSink& sink,
                              const RunSettings& settings, int input_size) {
-  auto s = make_strategy(strategy);
-  std::vector<VirtualDevice> devs = devices;
-  if (strategy == "sequential") devs.resize(1);
-  std::vector<std::string> names;
-  for (const auto& d : devs) names.push_back(d.name());
-  reset_peak_rss();
-  Metrics metrics(names);
-  RunContext ctx{source, std::move(todo), devs, factory, sink, metrics, settings, input_size};
-  s->run(ctx);
-  return metrics.finish();
+  make_strategy(strategy);  // an unknown name fails before any worker starts
+  ReplicaPool pool(strategy_devices(strategy, devices), factory);
+  return run_strategy(strategy, source, std::move(todo), pool, sink, settings, input_size);
 }
 
 /// All input indices 0..n-1.
