@@ -14,7 +14,7 @@ stage() { echo; echo "=== $1 ($(( $(date +%s) - t0 )) s)"; }
 
 if has setup; then stage setup; tools/setup.sh; fi
 if has format; then stage format; tools/check_format.sh; fi
-if has layers; then stage layers; python3 tools/check_layers.py --self-test; fi
+if has layers; then stage layers; python3 tools/check_layers.py --self-test; python3 tools/check_sizes.py --self-test; fi
 if has build; then
   stage build
   cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release

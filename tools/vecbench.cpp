@@ -91,9 +91,9 @@ void add_vectorize_io_options(CLI::App* vec, VectorizeArgs& va) {
                   "manifest), none")
       ->capture_default_str()
       ->check(parsed_by([](const std::string& s) { return parse_output_format(s); }));
-  vec->add_option("--strategy", va.strategy, "naive | sequential | sharded | data-parallel | mirrored")
-      ->capture_default_str()
-      ->check(parsed_by(make_strategy));
+  std::string strategies;
+  for (const auto& e : strategy_registry()) strategies += (strategies.empty() ? "" : " | ") + std::string(e.name);
+  vec->add_option("--strategy", va.strategy, strategies)->capture_default_str()->check(parsed_by(make_strategy));
   vec->add_option("--devices", va.devices, "cpu, cpu/N, cuda, cuda:K, cuda:K/N (comma-separated)")
       ->capture_default_str();
   vec->add_option("--batch", va.batch, "Images per forward call (per device), 1..4096")

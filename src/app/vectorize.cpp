@@ -5,10 +5,13 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "vecbench/app/commands.hpp"
 #include "vecbench/core/sha256.hpp"
+#include "vecbench/dist/merge_manifests.hpp"
+#include "vecbench/dist/rank_gather.hpp"
 #include "vecbench/engine/torchscript_model.hpp"
 #include "vecbench/input/inputs.hpp"
 #include "vecbench/output/writer.hpp"
@@ -69,6 +72,52 @@ void check_replicas_fit(const std::vector<VirtualDevice>& devs, int cores, const
     return;
   throw ConfigError("--devices", why.str() + " (each replica ~" + std::to_string(per / (1 << 20)) +
                                      " MB); use fewer devices, or --force to run anyway");
+}
+
+/// The end of the job on every rank: rank 0 gathers every rank's figures, writes the merged
+/// manifest.jsonl (connected ranks, when outputs are written), and decides one exit status for
+/// all.
+struct VectorizeTotals {
+  nlohmann::json sample;  ///< the combined sample (result schema, with "ranks" when several)
+  std::size_t ok = 0, failed = 0;
+  double wall_s = 0, images_per_s = 0;
+  bool interrupted = false;
+  int exit_code = 0;  ///< 0 all ok, 2 some inputs failed, 130 interrupted (the same on every rank)
+  std::optional<ManifestMerge> merged;
+};
+
+VectorizeTotals finish_vectorize(const Distribution& dist, const RunStats& st, long chunks, bool interrupted,
+                                 const fs::path& out_dir, bool outputs, const ImageSource& src) {
+  VectorizeTotals t;
+  if (!dist.active()) {
+    t.sample = run_stats_json(st);
+  } else {
+    RankReport mine;
+    mine.stats = &st;
+    mine.chunks = chunks;
+    mine.interrupted = interrupted;
+    const RankIdentity who{dist.rank(), dist.size(), dist.host(), dist.mode(), dist.label()};
+    if (const auto g = gather_ranks(dist.comm(), who, mine)) {
+      t.sample = g->sample;
+      t.interrupted = g->interrupted;
+    }
+  }
+  if (dist.comm().leader()) {
+    t.interrupted = t.interrupted || interrupted;
+    t.ok = t.sample.value("images", std::size_t{0});
+    t.failed = t.sample.value("failed", std::size_t{0});
+    t.wall_s = t.sample.value("wall_s", 0.0);
+    t.images_per_s = t.sample.value("images_per_s", 0.0);
+    t.exit_code = t.interrupted ? kExitInterrupted : t.failed > 0 ? kExitSomeInputsFailed : 0;
+    if (outputs && dist.active() && dist.comm().connected()) {
+      std::vector<std::string> order(src.size());
+      for (std::size_t i = 0; i < src.size(); ++i) order[i] = src.name(i);
+      t.merged = merge_manifests({out_dir}, out_dir, order);
+    }
+  }
+  if (dist.active() && dist.comm().connected())
+    t.exit_code = std::stoi(dist.comm().broadcast(std::to_string(t.exit_code)));
+  return t;
 }
 
 InputOptions input_options(const VectorizeArgs& a, const nlohmann::json& meta) {

@@ -15,7 +15,6 @@
 #include "vecbench/experiment/schedule.hpp"
 #include "vecbench/experiment/verify.hpp"
 #include "vecbench/output/writer.hpp"
-#include "vecbench/results/baseline.hpp"
 #include "vecbench/results/run_json.hpp"
 #include "vecbench/strategies/runner.hpp"
 
@@ -294,36 +293,6 @@ ResultFile run_experiment(const Experiment& e, const ExperimentEnv& env) {
   std::error_code ec;
   fs::remove_all(env.work_dir, ec);
   return assemble(e, env, ex.dist(), runs);
-}
-
-std::string result_table(const ResultFile& result) {
-  std::string s =
-      "| strategy | devices | batch | threads | resize | img/s (median) | spread | vs sequential | max rel diff | "
-      "status |\n"
-      "|---|---|---|---|---|---|---|---|---|---|\n";
-  char buf[512];
-  for (const RunResult& r : result.runs) {
-    const auto& p = r.params;
-    const auto& m = r.summary.images_per_s;
-    const bool external = param_string(p, "strategy").rfind("external:", 0) == 0;
-    const RunResult* seq = external ? nullptr : best_sequential_run(result, r);
-    const double vs = seq ? m.median / seq->summary.images_per_s.median : NAN;
-    const double rel = r.verification ? r.verification->max_rel_diff : NAN;
-    char vs_s[32] = "-", rel_s[32] = "-";  // no sequential run to compare with / not verified
-    if (std::isfinite(vs)) std::snprintf(vs_s, sizeof vs_s, "%.2fx", vs);
-    if (std::isfinite(rel)) std::snprintf(rel_s, sizeof rel_s, "%.1e", rel);
-    auto cell = [&](const char* k) {
-      const std::string v = param_string(p, k);
-      return v.empty() ? std::string("-") : v;
-    };
-    const std::string status = std::string(to_string(r.status)) + (r.reason.empty() ? "" : ": " + r.reason);
-    std::snprintf(buf, sizeof buf, "| %s | %s | %s | %s | %s | %.2f | %.1f%% | %s | %s | %s |\n",
-                  param_string(p, "strategy").c_str(), cell("devices").c_str(), cell("batch").c_str(),
-                  cell("threads").c_str(), cell("resize").c_str(), m.median, m.rel_spread * 100, vs_s, rel_s,
-                  status.c_str());
-    s += buf;
-  }
-  return s;
 }
 
 fs::path result_path(const fs::path& results_dir, const std::string& name) {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "vecbench/results/report.hpp"
+#include "vecbench/testing/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using namespace vecbench;
@@ -25,17 +26,7 @@ std::string python() {
   return p.empty() ? "/usr/bin/python3" : p;
 }
 
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& tag)
-      : path(fs::temp_directory_path() / ("vecbench_report_test_" + tag + "_" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using TempDir = vecbench::testing::ScopedTempDir;
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p);
@@ -76,7 +67,7 @@ TEST(ReportDevices, BestSequentialRunWithSameBatch) {
 }
 
 TEST(ReportMarkdown, TablesSpeedupEfficiencyAndStages) {
-  TempDir dir("tables");
+  TempDir dir("report_tables");
   const std::string md = report_for({golden_base()}, dir, "/nonexistent/python3");
   // Plots are skipped with the reason, not an error.
   EXPECT_NE(md.find("Plots skipped: /nonexistent/python3 "), std::string::npos) << md;
@@ -133,7 +124,7 @@ TEST(ReportMarkdown, SpeedupUsesTheBestSequentialRunOfTheSameBatch) {
   add("sequential", "cpu", 8, 20);
   add("data-parallel", "cpu/2", 8, 30);
   add("data-parallel", "cpu/4", 1, 36);
-  TempDir dir("batches");
+  TempDir dir("report_batches");
   const std::string md = report_for({f}, dir, "");
   EXPECT_NE(md.find("Plots skipped: no python interpreter configured"), std::string::npos) << md;
   EXPECT_NE(md.find("| 2 (cpu/2) | batch=8 | 30.00 (30.00-30.00) | 1.50x | S2 | 0.75 |"), std::string::npos) << md;
@@ -145,7 +136,7 @@ TEST(ReportMarkdown, SpeedupUsesTheBestSequentialRunOfTheSameBatch) {
 TEST(ReportPlots, PngsWhenMatplotlibIsAvailable) {
   const std::string probe = detail::shell_quote(python()) + " -c 'import matplotlib' >/dev/null 2>&1";
   if (std::system(probe.c_str()) != 0) GTEST_SKIP() << python() << " cannot import matplotlib";
-  TempDir dir("plots");
+  TempDir dir("report_plots");
   ResultFile other = golden_base();
   other.meta.host = "other-box";
   const std::string md = report_for({golden_base(), other}, dir, python());
@@ -159,13 +150,13 @@ TEST(ReportPlots, PngsWhenMatplotlibIsAvailable) {
 }
 
 TEST(ReportMarkdown, NoResultFiles) {
-  TempDir dir("empty");
+  TempDir dir("report_empty");
   const std::string md = report_for({}, dir, python());
   EXPECT_NE(md.find("Plots skipped: no result files"), std::string::npos) << md;
 }
 
 TEST(ReportPlots, FailingPlotScriptOnlySkipsThePlots) {
-  TempDir dir("noplots");
+  TempDir dir("report_noplots");
   const std::string md = report_for({golden_base()}, dir, "/bin/false");
   EXPECT_NE(md.find("Plots skipped: /bin/false " + kPlotScript + " failed (exit 1)"), std::string::npos) << md;
   EXPECT_FALSE(fs::exists(dir.path / "throughput_vs_devices.png"));
@@ -192,7 +183,7 @@ TEST(ReportMarkdown, ExternalCommandsGetTheirOwnTableBesideTheBestRun) {
   add("external:onnxruntime-b8", "", 15, RunStatus::ok, "");
   add("external:dataloader", "", 12, RunStatus::ok, "");
   add("external:missing-peer", "", 0, RunStatus::skipped, "command not found");
-  TempDir dir("externals");
+  TempDir dir("report_externals");
   const std::string md = report_for({f}, dir, "");
   EXPECT_EQ(md.find("### Scaling: `external:"), std::string::npos) << md;  // not a scaling series
   const auto at = md.find("### Beside other tools");

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "vecbench/results/result.hpp"
+#include "vecbench/testing/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using vecbench::json;
@@ -24,19 +25,7 @@ json read_json(const fs::path& p) {
   return json::parse(in);
 }
 
-/// A fresh directory below the system temp dir, removed at scope end.
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& tag)
-      : path(fs::temp_directory_path() / ("vecbench_result_test_" + tag + "_" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using TempDir = vecbench::testing::ScopedTempDir;
 
 /// The message of the ResultFormatError that parsing `j` (as file `name`) throws, or "".
 std::string parse_error(const json& j, const std::string& name = "bad.json") {
@@ -115,7 +104,7 @@ TEST(ResultIo, RoundTripIsLossless) {
   EXPECT_EQ(f.runs[2].samples[0].queue_depth.size(), 3u);
   EXPECT_EQ(vecbench::param_string(f.runs[2].params, "batch"), "1");
 
-  TempDir dir("roundtrip");
+  TempDir dir("result_roundtrip");
   vecbench::ResultFile g = f;
   g.meta.extra["os"] = "Debian 12";  // unknown meta keys survive
   vecbench::save_result(dir.path / "sub" / "r.json", g);
@@ -127,7 +116,7 @@ TEST(ResultIo, RoundTripIsLossless) {
 }
 
 TEST(ResultIo, BadValuesNameTheFileAndTheKey) {
-  TempDir dir("bad");
+  TempDir dir("result_bad");
   json j = read_json(kGolden / "base.json");
   j["runs"][1]["samples"][2]["wall_s"] = "fast";
   std::ofstream(dir.path / "broken.json") << j.dump();
@@ -186,7 +175,7 @@ TEST(ResultIo, RejectsOtherSchemaVersions) {
 }
 
 TEST(ResultIo, UnreadableAndInvalidFiles) {
-  TempDir dir("io");
+  TempDir dir("result_io");
   EXPECT_THROW(vecbench::load_result(dir.path / "missing.json"), vecbench::IoError);
   std::ofstream(dir.path / "junk.json") << "{ not json";
   EXPECT_THROW(vecbench::load_result(dir.path / "junk.json"), ResultFormatError);

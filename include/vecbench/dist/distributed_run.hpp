@@ -1,7 +1,7 @@
 // Running one job on several processes: how the ranks share the inputs (static strided shares,
-// or dynamic chunks handed out by rank 0 on request, all run on one replica pool), the per-rank
-// figures gathered on rank 0, and the pieces `vecbench vectorize` needs (per-rank output files,
-// the merged manifest, one exit status for all).
+// or dynamic chunks handed out by rank 0 on request, all run on one replica pool). Rank 0
+// gathers the figures with dist/rank_gather.hpp; the end of `vecbench vectorize` is in
+// src/app/vectorize.cpp.
 //
 // Static: every rank takes every R-th input of the list to do (rank r: inputs r, r+R, r+2R ...),
 // strided so that a sorted list (by folder, by size) spreads evenly. Under MPI the list is rank
@@ -23,7 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "vecbench/dist/distributed.hpp"
-#include "vecbench/dist/merge.hpp"
+#include "vecbench/dist/fault_injection.hpp"
 #include "vecbench/output/writer.hpp"
 #include "vecbench/results/meta.hpp"
 #include "vecbench/strategies/runner.hpp"
@@ -86,55 +86,6 @@ inline void accumulate_stats(RunStats& t, const RunStats& p, double offset_s) {
     if (t.queue_depth.size() < 100000) t.queue_depth.emplace_back(ts + offset_s, depth);
   t.peak_rss_bytes = std::max(t.peak_rss_bytes, p.peak_rss_bytes);
 }
-
-/// Test hook: VECBENCH_TEST_DIE_AFTER=N (every rank) or N@R (rank R only) makes the process
-/// abort (as a crash would) right after its N-th image is delivered; with ":hang" appended it
-/// stops making progress instead (as a hung node would). n = -1 when not set for `rank`.
-struct DieAfter {
-  long n = -1;
-  bool hang = false;
-};
-inline DieAfter die_after_from_env(int rank) {
-  const char* v = std::getenv("VECBENCH_TEST_DIE_AFTER");
-  if (!v || !*v) return {};
-  std::string s = v;
-  DieAfter d;
-  if (s.size() > 5 && s.compare(s.size() - 5, 5, ":hang") == 0) {
-    d.hang = true;
-    s.resize(s.size() - 5);
-  }
-  const auto at = s.find('@');
-  try {
-    if (at != std::string::npos && std::stol(s.substr(at + 1)) != rank) return {};
-    d.n = std::stol(s.substr(0, at));
-  } catch (const std::exception&) {
-    return {};
-  }
-  return d;
-}
-
-/// Passes results on, and aborts (or hangs) after `d.n` images (see die_after_from_env).
-class DieAfterSink : public ResultSink {
- public:
-  DieAfterSink(ResultSink& inner, DieAfter d, std::string who) : inner_(inner), d_(d), who_(std::move(who)) {}
-  void on_features(std::size_t index, const float* f, int dim) override {
-    inner_.on_features(index, f, dim);
-    if (++count_ == d_.n) {
-      std::cerr << ("vecbench: " + who_ + ": VECBENCH_TEST_DIE_AFTER=" + std::to_string(d_.n) +
-                    " reached: " + (d_.hang ? "hanging" : "dying") + " on purpose\n")
-                << std::flush;
-      if (!d_.hang) std::abort();
-      for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
-    }
-  }
-  void on_error(std::size_t index, const std::string& message) override { inner_.on_error(index, message); }
-
- private:
-  ResultSink& inner_;
-  DieAfter d_;
-  std::string who_;
-  std::atomic<long> count_{0};
-};
 
 namespace detail {
 
@@ -404,58 +355,5 @@ class Distribution {
   std::string host_;
   std::vector<std::string> hosts_;
 };
-
-/// The end of `vecbench vectorize` on every rank: rank 0 gathers every rank's figures, writes
-/// the merged manifest.jsonl (connected ranks, when outputs are written), and decides one exit
-/// status for all.
-struct VectorizeTotals {
-  nlohmann::json sample;  ///< the combined sample (result schema, with "ranks" when several)
-  std::size_t ok = 0, failed = 0;
-  double wall_s = 0, images_per_s = 0;
-  bool interrupted = false;
-  int exit_code = 0;  ///< 0 all ok, 2 some inputs failed, 130 interrupted (the same on every rank)
-  std::optional<ManifestMerge> merged;
-};
-
-inline VectorizeTotals finish_vectorize(const Distribution& dist, const RunStats& st, long chunks, bool interrupted,
-                                        const fs::path& out_dir, bool outputs, const ImageSource& src) {
-  VectorizeTotals t;
-  nlohmann::json mine = {
-      {"sample", rank_sample_json(st, 0, dist.rank(), dist.host(), dist.size(), dist.mode(), chunks)},
-      {"latencies", st.batch_latency_ms},
-      {"interrupted", interrupted}};
-  if (!dist.active()) {
-    t.sample = run_stats_json(st);
-  } else {
-    const auto all = dist.comm().gather(mine.dump());
-    if (dist.comm().leader()) {
-      std::vector<nlohmann::json> parts;
-      std::vector<std::vector<double>> lat;
-      for (const auto& s : all) {
-        const auto j = nlohmann::json::parse(s);
-        parts.push_back(j["sample"]);
-        lat.push_back(j["latencies"].get<std::vector<double>>());
-        t.interrupted = t.interrupted || j["interrupted"].get<bool>();
-      }
-      t.sample = combine_samples(parts, &lat);
-    }
-  }
-  if (dist.comm().leader()) {
-    t.interrupted = t.interrupted || interrupted;
-    t.ok = t.sample.value("images", std::size_t{0});
-    t.failed = t.sample.value("failed", std::size_t{0});
-    t.wall_s = t.sample.value("wall_s", 0.0);
-    t.images_per_s = t.sample.value("images_per_s", 0.0);
-    t.exit_code = t.interrupted ? 130 : t.failed > 0 ? 2 : 0;
-    if (outputs && dist.active() && dist.comm().connected()) {
-      std::vector<std::string> order(src.size());
-      for (std::size_t i = 0; i < src.size(); ++i) order[i] = src.name(i);
-      t.merged = merge_manifests({out_dir}, out_dir, order);
-    }
-  }
-  if (dist.active() && dist.comm().connected())
-    t.exit_code = std::stoi(dist.comm().broadcast(std::to_string(t.exit_code)));
-  return t;
-}
 
 }  // namespace vecbench

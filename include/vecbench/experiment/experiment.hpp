@@ -1,6 +1,7 @@
 // An experiment as a JSON file (`experiments/*.json`): what to run, on what, how often.
 // Validation names the offending key. No LibTorch, no OpenCV here.
 #pragma once
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <string>
@@ -13,6 +14,7 @@
 #include "vecbench/input/imageset_spec.hpp"
 #include "vecbench/input/resize.hpp"
 #include "vecbench/output/output_format.hpp"
+#include "vecbench/strategies/strategies.hpp"
 
 namespace vecbench {
 
@@ -138,11 +140,11 @@ inline Experiment::Matrix parse_matrix(const nlohmann::json& m, const std::strin
   if (m.contains("batch")) x.batch_sizes = get_list<int>(m["batch"], w + ".batch");
   if (m.contains("threads")) x.threads = get_list<int>(m["threads"], w + ".threads");
   if (m.contains("resize")) x.resize = get_list<std::string>(m["resize"], w + ".resize");
-  static const std::set<std::string> known = {"naive", "sequential", "sharded", "data-parallel", "mirrored"};
   auto at = [&](const char* k, std::size_t i) { return w + "." + k + "[" + std::to_string(i) + "]"; };
+  const auto& reg = strategy_registry();
   for (std::size_t i = 0; i < x.strategies.size(); ++i)
-    if (!known.count(x.strategies[i]))
-      throw ConfigError(at("strategy", i), "unknown strategy '" + x.strategies[i] + "'");
+    if (std::none_of(reg.begin(), reg.end(), [&](const StrategyEntry& s) { return x.strategies[i] == s.name; }))
+      throw ConfigError(at("strategy", i), "unknown strategy '" + x.strategies[i] + "' (use " + strategy_list() + ")");
   for (std::size_t i = 0; i < x.batch_sizes.size(); ++i)
     if (x.batch_sizes[i] < 1 || x.batch_sizes[i] > 4096) throw ConfigError(at("batch", i), "must be in 1..4096");
   for (std::size_t i = 0; i < x.threads.size(); ++i)

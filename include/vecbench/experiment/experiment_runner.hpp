@@ -15,6 +15,7 @@
 #include "vecbench/dist/distributed_run.hpp"
 #include "vecbench/experiment/experiment.hpp"
 #include "vecbench/input/image_source.hpp"
+#include "vecbench/results/printers.hpp"
 #include "vecbench/results/result.hpp"
 
 namespace vecbench {
@@ -45,10 +46,6 @@ struct ExperimentEnv {
 /// Runs the experiment; returns its result (schema_version 1). A verified run whose features are
 /// further from the reference than its engine and precision allow is `failed`.
 ResultFile run_experiment(const Experiment& e, const ExperimentEnv& env);
-
-/// The end-of-run table (markdown): one row per run, with its speed against the best sequential
-/// run of the same batch, resize and input.
-std::string result_table(const ResultFile& result);
 
 /// `results/<name>/<UTC timestamp>.json`
 fs::path result_path(const fs::path& results_dir, const std::string& name);

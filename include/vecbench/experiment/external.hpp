@@ -18,7 +18,7 @@ struct ExternalOutcome {
   std::size_t images = 0;     ///< the "images=N" it printed, else 0
   /// The output line the img/s came from: peers name what they ran there (versions, settings).
   std::string line;
-  std::string reason;         ///< why not ok: exit status, missing match, and its output's tail
+  std::string reason;  ///< why not ok: exit status, missing match, and its output's tail
 };
 
 /// Runs `x.command` (stdout and stderr together) and parses its output.

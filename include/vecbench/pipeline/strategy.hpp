@@ -104,10 +104,4 @@ class Strategy {
   virtual void run(RunContext& ctx) = 0;
 };
 
-/// Names of all strategies, in presentation order.
-inline const std::vector<std::string>& strategy_names() {
-  static const std::vector<std::string> names = {"naive", "sequential", "sharded", "data-parallel", "mirrored"};
-  return names;
-}
-
 }  // namespace vecbench

@@ -2,6 +2,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "vecbench/strategies/data_parallel.hpp"
 #include "vecbench/strategies/mirrored.hpp"
@@ -11,15 +12,44 @@
 
 namespace vecbench {
 
+/// One entry of the strategy registry.
+struct StrategyEntry {
+  const char* name;                     ///< as in --strategy and experiment files
+  std::unique_ptr<Strategy> (*make)();  ///< makes a fresh strategy object
+  const char* summary;                  ///< one line for help texts
+};
+
+template <class S>
+std::unique_ptr<Strategy> make_as() {
+  return std::make_unique<S>();
+}
+
+/// Every strategy, in presentation order: adding one is its header and one line here.
+inline const std::vector<StrategyEntry>& strategy_registry() {
+  static const std::vector<StrategyEntry> r = {
+      {"naive", make_as<NaiveStrategy>, "the seed's mistake: devices run one after another"},
+      {"sequential", make_as<SequentialStrategy>, "one device, the reference"},
+      {"sharded", make_as<ShardedStrategy>, "each device takes a contiguous share"},
+      {"data-parallel", make_as<DataParallelStrategy>, "decode pool feeds whichever device is free"},
+      {"mirrored", make_as<MirroredStrategy>, "every device gets a slice of each batch"},
+  };
+  return r;
+}
+
+/// The registered names, "a, b or c" (for messages).
+inline std::string strategy_list() {
+  std::string s;
+  const auto& r = strategy_registry();
+  for (std::size_t i = 0; i < r.size(); ++i)
+    s += (i == 0 ? "" : i + 1 == r.size() ? " or " : ", ") + std::string(r[i].name);
+  return s;
+}
+
 /// Makes a strategy by name; ConfigError for an unknown one.
 inline std::unique_ptr<Strategy> make_strategy(const std::string& name) {
-  if (name == "naive") return std::make_unique<NaiveStrategy>();
-  if (name == "sequential") return std::make_unique<SequentialStrategy>();
-  if (name == "sharded") return std::make_unique<ShardedStrategy>();
-  if (name == "data-parallel") return std::make_unique<DataParallelStrategy>();
-  if (name == "mirrored") return std::make_unique<MirroredStrategy>();
-  throw ConfigError("strategy",
-                    "unknown strategy '" + name + "' (use naive, sequential, sharded, data-parallel or mirrored)");
+  for (const auto& e : strategy_registry())
+    if (name == e.name) return e.make();
+  throw ConfigError("strategy", "unknown strategy '" + name + "' (use " + strategy_list() + ")");
 }
 
 }  // namespace vecbench

@@ -15,4 +15,16 @@ inline std::filesystem::path fresh_temp_dir(const std::string& name) {
   return d;
 }
 
+/// fresh_temp_dir(tag), removed again when it goes out of scope.
+struct ScopedTempDir {
+  std::filesystem::path path;
+  explicit ScopedTempDir(const std::string& tag) : path(fresh_temp_dir(tag)) {}
+  ~ScopedTempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  ScopedTempDir(const ScopedTempDir&) = delete;
+  ScopedTempDir& operator=(const ScopedTempDir&) = delete;
+};
+
 }  // namespace vecbench::testing

@@ -1,0 +1,71 @@
+// Printers of the result model: small classes that write a ResultFile one way each (as
+// google/benchmark's reporters do). The compare table (results/compare.hpp) and the report
+// (results/report.hpp) print comparisons and sets of files.
+#pragma once
+#include <cmath>
+#include <cstdio>
+#include <ostream>
+#include <sstream>
+#include <string>
+
+#include "vecbench/results/baseline.hpp"
+#include "vecbench/results/result.hpp"
+
+namespace vecbench {
+
+/// Writes one result file somewhere.
+class ResultPrinter {
+ public:
+  virtual ~ResultPrinter() = default;
+  virtual void print(const ResultFile& result, std::ostream& out) const = 0;
+};
+
+/// The result file's JSON (schema_version 1), indented.
+class JsonResultPrinter : public ResultPrinter {
+ public:
+  void print(const ResultFile& result, std::ostream& out) const override { out << json(result).dump(2) << "\n"; }
+};
+
+/// The end-of-run table (markdown): one row per run, with its speed against the best sequential
+/// run of the same batch, resize and input (external peers: none), and its verification.
+class RunTablePrinter : public ResultPrinter {
+ public:
+  void print(const ResultFile& result, std::ostream& out) const override {
+    std::string s =
+        "| strategy | devices | batch | threads | resize | img/s (median) | spread | vs sequential | max rel diff | "
+        "status |\n"
+        "|---|---|---|---|---|---|---|---|---|---|\n";
+    char buf[512];
+    for (const RunResult& r : result.runs) {
+      const auto& p = r.params;
+      const auto& m = r.summary.images_per_s;
+      const bool external = param_string(p, "strategy").rfind("external:", 0) == 0;
+      const RunResult* seq = external ? nullptr : best_sequential_run(result, r);
+      const double vs = seq ? m.median / seq->summary.images_per_s.median : NAN;
+      const double rel = r.verification ? r.verification->max_rel_diff : NAN;
+      char vs_s[32] = "-", rel_s[32] = "-";  // no sequential run to compare with / not verified
+      if (std::isfinite(vs)) std::snprintf(vs_s, sizeof vs_s, "%.2fx", vs);
+      if (std::isfinite(rel)) std::snprintf(rel_s, sizeof rel_s, "%.1e", rel);
+      auto cell = [&](const char* k) {
+        const std::string v = param_string(p, k);
+        return v.empty() ? std::string("-") : v;
+      };
+      const std::string status = std::string(to_string(r.status)) + (r.reason.empty() ? "" : ": " + r.reason);
+      std::snprintf(buf, sizeof buf, "| %s | %s | %s | %s | %s | %.2f | %.1f%% | %s | %s | %s |\n",
+                    param_string(p, "strategy").c_str(), cell("devices").c_str(), cell("batch").c_str(),
+                    cell("threads").c_str(), cell("resize").c_str(), m.median, m.rel_spread * 100, vs_s, rel_s,
+                    status.c_str());
+      s += buf;
+    }
+    out << s;
+  }
+};
+
+/// RunTablePrinter's table as a string.
+inline std::string result_table(const ResultFile& result) {
+  std::ostringstream s;
+  RunTablePrinter().print(result, s);
+  return s.str();
+}
+
+}  // namespace vecbench
