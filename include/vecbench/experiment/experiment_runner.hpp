@@ -69,8 +69,10 @@ inline std::string run_id(const nlohmann::json& p) {
 }
 
 /// Runs an external command; returns its img/s (parsed by `x.regex`) or -1 with `reason` set.
-/// `wall_s` gets the command's whole wall time, `images` the "images=N" it printed (else 0).
-inline double run_external(const Experiment::External& x, std::string& reason, double& wall_s, std::size_t& images) {
+/// `wall_s` gets the command's whole wall time, `images` the "images=N" it printed (else 0),
+/// `line` the output line the img/s came from (peers name what they ran there: versions, settings).
+inline double run_external(const Experiment::External& x, std::string& reason, double& wall_s, std::size_t& images,
+                           std::string& line) {
   const auto t0 = Clock::now();
   std::FILE* f = ::popen((x.command + " 2>&1").c_str(), "r");
   if (!f) {
@@ -85,7 +87,12 @@ inline double run_external(const Experiment::External& x, std::string& reason, d
   std::smatch m;
   images = 0;
   if (std::regex_search(out, m, std::regex("images=([0-9]+)"))) images = std::stoull(m[1].str());
-  if (rc == 0 && std::regex_search(out, m, std::regex(x.regex)) && m.size() > 1) return std::stod(m[1].str());
+  if (rc == 0 && std::regex_search(out, m, std::regex(x.regex)) && m.size() > 1) {
+    const auto at = static_cast<std::size_t>(m.position(0));
+    const std::size_t from = out.rfind('\n', at) + 1;  // npos + 1 == 0: the first line
+    line = out.substr(from, out.find('\n', at) - from);
+    return std::stod(m[1].str());
+  }
   std::string tail = out.size() > 300 ? out.substr(out.size() - 300) : out;
   for (auto& c : tail)
     if (c == '\n') c = ' ';
@@ -261,7 +268,8 @@ inline nlohmann::json run_experiment(const Experiment& e, const ExperimentEnv& e
         std::string reason;
         double wall = 0;
         std::size_t images = 0;
-        const double ips = detail::run_external(e.external[p.external_index], reason, wall, images);
+        std::string line;
+        const double ips = detail::run_external(e.external[p.external_index], reason, wall, images, line);
         if (ips < 0) {
           p.status = "skipped";
           p.reason = reason;
@@ -271,6 +279,7 @@ inline nlohmann::json run_experiment(const Experiment& e, const ExperimentEnv& e
         // wall_s is the whole command (start-up included); images_per_s is what the peer reports.
         p.samples.push_back({{"rep", rep}, {"images", images}, {"wall_s", wall}, {"images_per_s", ips}});
         p.ips.push_back(ips);
+        p.effective["output"] = line;  // the peer's own account of what it ran (last repetition's)
         log << ips << " img/s\n";
         continue;
       }
