@@ -1,18 +1,49 @@
 #!/usr/bin/env bash
-# Prepares the peers of experiments/peers.json (what a user would run instead of vecbench) in
-# $VECBENCH_PEERS_WORK (default /tmp/vecbench-peers): the scripted torchvision Inception-v3 for
-# the Python peers, its ONNX export, and ONNX Runtime for Node.js from npm (CPU library inside the
-# package; install scripts skipped: they try to download a GPU provider).
-# The peer scripts themselves come from $VECBENCH_PEERS (default ../shared/peers).
+# Prepares the peers of experiments/peers.json (what a user would run instead of vecbench):
+# one virtual environment per peer from PyPI, versions pinned below, outside the source tree in
+# $VECBENCH_VENVS (default ~/.cache/vecbench/venvs; kept: a venv whose pins are unchanged is
+# reused), and the models they run in $VECBENCH_PEERS_WORK (default /tmp/vecbench-peers):
+# the scripted torchvision Inception-v3 and its ONNX export (Debian's python3-torch), and
+# classify_image_graph_def.pb (tools/make_tf_graph.py --seed 0) for the seed's TF program.
+#   tools/peers_setup.sh              every peer (about 8 GB: the torch wheel brings CUDA libraries)
+#   tools/peers_setup.sh tensorflow   only TensorFlow (CI: the TF fidelity test, tests/py/tf_fidelity.py)
+# Each peer prints its package versions on the line the experiment records (effective.output).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PEERS=${VECBENCH_PEERS:-../shared/peers}
+VENVS=${VECBENCH_VENVS:-$HOME/.cache/vecbench/venvs}
 WORK=${VECBENCH_PEERS_WORK:-/tmp/vecbench-peers}
-mkdir -p "$WORK/ort"
+PEERS=${VECBENCH_PEERS:-../shared/peers}   # seed_loop.py, torch_dataloader.py, export_*.py
+declare -A PINS=(
+  [tensorflow]="tensorflow-cpu==2.21.0 numpy==2.4.6 pillow==12.0.0"
+  [onnxruntime]="onnxruntime==1.31.1 numpy==2.4.6"
+  [openvino]="openvino==2026.4.1 numpy==2.4.6"
+  [torch]="torch==2.15.0 torchvision==0.29.2 numpy==2.4.6 pillow==12.0.0"
+)
+venv() {  # venv NAME: $VENVS/NAME with PINS[NAME] installed, unless already so
+  local dir=$VENVS/$1
+  if [ "$(cat "$dir/.vecbench-pins" 2>/dev/null)" = "${PINS[$1]}" ]; then
+    echo "peers: $1 ready ($dir: ${PINS[$1]})"
+    return
+  fi
+  echo "peers: installing ${PINS[$1]} into $dir"
+  rm -rf "$dir"
+  /usr/bin/python3 -m venv "$dir"
+  # shellcheck disable=SC2086
+  "$dir/bin/python" -m pip install -q --disable-pip-version-check ${PINS[$1]}
+  echo "${PINS[$1]}" > "$dir/.vecbench-pins"
+}
+graph() {  # the seed's graph, synthetic weights (speed does not depend on them)
+  mkdir -p "$WORK"
+  [ -f "$WORK/classify_image_graph_def.pb" ] ||
+    "$VENVS/tensorflow/bin/python" tools/make_tf_graph.py --seed 0 --out "$WORK/classify_image_graph_def.pb"
+}
+
+venv tensorflow
+if [ "${1:-all}" = tensorflow ]; then
+  exit 0
+fi
+for p in onnxruntime openvino torch; do venv $p; done
+graph
 [ -f "$WORK/inc.pt" ] || /usr/bin/python3 "$PEERS/export_torchscript.py" "$WORK/inc.pt"
 [ -f "$WORK/inc.onnx" ] || /usr/bin/python3 "$PEERS/export_onnx.py" "$WORK/inc.onnx"
-if [ ! -d "$WORK/ort/node_modules/onnxruntime-node" ]; then
-  (cd "$WORK/ort" && npm install --silent --ignore-scripts onnxruntime-node@1.30.0)
-fi
-cp "$PEERS/ort_bench.js" "$WORK/ort/"
-echo "peers ready in $WORK"
+echo "peers ready: venvs in $VENVS, models in $WORK"

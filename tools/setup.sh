@@ -11,6 +11,7 @@ PACKAGES=(
   libjpeg62-turbo-dev libpng-dev            # direct JPEG/PNG decoding (src/input/codec.cpp), the libraries OpenCV links
   nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   python3-numpy python3-pil python3-matplotlib python3-jsonschema
+  python3-venv                  # the PyPI peers and the TF fidelity test (tools/peers_setup.sh)
   libopenmpi-dev openmpi-bin    # MPI: mpirun -np R vecbench ... (optional: without it, --shard-index)
   clang-format
 )

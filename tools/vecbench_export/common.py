@@ -1,0 +1,72 @@
+"""Constants, the user-facing error and small helpers shared by the export package."""
+
+import hashlib
+from typing import Dict, List
+
+import torch
+from torch import Tensor
+
+PROG = "export_inception.py"
+META_NAME = "vecbench_meta.json"
+META_FORMAT_VERSION = 1
+INPUT_SIZE = 299
+FEATURE_DIM = 2048
+TF2015_CLASSES = 1008
+TORCHVISION_CLASSES = 1000
+
+ARCH_INFO = {
+    "tf2015": {
+        "div": 1.0,
+        "mean": (128.0, 128.0, 128.0),
+        "std": (128.0, 128.0, 128.0),
+        "normalization": "(x-128)/128",
+        "resize_default": "tf-legacy",
+        "num_classes": TF2015_CLASSES,
+    },
+    "torchvision": {
+        "div": 255.0,
+        "mean": (0.485, 0.456, 0.406),
+        "std": (0.229, 0.224, 0.225),
+        "normalization": "(x/255-[0.485,0.456,0.406])/[0.229,0.224,0.225]",
+        "resize_default": "bilinear",
+        "num_classes": TORCHVISION_CLASSES,
+    },
+}
+
+# Buffers of the feature module that hold the input normalization.
+NORM_BUFFERS = ("input_div", "input_mean", "input_std")
+
+
+class ExportError(Exception):
+    """A user-facing error: message names the file and the cause."""
+
+
+
+def state_dict_sha256(sd: Dict[str, Tensor]) -> str:
+    """sha256 of the float32 bytes of the floating tensors, in sorted key order."""
+    h = hashlib.sha256()
+    for k in sorted(sd):
+        v = sd[k]
+        if torch.is_tensor(v) and v.is_floating_point():
+            h.update(v.detach().to(torch.float32).contiguous().cpu().numpy().tobytes())
+    return h.hexdigest()
+
+
+def file_sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 22), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def fmt_shape(s) -> str:
+    return "[" + ",".join(str(int(d)) for d in s) + "]"
+
+
+def fmt_list(items: List[str], limit: int = 6) -> str:
+    items = sorted(items)
+    more = "" if len(items) <= limit else f" ... (+{len(items) - limit} more)"
+    return ", ".join(items[:limit]) + more
+
+
