@@ -12,7 +12,12 @@ has() { [[ " $STAGES " == *" $1 "* ]]; }
 t0=$(date +%s)
 stage() { echo; echo "=== $1 ($(( $(date +%s) - t0 )) s)"; }
 
-if has setup; then stage setup; tools/setup.sh; fi
+if has setup; then
+  stage setup
+  tools/setup.sh
+  # TensorFlow (pinned, in a venv outside the tree, kept between runs) for the TF fidelity test
+  tools/peers_setup.sh tensorflow
+fi
 if has format; then stage format; tools/check_format.sh; fi
 if has layers; then stage layers; python3 tools/check_layers.py --self-test; python3 tools/check_sizes.py --self-test; fi
 if has build; then
