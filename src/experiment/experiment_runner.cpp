@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -23,10 +24,10 @@ namespace {
 
 /// What this process measured of one repetition of a matrix run.
 struct LocalOutcome {
-  RunStats stats;                         ///< this process's figures
-  long chunks = -1;                       ///< dynamic mode: chunks this rank got
-  std::string error;                      ///< multi-process: this rank's error, reported by rank 0
-  nlohmann::json verification = nullptr;  ///< first repetition, verify on: against the reference
+  RunStats stats;                            ///< this process's figures
+  long chunks = -1;                          ///< dynamic mode: chunks this rank got
+  std::string error;                         ///< multi-process: this rank's error, reported by rank 0
+  std::optional<Verification> verification;  ///< first repetition, verify on: against the reference
 };
 
 class Executor {
@@ -172,7 +173,7 @@ void Executor::run_matrix(PlannedRun& p, std::size_t index, int rep) {
   }
   const int batch = p.result.params["batch"].get<int>();
   Sample sample;
-  nlohmann::json verification = local.verification;
+  std::optional<Verification> verification = local.verification;
   if (!dist_) {
     sample = sample_from_stats(local.stats, rep);
   } else {
@@ -182,17 +183,17 @@ void Executor::run_matrix(PlannedRun& p, std::size_t index, int rep) {
     mine.rep = rep;
     mine.chunks = local.chunks;
     mine.error = local.error;
-    mine.verification = local.verification;
+    if (local.verification) mine.verification = *local.verification;
     const RankIdentity who{comm.rank(), comm.size(), dist_->host(), dist_->mode(), dist_->label()};
     const auto g = gather_ranks(comm, who, mine);
     if (!g) return;  // not rank 0: rank 0 records the combined sample
     if (!g->errors.empty()) throw Error(g->errors);
     sample = sample_from_json(g->sample, "rank samples");
-    verification = g->verification;
+    verification.reset();
+    if (g->verification.is_object()) verification = verification_from_json(g->verification, "rank verifications");
   }
   p.result.samples.push_back(sample);
-  if (rep == 0 && e_.verify && verification.is_object())
-    p.result.verification = verification_from_json(verification, "verification");
+  if (rep == 0 && e_.verify && verification) p.result.verification = verification;
   log_ << sample.images_per_s << " img/s"
        << (dist_ ? " (" + std::to_string(dist_->size()) + " " + (talk() ? "ranks" : "shards, this one") + ")" : "")
        << "\n";

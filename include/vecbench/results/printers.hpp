@@ -20,12 +20,6 @@ class ResultPrinter {
   virtual void print(const ResultFile& result, std::ostream& out) const = 0;
 };
 
-/// The result file's JSON (schema_version 1), indented.
-class JsonResultPrinter : public ResultPrinter {
- public:
-  void print(const ResultFile& result, std::ostream& out) const override { out << json(result).dump(2) << "\n"; }
-};
-
 /// The end-of-run table (markdown): one row per run, with its speed against the best sequential
 /// run of the same batch, resize and input (external peers: none), and its verification.
 class RunTablePrinter : public ResultPrinter {
