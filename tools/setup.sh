@@ -9,6 +9,7 @@ PACKAGES=(
   libopenblas0-pthread          # without it libtorch resolves BLAS to the slow reference libblas
   libopencv-dev python3-opencv opencv-doc   # decoding; opencv-doc ships the real sample photos
   libjpeg62-turbo-dev libpng-dev            # direct JPEG/PNG decoding (src/input/codec.cpp), the libraries OpenCV links
+  libjpeg-turbo-progs           # djpeg: the reference for --decode tf's fast-IDCT pixels in the decode tests
   nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   python3-numpy python3-pil python3-matplotlib python3-jsonschema
   python3-venv                  # the PyPI peers and the TF fidelity test (tools/peers_setup.sh)

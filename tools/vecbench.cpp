@@ -8,9 +8,11 @@
 
 #include "vecbench/app/commands.hpp"
 #include "vecbench/core/host.hpp"
+#include "vecbench/dist/distribution_mode.hpp"
 #include "vecbench/dist/merge.hpp"
 #include "vecbench/engine/engine_kind.hpp"
 #include "vecbench/input/exif_policy.hpp"
+#include "vecbench/input/jpeg_decoder.hpp"
 #include "vecbench/input/resize.hpp"
 #include "vecbench/output/output_format.hpp"
 #include "vecbench/results/compare.hpp"
@@ -42,7 +44,7 @@ void add_dist_options(CLI::App* c, DistArgs& d) {
                 "Several processes (mpirun): static (rank r takes every R-th input) or dynamic (rank 0 hands out "
                 "chunks on request)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"static", "dynamic"}));
+      ->check(parsed_by(parse_distribution_mode));
   c->add_option("--chunk", d.chunk, "dynamic: inputs per request (0: N/(16 ranks), within [2 x batch x devices, 256])")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 30));
@@ -118,6 +120,11 @@ void add_vectorize_io_options(CLI::App* vec, VectorizeArgs& va) {
       ->check(parsed_by(parse_resize_mode));
   vec->add_flag("--fast-decode", va.fast_decode,
                 "Decode large JPEGs at 1/2, 1/4 or 1/8 DCT scale (faster, not bit-exact)");
+  vec->add_option("--decode", va.decode,
+                  "JPEG arithmetic: exact (libjpeg's accurate IDCT, as PIL and OpenCV decode; the seed fed PIL's "
+                  "pixels) or tf (the fast integer IDCT of TensorFlow's own DecodeJpeg on the JPEG bytes)")
+      ->capture_default_str()
+      ->check(parsed_by(parse_jpeg_decoder));
   vec->add_option("--exif", va.exif, "EXIF orientation: ignore (as TF's DecodeJpeg) or apply")
       ->capture_default_str()
       ->check(parsed_by(parse_exif_policy));
@@ -234,6 +241,15 @@ void add_result_commands(CLI::App& app, Cli& c, const std::string& exit_status) 
       ->check(CLI::Range(1, 1000000));
   c.cmp->add_option("--normalize-by", c.cmp_opt.normalize_by,
                     "Compare ratios to a reference run of the same file, e.g. strategy=sequential");
+  std::string metrics;
+  for (const SampleMetric& m : sample_metrics()) metrics += (metrics.empty() ? "" : " | ") + m.key;
+  c.cmp
+      ->add_option("--metric", c.cmp_opt.metric,
+                   "Per-repetition figure compared: " + metrics +
+                       " (time metrics give FASTER/SLOWER, peak_rss_bytes BETTER/WORSE; lower-is-better ones are "
+                       "judged that way)")
+      ->capture_default_str()
+      ->check(parsed_by(sample_metric));
 
   c.mrg = app.add_subcommand("merge",
                              "Combine the per-rank/per-shard manifests of output directories into one "

@@ -32,6 +32,7 @@ Fingerprint vectorize_fingerprint(const VectorizeArgs& a, const nlohmann::json& 
   f.resize = to_string(in.resize);
   f.exif = a.exif;
   f.fast_decode = a.fast_decode;
+  f.jpeg_decoder = parse_jpeg_decoder(a.decode);
   f.arithmetic = parse_engine(a.engine) == EngineKind::none ? "none" : to_string(parse_precision(a.precision));
   f.source = source.kind();
   if (const auto* syn = dynamic_cast<const SyntheticSource*>(&source))
@@ -125,6 +126,7 @@ InputOptions input_options(const VectorizeArgs& a, const nlohmann::json& meta) {
   in.resize = parse_resize_mode(!a.resize.empty() ? a.resize : meta.value("resize_default", std::string("tf-legacy")));
   in.fast_decode = a.fast_decode;
   in.exif = a.exif;
+  in.jpeg_decoder = parse_jpeg_decoder(a.decode);
   in.lenient_decode = a.lenient_decode;
   in.max_pixels = a.max_pixels;
   return in;
@@ -172,7 +174,8 @@ std::string start_line(const VectorizeArgs& a, const nlohmann::json& meta, const
   if (dist.active())
     line << " (" << dist.size() << " " << (dist.comm().connected() ? "ranks, " + dist.mode() : "shards") << ")";
   line << "; model " << meta.value("arch", "?") << " (" << meta.value("weight_source", "?") << "), resize "
-       << to_string(in.resize) << "; strategy " << a.strategy << " on " << a.devices << " =";
+       << to_string(in.resize) << (in.jpeg_decoder == JpegDecoder::tf ? ", JPEG decode tf" : "") << "; strategy "
+       << a.strategy << " on " << a.devices << " =";
   for (const auto& d : devs) line << " " << d.name() << "(" << d.threads << " thr)";
   line << "; batch " << a.batch;
   if (source.duplicates_skipped() > 0) line << "; " << source.duplicates_skipped() << " duplicate inputs skipped";

@@ -2,7 +2,8 @@
 //
 // Matching OpenCV 4.6 (modules/imgcodecs/src/grfmt_jpeg.cpp, grfmt_png.cpp, exif.cpp, loadsave.cpp)
 // for a 3-channel 8-bit read (IMREAD_COLOR):
-// - JPEG: libjpeg defaults (JDCT_ISLOW, fancy upsampling), scale 1/denom, output JCS_RGB unless the
+// - JPEG: libjpeg defaults (JDCT_ISLOW, fancy upsampling; JDCT_IFAST with `fast_idct`, as TF's
+//   DecodeJpeg by default), scale 1/denom, output JCS_RGB unless the
 //   file has 4 components, then JCS_CMYK converted with icvCvt_CMYK2BGR_8u_C4C3R's arithmetic;
 //   EXIF from the first APP1 marker saved before the first scan, its first 6 bytes skipped.
 // - PNG: png_set_strip_16 (high byte, not rounding), png_set_strip_alpha, png_set_palette_to_rgb,
@@ -211,7 +212,7 @@ struct JpegJob {
   JpegJob& operator=(const JpegJob&) = delete;
 };
 
-bool jpeg_header_phase(JpegJob* job, const std::uint8_t* data, std::size_t size, unsigned denom) {
+bool jpeg_header_phase(JpegJob* job, const std::uint8_t* data, std::size_t size, unsigned denom, bool fast_idct) {
   if (setjmp(job->err.jump)) return false;
   job->created = true;
   jpeg_create_decompress(&job->cinfo);
@@ -222,6 +223,7 @@ bool jpeg_header_phase(JpegJob* job, const std::uint8_t* data, std::size_t size,
   job->err.in_header = false;
   job->cinfo.scale_num = 1;
   job->cinfo.scale_denom = denom;
+  job->cinfo.dct_method = fast_idct ? JDCT_IFAST : JDCT_ISLOW;
   // OpenCV for a 3-channel read: RGB (libjpeg replicates gray), CMYK for 4-component files.
   job->cinfo.out_color_space = job->cinfo.num_components != 4 ? JCS_RGB : JCS_CMYK;
   jpeg_calc_output_dimensions(&job->cinfo);
@@ -489,7 +491,7 @@ DecodeResult decode_jpeg(const std::uint8_t* data, std::size_t size, const Codec
   job.err.pub.emit_message = jpeg_emit_message_cb;
   job.err.pub.output_message = jpeg_output_message_cb;
   job.err.result = &r;
-  if (!jpeg_header_phase(&job, data, size, denom)) throw CodecError(job.err.message);
+  if (!jpeg_header_phase(&job, data, size, denom, opt.fast_idct)) throw CodecError(job.err.message);
   const JDIMENSION w = job.cinfo.output_width, h = job.cinfo.output_height;
   check_limit(w, h, opt.max_pixels);
   for (jpeg_saved_marker_ptr m = job.cinfo.marker_list; m; m = m->next)

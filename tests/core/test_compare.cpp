@@ -222,3 +222,36 @@ TEST(CompareResults, Markdown) {
   EXPECT_NE(faster.find("Only in base:\n- `strategy=data-parallel devices=cpu/8"), std::string::npos) << faster;
   EXPECT_NE(faster.find("Only in new:\n- `strategy=data-parallel devices=cpu/3"), std::string::npos) << faster;
 }
+
+// --metric: any Sample field of its table with a direction; lower-is-better ones are judged that
+// way, and a memory figure says BETTER/WORSE.
+TEST(Compare, MetricFromTheFieldTableJudgedByItsDirection) {
+  const std::vector<double> same_speed = {10, 10.1, 9.9, 10.05, 9.95};
+  ResultFile base = synthetic({{"strategy=a", same_speed}}), neu = synthetic({{"strategy=a", same_speed}});
+  for (std::size_t i = 0; i < 5; ++i) {
+    base.runs[0].samples[i].peak_rss_bytes = 1000 + static_cast<std::int64_t>(i);
+    neu.runs[0].samples[i].peak_rss_bytes = 500 + static_cast<std::int64_t>(i);  // half the memory
+    base.runs[0].samples[i].setup_s = 1.0 + 0.01 * static_cast<double>(i);
+    neu.runs[0].samples[i].setup_s = 2.0 + 0.01 * static_cast<double>(i);  // twice the set-up
+  }
+  CompareOptions o;
+  EXPECT_EQ(compare_results(base, neu, o).runs[0].verdict, Verdict::same);  // images_per_s by default
+  o.metric = "peak_rss_bytes";
+  const CompareReport rss = compare_results(base, neu, o);
+  EXPECT_EQ(rss.runs[0].verdict, Verdict::faster);
+  EXPECT_NEAR(rss.runs[0].change, -0.5, 0.01);
+  EXPECT_EQ(compare_exit_code(rss), 0);
+  const std::string md = compare_markdown(rss);
+  EXPECT_NE(md.find("| BETTER |"), std::string::npos) << md;
+  EXPECT_NE(md.find("lower is better"), std::string::npos) << md;
+  o.metric = "setup_s";
+  const CompareReport setup = compare_results(base, neu, o);
+  EXPECT_EQ(setup.runs[0].verdict, Verdict::slower);
+  EXPECT_EQ(compare_exit_code(setup), kCompareRegression);
+  EXPECT_NE(compare_markdown(setup).find("| SLOWER |"), std::string::npos);
+  o.metric = "rep";  // in the table, but no direction: not a metric
+  EXPECT_THROW(compare_results(base, neu, o), ConfigError);
+  std::vector<std::string> keys;
+  for (const SampleMetric& m : sample_metrics()) keys.push_back(m.key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"wall_s", "images_per_s", "peak_rss_bytes", "setup_s"}));
+}

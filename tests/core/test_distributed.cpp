@@ -89,7 +89,7 @@ TEST(Distributed, DynamicChunksOnThreadRanksGiveEveryInputOnceAndTheSameFeatures
   for (const std::string mode : {"dynamic", "static"}) {
     SCOPED_TRACE(mode);
     DistributionOptions opt;
-    opt.mode = mode;
+    opt.mode = parse_distribution_mode(mode);
     opt.chunk = 4;
     MemorySink got(src.size());
     const auto out = run_ranks(
@@ -118,7 +118,7 @@ TEST(Distributed, DynamicChunksReuseOneReplicaPerDeviceOfEachRank) {
   vbt::StubOptions o;
   SyntheticSource src(41);
   DistributionOptions opt;
-  opt.mode = "dynamic";
+  opt.mode = DistributionMode::dynamic_chunks;
   opt.chunk = 4;
   MemorySink got(src.size());
   std::atomic<int> made{0};
@@ -139,7 +139,7 @@ TEST(Distributed, ARankWhoseReplicaFailsLeavesAndTheOthersDoEverything) {
   o.seconds_per_image = 0.001;
   SyntheticSource src(20);
   DistributionOptions opt;
-  opt.mode = "dynamic";
+  opt.mode = DistributionMode::dynamic_chunks;
   opt.chunk = 3;
   MemorySink got(src.size());
   const auto out = run_ranks(
@@ -187,8 +187,10 @@ TEST(Distributed, ShardTodoIsItsStridedShareLessWhatIsDone) {
   EXPECT_EQ(share, 3u);                                        // inputs 1, 4, 7
   EXPECT_EQ(todo, (std::vector<std::size_t>{1}));
   EXPECT_EQ(d.mode(), "shards");
-  EXPECT_THROW(Distribution(shard, DistributionOptions{"dynamic", 0, 600}), ConfigError);
-  EXPECT_THROW(Distribution(shard, DistributionOptions{"round-robin", 0, 600}), ConfigError);
+  EXPECT_THROW(Distribution(shard, DistributionOptions{DistributionMode::dynamic_chunks, 0, 600}), ConfigError);
+  EXPECT_THROW(parse_distribution_mode("round-robin"), ConfigError);
+  EXPECT_EQ(parse_distribution_mode(to_string(DistributionMode::dynamic_chunks)), DistributionMode::dynamic_chunks);
+  EXPECT_EQ(parse_distribution_mode(to_string(DistributionMode::static_share)), DistributionMode::static_share);
   LocalComm one;
   Distribution single(one, {});
   EXPECT_FALSE(single.active());

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <set>
 #include <string>
 
 #include "vecbench/results/result.hpp"
@@ -223,6 +224,35 @@ TEST(ResultIo, ReaderAgreesWithTheSchemaOnRequiredAndUnknownKeys) {
       {"/$defs/verification", "/runs/2/verification"},
   };
   expect_reader_agrees_with_schema(schema, base, places);
+}
+
+// Every record with a field table has exactly the table's keys in the schema, required where the
+// table says so: a metric added to a table without its schema entry (or the reverse) fails here.
+template <class S>
+void expect_table_matches_schema(const json& schema, const std::string& ptr) {
+  SCOPED_TRACE(ptr);
+  const json& s = schema.at(json::json_pointer(ptr));
+  std::set<std::string> keys, required;
+  vecbench::for_each_field(vecbench::field_table(S{}), [&](const auto& f) {
+    keys.insert(f.key);
+    if (f.need == vecbench::Need::required) required.insert(f.key);
+  });
+  std::set<std::string> schema_keys, schema_required;
+  for (const auto& it : s.at("properties").items()) schema_keys.insert(it.key());
+  for (const auto& k : s.value("required", json::array())) schema_required.insert(k.get<std::string>());
+  EXPECT_EQ(keys, schema_keys);
+  EXPECT_EQ(required, schema_required);
+  EXPECT_EQ(s.value("additionalProperties", true), false);
+}
+
+TEST(ResultIo, FieldTablesMatchTheSchema) {
+  const json schema = read_json(fs::path(VECBENCH_SOURCE_DIR) / "schema" / "result.schema.json");
+  expect_table_matches_schema<vecbench::Sample>(schema, "/$defs/sample");
+  expect_table_matches_schema<vecbench::DeviceSample>(schema, "/$defs/device_sample");
+  expect_table_matches_schema<vecbench::RankSample>(schema, "/$defs/rank_sample");
+  expect_table_matches_schema<vecbench::RanksInfo>(schema, "/$defs/ranks");
+  expect_table_matches_schema<vecbench::Verification>(schema, "/$defs/verification");
+  expect_table_matches_schema<vecbench::GpuInfo>(schema, "/$defs/meta/properties/gpus/items");
 }
 
 // The same agreement for the optional multi-process keys (sample.ranks, written by MPI runs,

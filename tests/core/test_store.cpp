@@ -75,6 +75,25 @@ TEST(Sha256, KnownDigests) {
   EXPECT_EQ(sha256_hex(std::string(1000, 'a')), "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3");
 }
 
+TEST(Fingerprint, TfJpegDecodeIsItsOwnFingerprintAndExactKeepsTheOldFields) {
+  FingerprintFields f;
+  f.model_sha256 = "aa";
+  f.resize = "tf-legacy";
+  f.exif = "ignore";
+  f.arithmetic = "fp32";
+  const Fingerprint exact = make_fingerprint(f);
+  EXPECT_FALSE(exact.fields.contains("decode"));  // folders written before --decode keep their id
+  f.jpeg_decoder = JpegDecoder::tf;
+  const Fingerprint tf = make_fingerprint(f);
+  EXPECT_EQ(tf.fields.value("decode", ""), "tf");
+  EXPECT_NE(tf.id(), exact.id());
+  const auto diff = fingerprint_diff(exact.fields, tf.fields);
+  ASSERT_EQ(diff.size(), 1u);
+  EXPECT_EQ(diff[0].rfind("decode: (none) in the folder vs \"tf\"", 0), 0u) << diff[0];
+  EXPECT_EQ(parse_jpeg_decoder("tf"), JpegDecoder::tf);
+  EXPECT_THROW(parse_jpeg_decoder("turbo"), ConfigError);
+}
+
 TEST(Store, ASecondWriterIsRefusedNamingTheHolderAndTouchesNothing) {
   const fs::path d = tmpdir("lock");
   SyntheticSource src(4);

@@ -17,7 +17,8 @@ TensorFlow beside vecbench on real photos, vecbench's model imported from that g
 3. TF's own decoder: the JPEG bytes fed to `DecodeJpeg/contents:0` against vecbench on the same
    files; records how far vecbench's decode (libjpeg-turbo, accurate integer DCT, as PIL) is from
    TF's default (the fast integer DCT), and checks that TF with the accurate DCT decodes exactly
-   PIL's pixels, so that the DCT method is all that differs.
+   PIL's pixels, so that the DCT method is all that differs; `vecbench vectorize --decode tf`
+   (libjpeg's fast IDCT) must then match TF on the bytes within 1e-5.
 
 Run by ctest (environment VECBENCH_EXE, VECBENCH_DEFAULT_MODEL, VECBENCH_PYTHON: the Python
 with torch for the export tool); it moves to the Python of tools/peers_setup.sh's TensorFlow venv
@@ -174,6 +175,7 @@ class TFFidelity(unittest.TestCase):
         for p in JPEGS:
             os.symlink(os.path.join(PHOTOS_DIR, p), os.path.join(dec, p))
         got = vectorize(dec, os.path.join(self.tmp.name, "out-jpg"), self.model)
+        got_tf = vectorize(dec, os.path.join(self.tmp.name, "out-jpg-tf"), self.model, "--decode", "tf")
         for p in JPEGS:
             with open(os.path.join(PHOTOS_DIR, p), "rb") as f:
                 data = f.read()
@@ -183,12 +185,16 @@ class TFFidelity(unittest.TestCase):
             px_accurate = tf.io.decode_jpeg(data, channels=3, dct_method="INTEGER_ACCURATE").numpy()
             r_feat = rel_l2(got[p], tf_default)
             r_pil = rel_l2(got[p], self.tf_feats[os.path.splitext(p)[0] + ".png"])
+            r_tf = rel_l2(got_tf[p], tf_default)
             d = np.abs(px_default.astype(int) - pil.astype(int))
             print(f"  {p}: vecbench(jpg) vs TF(DecodeJpeg/contents) rel L2 {r_feat:.2e}; vs TF(PIL pixels) "
-                  f"{r_pil:.2e}; TF default decode vs PIL: max |d| {d.max()}, mean {d.mean():.3f}, "
+                  f"{r_pil:.2e}; --decode tf vs TF(DecodeJpeg/contents) {r_tf:.2e}; "
+                  f"TF default decode vs PIL: max |d| {d.max()}, mean {d.mean():.3f}, "
                   f"{(d > 0).mean() * 100:.1f}% of values differ")
             # vecbench decodes as PIL does (accurate DCT, fancy upsampling): exactly
             self.assertLessEqual(r_pil, TOL_TS)
+            # --decode tf decodes as TF's DecodeJpeg does (fast integer IDCT): TF's features on the bytes
+            self.assertLessEqual(r_tf, TOL_TS)
             # TF's accurate DCT gives PIL's pixels exactly, so TF's default (fast DCT) is all that differs
             np.testing.assert_array_equal(px_accurate, pil)
 

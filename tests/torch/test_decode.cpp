@@ -437,6 +437,53 @@ TEST(DecodeExact, JpegFastDecodeEveryScale) {
   EXPECT_EQ(decode_rgb(files[0].second, "big.jpg", o).size(), cv::Size(325, 310));
 }
 
+// djpeg's decode of `jpg` (`-dct fast` or `-dct int`, fancy upsampling, RGB PPM), or an empty
+// image when djpeg cannot write it as PPM (CMYK files).
+cv::Mat djpeg_rgb(const fs::path& jpg, const std::string& dct, const fs::path& ppm) {
+  const std::string cmd = "djpeg -dct " + dct + " -outfile '" + ppm.string() + "' '" + jpg.string() + "' 2>/dev/null";
+  if (std::system(cmd.c_str()) != 0) return cv::Mat();
+  const cv::Mat bgr = cv::imread(ppm.string(), cv::IMREAD_COLOR);
+  if (bgr.empty()) return bgr;
+  cv::Mat rgb;
+  cv::cvtColor(bgr, rgb, cv::COLOR_BGR2RGB);
+  return rgb;
+}
+
+// --decode tf: libjpeg's fast integer IDCT (TF's DecodeJpeg default), checked against libjpeg-turbo's
+// own djpeg; exact stays the accurate IDCT; PNGs are unaffected. TF itself is the reference in
+// tests/py/tf_fidelity.py.
+TEST(DecodeTf, FastIdctAsDjpegAndExactUnchanged) {
+  if (!fs::is_directory(kSamples)) GTEST_SKIP() << kSamples << " missing (apt-get install opencv-doc)";
+  if (std::system("command -v djpeg >/dev/null 2>&1") != 0) GTEST_SKIP() << "djpeg missing (libjpeg-turbo-progs)";
+  vecbench::testing::ScopedTempDir tmp("vecbench-decode-tf");
+  DecodeOptions tf;
+  tf.jpeg_decoder = JpegDecoder::tf;
+  int compared = 0, differ = 0, pngs = 0;
+  for (const auto& e : fs::directory_iterator(kSamples)) {
+    const std::string ext = e.path().extension().string(), what = e.path().string();
+    if (!e.is_regular_file() || (ext != ".png" && ext != ".jpg")) continue;
+    const Bytes b = read_all(e.path());
+    if (ext == ".png" && pngs < 5) {
+      ++pngs;
+      EXPECT_EQ(cv::norm(decode_rgb(b, what, tf), decode_rgb(b, what), cv::NORM_INF), 0.0) << what;
+    }
+    if (ext != ".jpg") continue;
+    const cv::Mat fast = djpeg_rgb(e.path(), "fast", tmp.path / "f.ppm");
+    const cv::Mat accurate = djpeg_rgb(e.path(), "int", tmp.path / "a.ppm");
+    if (fast.empty() || accurate.empty()) continue;
+    ++compared;
+    const cv::Mat got_tf = decode_rgb(b, what, tf), got_exact = decode_rgb(b, what);
+    ASSERT_EQ(got_tf.size(), fast.size()) << what;
+    EXPECT_EQ(cv::norm(got_tf, fast, cv::NORM_INF), 0.0) << what;
+    EXPECT_EQ(cv::norm(got_exact, accurate, cv::NORM_INF), 0.0) << what;
+    const double d = cv::norm(got_tf, got_exact, cv::NORM_INF);
+    EXPECT_LE(d, 40.0) << what;  // a few levels apart, not another image
+    if (d > 0) ++differ;
+  }
+  EXPECT_GE(compared, 20);
+  EXPECT_GE(differ, compared / 2);  // the fast IDCT really is another arithmetic
+}
+
 TEST(DecodeExact, PngKinds) {
   const int w = 37, h = 23;
   std::vector<std::pair<int, std::vector<int>>> kinds = {{PNG_COLOR_TYPE_GRAY, {1, 2, 4, 8, 16}},

@@ -63,6 +63,7 @@ struct VectorizeArgs {
   std::string devices = "cpu";
   std::string resize;  // empty: the model's default
   std::string exif = "ignore";
+  std::string decode = "exact";  // JPEG arithmetic: exact (PIL/OpenCV) | tf (TF's DecodeJpeg)
   int batch = 1;
   int threads = 0;
   int decode_threads = 1;

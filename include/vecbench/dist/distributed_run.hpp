@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "vecbench/dist/distributed.hpp"
+#include "vecbench/dist/distribution_mode.hpp"
 #include "vecbench/dist/fault_injection.hpp"
 #include "vecbench/output/writer.hpp"
 #include "vecbench/results/meta.hpp"
@@ -32,9 +33,9 @@ namespace vecbench {
 
 /// How the ranks share the inputs.
 struct DistributionOptions {
-  std::string mode = "static";  ///< static | dynamic
-  std::size_t chunk = 0;        ///< dynamic: inputs per request; 0 = automatic
-  double timeout_s = 600;       ///< dynamic: a rank silent this long while holding a chunk is dead
+  DistributionMode mode = DistributionMode::static_share;  ///< static | dynamic
+  std::size_t chunk = 0;                                   ///< dynamic: inputs per request; 0 = automatic
+  double timeout_s = 600;  ///< dynamic: a rank silent this long while holding a chunk is dead
 };
 
 /// Every `size`-th element of `v`, from position `rank` on.
@@ -177,9 +178,7 @@ class Distribution {
  public:
   /// Collective on a connected group (every rank must construct it).
   Distribution(Comm& comm, DistributionOptions opt) : comm_(comm), opt_(std::move(opt)) {
-    if (opt_.mode != "static" && opt_.mode != "dynamic")
-      throw ConfigError("--distribution", "unknown mode '" + opt_.mode + "' (use static or dynamic)");
-    if (opt_.mode == "dynamic" && comm_.size() > 1 && !comm_.connected())
+    if (opt_.mode == DistributionMode::dynamic_chunks && comm_.size() > 1 && !comm_.connected())
       throw ConfigError("--distribution",
                         "dynamic needs MPI (start vecbench with mpirun or srun --mpi=pmix in an MPI "
                         "build); shards without MPI can only be static");
@@ -194,7 +193,7 @@ class Distribution {
   /// Several processes share the job.
   bool active() const { return comm_.size() > 1; }
   /// "static", "dynamic", or "shards" (independent processes).
-  std::string mode() const { return comm_.connected() ? opt_.mode : "shards"; }
+  std::string mode() const { return comm_.connected() ? to_string(opt_.mode) : "shards"; }
   const std::string& host() const { return host_; }
   /// Host of rank `r` (known on rank 0 of a connected group, and for this rank).
   std::string host_of(int r) const {
@@ -211,7 +210,8 @@ class Distribution {
   /// For result files: {"kind", "ranks", "mode", "chunk", "hosts"}.
   nlohmann::json describe() const {
     nlohmann::json j = {{"kind", comm_.kind()}, {"ranks", size()}, {"mode", mode()}};
-    if (mode() == "dynamic") j["chunk"] = opt_.chunk > 0 ? nlohmann::json(opt_.chunk) : nlohmann::json("auto");
+    if (comm_.connected() && opt_.mode == DistributionMode::dynamic_chunks)
+      j["chunk"] = opt_.chunk > 0 ? nlohmann::json(opt_.chunk) : nlohmann::json("auto");
     if (comm_.connected())
       j["hosts"] = hosts_;
     else
@@ -270,7 +270,7 @@ class Distribution {
                long* chunks = nullptr) const {
     if (chunks) *chunks = -1;
     if (!comm_.connected() || !active()) return run_strategy(strategy, src, todo, pool, sink, s, input_size);
-    if (opt_.mode == "static") {
+    if (opt_.mode == DistributionMode::static_share) {
       const auto share = strided_share(todo, rank(), size());
       if (share.empty()) return RunStats{};
       return run_strategy(strategy, src, share, pool, sink, s, input_size);

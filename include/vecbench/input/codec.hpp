@@ -47,7 +47,10 @@ struct ImageTooLargeError : std::runtime_error {
 
 /// Decoder settings.
 struct CodecOptions {
-  int scale_denom = 1;           ///< JPEG only: decode at 1/1, 1/2, 1/4 or 1/8 scale (libjpeg DCT scaling)
+  int scale_denom = 1;  ///< JPEG only: decode at 1/1, 1/2, 1/4 or 1/8 scale (libjpeg DCT scaling)
+  /// JPEG only: libjpeg's fast integer inverse DCT (JDCT_IFAST), as TensorFlow's DecodeJpeg uses by
+  /// default; false: the accurate one (JDCT_ISLOW), as OpenCV and PIL use.
+  bool fast_idct = false;
   std::uint64_t max_pixels = 0;  ///< refuse images with more output pixels (0: no limit)
   /// Where the pixels go: called once, after the header and before any pixel is decoded, with
   /// the output size; returns `width * height * 3` bytes (rows packed) that outlive the call.

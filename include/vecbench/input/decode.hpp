@@ -21,14 +21,16 @@
 #include "vecbench/core/error.hpp"
 #include "vecbench/input/codec.hpp"
 #include "vecbench/input/exif_policy.hpp"
+#include "vecbench/input/jpeg_decoder.hpp"
 
 namespace vecbench {
 
 /// Decoder settings.
 struct DecodeOptions {
-  ExifPolicy exif = ExifPolicy::ignore;  ///< EXIF orientation: ignore (TF-like) or apply
-  bool fast = false;                     ///< decode large JPEGs at a reduced DCT scale (1/2, 1/4, 1/8)
-  int target_size = 299;                 ///< the size the image is resized to (for choosing the DCT scale)
+  ExifPolicy exif = ExifPolicy::ignore;           ///< EXIF orientation: ignore (TF-like) or apply
+  bool fast = false;                              ///< decode large JPEGs at a reduced DCT scale (1/2, 1/4, 1/8)
+  JpegDecoder jpeg_decoder = JpegDecoder::exact;  ///< exact (PIL/OpenCV) or tf (TF's fast IDCT)
+  int target_size = 299;                          ///< the size the image is resized to (for choosing the DCT scale)
   /// Accept files with decoder data warnings (corrupt or truncated JPEG/PNG data that still
   /// decodes), reporting the warnings through decode_rgb's `warning`; strict (false): they fail.
   bool lenient = false;
@@ -142,6 +144,7 @@ inline cv::Mat decode_direct(const std::vector<std::uint8_t>& bytes, const std::
   cv::Mat img;
   CodecOptions co;
   co.scale_denom = scale_denom;
+  co.fast_idct = opt.jpeg_decoder == JpegDecoder::tf;
   co.max_pixels = opt.max_pixels;
   co.allocate = [&img](int w, int h) {
     img.create(h, w, CV_8UC3);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "vecbench/input/image_source.hpp"
+#include "vecbench/input/jpeg_decoder.hpp"
 #ifdef VECBENCH_WITH_OPENCV
 #include "vecbench/input/image_files.hpp"
 #endif
@@ -13,11 +14,12 @@ namespace vecbench {
 
 /// How file inputs are decoded and resized.
 struct InputOptions {
-  ResizeMode resize = ResizeMode::tf_legacy;  ///< resize mode for image files
-  bool fast_decode = false;                   ///< reduced-DCT JPEG decode for large images
-  std::string exif = "ignore";                ///< EXIF orientation: ignore (TF-like) or apply
-  bool lenient_decode = false;                ///< accept JPEG/PNG decoder data warnings (reported)
-  std::uint64_t max_pixels = 178956970;       ///< refuse larger images (0: no limit)
+  ResizeMode resize = ResizeMode::tf_legacy;      ///< resize mode for image files
+  bool fast_decode = false;                       ///< reduced-DCT JPEG decode for large images
+  std::string exif = "ignore";                    ///< EXIF orientation: ignore (TF-like) or apply
+  JpegDecoder jpeg_decoder = JpegDecoder::exact;  ///< JPEG arithmetic: exact (PIL/OpenCV) or tf (TF's DecodeJpeg)
+  bool lenient_decode = false;                    ///< accept JPEG/PNG decoder data warnings (reported)
+  std::uint64_t max_pixels = 178956970;           ///< refuse larger images (0: no limit)
 };
 
 inline bool opencv_available() {
@@ -46,6 +48,7 @@ inline std::unique_ptr<ImageSource> make_source(const std::string& spec, const I
 #ifdef VECBENCH_WITH_OPENCV
   DecodeOptions d;
   d.fast = opt.fast_decode;
+  d.jpeg_decoder = opt.jpeg_decoder;
   d.exif = parse_exif_policy(opt.exif);
   d.lenient = opt.lenient_decode;
   d.max_pixels = opt.max_pixels;

@@ -20,6 +20,7 @@
 #include "vecbench/core/fs_util.hpp"
 #include "vecbench/core/host.hpp"
 #include "vecbench/core/sha256.hpp"
+#include "vecbench/input/jpeg_decoder.hpp"
 #include "vecbench/output/manifest.hpp"
 
 namespace vecbench {
@@ -31,13 +32,16 @@ constexpr int kFeatureFormatVersion = 1;
 /// Everything that decides the vector an input gets. Two runs with equal fields give the same
 /// vectors (exact fp32 engines within 1e-4 of each other, the documented engine tolerance).
 struct FingerprintFields {
-  std::string model_sha256;      ///< sha256 of the weights (the export's weight_sha256, else of the model file)
-  std::string model_arch;        ///< tf2015 | torchvision | ... ("?" unknown)
-  int input_size = 299;          ///< pixels per side fed to the network
-  int feature_dim = 2048;        ///< floats per vector
-  std::string resize;            ///< tf-legacy | bilinear
-  std::string exif;              ///< ignore | apply
-  bool fast_decode = false;      ///< reduced-DCT JPEG decode (not exact)
+  std::string model_sha256;  ///< sha256 of the weights (the export's weight_sha256, else of the model file)
+  std::string model_arch;    ///< tf2015 | torchvision | ... ("?" unknown)
+  int input_size = 299;      ///< pixels per side fed to the network
+  int feature_dim = 2048;    ///< floats per vector
+  std::string resize;        ///< tf-legacy | bilinear
+  std::string exif;          ///< ignore | apply
+  bool fast_decode = false;  ///< reduced-DCT JPEG decode (not exact)
+  /// JPEG arithmetic; recorded as "decode" only when not exact, so that folders written before
+  /// the setting existed keep their fingerprint.
+  JpegDecoder jpeg_decoder = JpegDecoder::exact;
   std::string arithmetic;        ///< fp32 (torchscript and onednn agree within 1e-4) | bf16 | fp16 | none (no network)
   std::string source = "files";  ///< files | predecoded | synthetic seed S (what the input names mean)
 };
@@ -62,6 +66,7 @@ inline Fingerprint make_fingerprint(const FingerprintFields& f) {
               {"fast_decode", f.fast_decode},
               {"arithmetic", f.arithmetic},
               {"source", f.source}};
+  if (f.jpeg_decoder != JpegDecoder::exact) p.fields["decode"] = to_string(f.jpeg_decoder);
   return p;
 }
 

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -21,8 +23,45 @@ struct CompareOptions {
   double threshold = 0.1;    ///< smallest relative change of the median that counts (0.1 = 10%)
   double alpha = 0.05;       ///< significance level of the two-sided Mann-Whitney U test
   int min_reps = 3;          ///< fewer reps than this on either side -> UNKNOWN
-  std::string normalize_by;  ///< params filter "key=value[,key=value]"; empty: raw images/s
+  std::string normalize_by;  ///< params filter "key=value[,key=value]"; empty: raw values
+  /// The Sample metric compared: a field of its table with a direction (sample_metric_names()).
+  std::string metric = "images_per_s";
 };
+
+/// A comparable Sample field: its key, unit, direction and how to read it.
+struct SampleMetric {
+  std::string key;                           ///< e.g. "images_per_s"
+  std::string unit;                          ///< e.g. "images/s", "s", "bytes"
+  Better better = Better::higher;            ///< which way is an improvement
+  std::function<double(const Sample&)> get;  ///< the value of one sample
+
+  /// Time metrics say FASTER/SLOWER; others (memory) BETTER/WORSE.
+  bool is_speed() const { return unit == "images/s" || unit == "s"; }
+};
+
+/// The Sample fields `compare` can take: those of its field table with a direction.
+inline std::vector<SampleMetric> sample_metrics() {
+  std::vector<SampleMetric> out;
+  for_each_field(field_table(Sample{}), [&](const auto& f) {
+    using V = typename std::decay_t<decltype(f)>::Value;
+    if constexpr (std::is_arithmetic_v<V>) {
+      const auto member = f.member;
+      if (f.better != Better::none)
+        out.push_back({f.key, f.unit, f.better, [member](const Sample& x) { return static_cast<double>(x.*member); }});
+    }
+  });
+  return out;
+}
+
+/// The metric named `key`; ConfigError("metric", ...) listing the metrics otherwise.
+inline SampleMetric sample_metric(const std::string& key) {
+  std::string names;
+  for (const SampleMetric& m : sample_metrics()) {
+    if (m.key == key) return m;
+    names += (names.empty() ? "" : ", ") + m.key;
+  }
+  throw ConfigError("metric", "'" + key + "' is not a comparable metric (use one of " + names + ")");
+}
 
 /// Outcome for one run.
 enum class Verdict { faster, slower, same, unknown };
@@ -61,7 +100,10 @@ struct CompareReport {
   CompareOptions options;                   ///< settings used
   std::string base_name, new_name;          ///< experiment names
   std::string base_host, new_host;          ///< meta.host of each file
-  std::string metric;                       ///< what the values are, e.g. "images/s"
+  std::string metric;                       ///< what the values are, e.g. "images_per_s (images/s)"
+  std::string metric_key = "images_per_s";  ///< the Sample field compared
+  Better metric_better = Better::higher;    ///< its direction
+  bool metric_is_speed = true;              ///< FASTER/SLOWER (time) or BETTER/WORSE (e.g. memory)
   std::vector<RunComparison> runs;          ///< runs in both files, in base order
   std::vector<std::string> only_in_base;    ///< ids of runs missing from the new file
   std::vector<std::string> only_in_new;     ///< ids of runs missing from the base file
@@ -132,16 +174,18 @@ inline const RunResult* find_reference_run(const ResultFile& file, const RunResu
   return nullptr;
 }
 
-/// Per-rep values of `run` (finite images/s); with `ref`, each divided by the images/s of the
-/// ref sample with the same rep (reps missing from `ref` or with 0 images/s are dropped).
-inline std::vector<double> compared_values(const RunResult& run, const RunResult* ref) {
+/// Per-rep values of `run` (finite values of `metric`, images/s by default); with `ref`, each
+/// divided by the value of the ref sample with the same rep (reps missing from `ref` or with a
+/// value of 0 are dropped).
+inline std::vector<double> compared_values(const RunResult& run, const RunResult* ref,
+                                           const SampleMetric& metric = sample_metric("images_per_s")) {
   std::vector<double> v;
   for (const Sample& s : run.samples) {
-    double x = s.images_per_s;
+    double x = metric.get(s);
     if (ref) {
       const auto it =
           std::find_if(ref->samples.begin(), ref->samples.end(), [&](const Sample& r) { return r.rep == s.rep; });
-      x = (it != ref->samples.end() && it->images_per_s > 0) ? x / it->images_per_s : std::nan("");
+      x = (it != ref->samples.end() && metric.get(*it) > 0) ? x / metric.get(*it) : std::nan("");
     }
     if (std::isfinite(x)) v.push_back(x);
   }
@@ -170,8 +214,9 @@ inline RunComparison compare_run(const ResultFile& bf, const RunResult& b, const
     c.new_reference = rn ? rn->id : "";
   }
   if (!c.note.empty()) return c;
-  c.base_values = compared_values(b, rb);
-  c.new_values = compared_values(n, rn);
+  const SampleMetric metric = sample_metric(o.metric);
+  c.base_values = compared_values(b, rb, metric);
+  c.new_values = compared_values(n, rn, metric);
   c.base = stats::summarize(c.base_values);
   c.neu = stats::summarize(c.new_values);
   c.spread = std::max(c.base.rel_spread, c.neu.rel_spread);
@@ -192,9 +237,10 @@ inline RunComparison compare_run(const ResultFile& bf, const RunResult& b, const
     c.note = "base median is not positive";
   if (!c.note.empty()) return c;
   const bool significant = c.p_value < o.alpha;
-  c.verdict = significant && c.change < -o.threshold  ? Verdict::slower
-              : significant && c.change > o.threshold ? Verdict::faster
-                                                      : Verdict::same;
+  const double gain = metric.better == Better::lower ? -c.change : c.change;  // > 0: an improvement
+  c.verdict = significant && gain < -o.threshold  ? Verdict::slower
+              : significant && gain > o.threshold ? Verdict::faster
+                                                  : Verdict::same;
   return c;
 }
 }  // namespace detail
@@ -211,7 +257,12 @@ inline CompareReport compare_results(const ResultFile& base, const ResultFile& n
   if (!(options.threshold >= 0)) throw ConfigError("threshold", "must be >= 0");
   if (options.min_reps < 1) throw ConfigError("min_reps", "must be >= 1");
   const auto filter = parse_params_filter(options.normalize_by);
-  r.metric = filter.empty() ? "images/s" : "speedup over the " + options.normalize_by + " run of the same file";
+  const SampleMetric metric = sample_metric(options.metric);
+  r.metric_key = metric.key;
+  r.metric_better = metric.better;
+  r.metric_is_speed = metric.is_speed();
+  r.metric = filter.empty() ? metric.key + " (" + metric.unit + ")"
+                            : metric.key + " relative to the " + options.normalize_by + " run of the same file";
   auto find = [](const ResultFile& f, const std::string& id) -> const RunResult* {
     for (const RunResult& x : f.runs)
       if (x.id == id) return &x;
@@ -239,6 +290,12 @@ inline CompareReport compare_results(const ResultFile& base, const ResultFile& n
   return r;
 }
 
+/// The verdict's word: FASTER/SLOWER for time metrics, BETTER/WORSE for others.
+inline const char* verdict_word(Verdict v, bool speed) {
+  if (speed || v == Verdict::same || v == Verdict::unknown) return to_string(v);
+  return v == Verdict::faster ? "BETTER" : "WORSE";
+}
+
 /// Exit status of `vecbench compare`: 1 when any run is SLOWER (significant and beyond the
 /// threshold), 2 when nothing could be compared (no run is in both files), else 0. A file that
 /// cannot be read also exits 2 (the CLI's error path), so scripts can tell a regression from a
@@ -264,8 +321,11 @@ inline std::string compare_markdown(const CompareReport& r) {
   };
   auto pct = [&](double x) { return format_number("%+.1f%%", 100.0 * x); };
   std::string md = "## vecbench compare: `" + r.base_name + "` (base) vs `" + r.new_name + "` (new)\n\n";
-  md += "Metric: " + r.metric + ", per rep; higher is better.  \n";
-  md += "Verdict: FASTER/SLOWER when the two-sided Mann-Whitney U test gives p < " +
+  const std::string up = verdict_word(Verdict::faster, r.metric_is_speed),
+                    down = verdict_word(Verdict::slower, r.metric_is_speed);
+  md += "Metric: " + r.metric + ", per rep; " + (r.metric_better == Better::lower ? "lower" : "higher") +
+        " is better.  \n";
+  md += "Verdict: " + up + "/" + down + " when the two-sided Mann-Whitney U test gives p < " +
         format_number("%g", r.options.alpha) + " and the median changed by more than " +
         format_number("%g", 100 * r.options.threshold) + "%; SAME otherwise; UNKNOWN with fewer than " +
         std::to_string(r.options.min_reps) +
@@ -275,7 +335,7 @@ inline std::string compare_markdown(const CompareReport& r) {
   for (const RunComparison& c : r.runs) {
     md += "| " + code(c.id) + " | " + format_number(vf, c.base.median) + " | " + format_number(vf, c.neu.median) +
           " | " + pct(c.change) + " | " + format_number("%.1f%%", 100.0 * c.spread) + " | " +
-          format_number("%.3g", c.p_value) + " | " + to_string(c.verdict) + " |\n";
+          format_number("%.3g", c.p_value) + " | " + verdict_word(c.verdict, r.metric_is_speed) + " |\n";
     if (!c.note.empty()) notes += "- " + code(c.id) + ": " + c.note + "\n";
     if (!c.base_reference.empty() && !c.new_reference.empty() && c.base_reference != c.new_reference)
       notes += "- " + code(c.id) + ": references differ: base " + code(c.base_reference) + ", new " +
@@ -285,7 +345,7 @@ inline std::string compare_markdown(const CompareReport& r) {
         " | | | |\n\n";
   std::size_t slower = 0, faster = 0;
   for (const RunComparison& c : r.runs) slower += c.verdict == Verdict::slower, faster += c.verdict == Verdict::faster;
-  md += "Result: " + std::to_string(slower) + " SLOWER, " + std::to_string(faster) + " FASTER of " +
+  md += "Result: " + std::to_string(slower) + " " + down + ", " + std::to_string(faster) + " " + up + " of " +
         std::to_string(r.runs.size()) + " runs compared.\n\n";
   if (r.runs.empty())
     md +=

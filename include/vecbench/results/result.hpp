@@ -31,7 +31,28 @@ inline json summary_to_json(const stats::Summary& s) {
           {"rel_spread", s.rel_spread},
           {"count", s.count}};  // NaN is written as null
 }
-inline void to_json(json& j, const GpuInfo& g) { j = {{"name", g.name}, {"memory_bytes", g.memory_bytes}}; }
+namespace detail {
+template <class T>
+void write_value(json& j, const T& v) {
+  j = v;
+}
+template <class T>
+void write_value(json& j, const std::optional<T>& v) {
+  j = *v;
+}
+/// A record with a field table as a JSON object: every field its table writes.
+template <class S>
+json fields_to_json(const S& s) {
+  json j = json::object();
+  for_each_field(field_table(s), [&](const auto& f) {
+    const auto& v = s.*(f.member);
+    if (f.emit == Emit::always || is_set(v)) write_value(j[f.key], v);
+  });
+  return j;
+}
+}  // namespace detail
+
+inline void to_json(json& j, const GpuInfo& g) { j = detail::fields_to_json(g); }
 inline void to_json(json& j, const Meta& m) {
   j = m.extra.is_object() ? m.extra : json::object();
   j.update({{"argv", m.argv},
@@ -46,39 +67,10 @@ inline void to_json(json& j, const Meta& m) {
             {"versions", m.versions},
             {"model", m.model}});
 }
-inline void to_json(json& j, const DeviceSample& d) {
-  j = {{"name", d.name},
-       {"images", d.images},
-       {"busy_fraction", d.busy_fraction},
-       {"peak_memory_bytes", d.peak_memory_bytes},
-       {"batches", d.batches},
-       {"busy_s", d.busy_s}};
-}
-inline void to_json(json& j, const RankSample& r) {
-  j = {{"rank", r.rank},      {"host", r.host},     {"images", r.images},
-       {"failed", r.failed},  {"wall_s", r.wall_s}, {"images_per_s", r.images_per_s},
-       {"setup_s", r.setup_s}};
-  if (r.chunks >= 0) j["chunks"] = r.chunks;
-}
-inline void to_json(json& j, const RanksInfo& r) {
-  j = {{"count", r.count}, {"distribution", r.distribution}, {"per_rank", r.per_rank}};
-  if (r.scaling_efficiency) j["scaling_efficiency"] = *r.scaling_efficiency;
-}
-inline void to_json(json& j, const Sample& s) {
-  j = {{"rep", s.rep},
-       {"images", s.images},
-       {"failed", s.failed},
-       {"wall_s", s.wall_s},
-       {"images_per_s", s.images_per_s}};
-  if (!s.stage_s.empty()) j["stage_s"] = s.stage_s;
-  if (!s.latency_ms.empty()) j["latency_ms"] = s.latency_ms;
-  j["devices"] = s.devices;
-  j["queue_depth"] = json::array();
-  for (const auto& [t, d] : s.queue_depth) j["queue_depth"].push_back({t, d});
-  j["peak_rss_bytes"] = s.peak_rss_bytes;
-  j["setup_s"] = s.setup_s;
-  if (s.ranks) j["ranks"] = *s.ranks;
-}
+inline void to_json(json& j, const DeviceSample& d) { j = detail::fields_to_json(d); }
+inline void to_json(json& j, const RankSample& r) { j = detail::fields_to_json(r); }
+inline void to_json(json& j, const RanksInfo& r) { j = detail::fields_to_json(r); }
+inline void to_json(json& j, const Sample& s) { j = detail::fields_to_json(s); }
 inline void to_json(json& j, const RunSummary& s) {
   j = {{"images_per_s", summary_to_json(s.images_per_s)}, {"wall_s", summary_to_json(s.wall_s)}};
   if (!s.latency_ms.empty()) {
@@ -87,13 +79,7 @@ inline void to_json(json& j, const RunSummary& s) {
   }
   if (!s.stage_s_per_image.empty()) j["stage_s_per_image"] = s.stage_s_per_image;
 }
-inline void to_json(json& j, const Verification& v) {
-  j = {{"reference", v.reference},
-       {"compared_images", v.compared_images},
-       {"max_abs_diff", v.max_abs_diff},
-       {"max_rel_diff", v.max_rel_diff}};
-  if (v.rel_tolerance) j["rel_tolerance"] = *v.rel_tolerance;
-}
+inline void to_json(json& j, const Verification& v) { j = detail::fields_to_json(v); }
 inline void to_json(json& j, const RunResult& r) {
   j = {{"id", r.id},          {"params", r.params},       {"status", to_string(r.status)},
        {"reason", r.reason},  {"effective", r.effective}, {"samples", r.samples},
@@ -170,6 +156,22 @@ struct ResultReader {
   void read(const json& v, const std::string& p, std::vector<T>& o) const {
     for (std::size_t i = 0; i < array(v, p).size(); ++i) read(v[i], at(p, i), o.emplace_back());
   }
+  template <class T>
+  void read(const json& v, const std::string& p, std::optional<T>& o) const {
+    read(v, p, o.emplace());
+  }
+  /// A record with a field table: an object with only its table's keys, each read into its member.
+  template <class S>
+  void read_fields(const json& v, const std::string& p, S& o) const {
+    if (!v.is_object()) expected(p, "an object", v);
+    const auto table = field_table(o);
+    for (const auto& it : v.items()) {
+      bool known = false;
+      for_each_field(table, [&](const auto& f) { known = known || it.key() == f.key; });
+      if (!known) fail(at(p, it.key()), "unknown key (not in result schema_version 1)");
+    }
+    for_each_field(table, [&](const auto& f) { field(v, p, f.key, o.*(f.member), f.need == Need::required); });
+  }
   /// Key `k` of object `j`; fails when missing.
   const json& sub(const json& j, const std::string& p, const char* k) const {
     if (!j.contains(k)) fail(at(p, k), "missing");
@@ -206,47 +208,17 @@ struct ResultReader {
     if (c < 0) fail(at(p, "count"), "must be >= 0");
     o.count = static_cast<std::size_t>(c);
   }
-  void read(const json& v, const std::string& p, GpuInfo& o) const {
-    object(v, p, {"name", "memory_bytes"});
-    fields(true, v, p, "name", o.name, "memory_bytes", o.memory_bytes);
-  }
-  void read(const json& v, const std::string& p, DeviceSample& o) const {
-    object(v, p, {"name", "images", "busy_fraction", "peak_memory_bytes", "batches", "busy_s"});
-    fields(true, v, p, "name", o.name, "images", o.images, "busy_fraction", o.busy_fraction, "peak_memory_bytes",
-           o.peak_memory_bytes);
-    fields(false, v, p, "batches", o.batches, "busy_s", o.busy_s);
-  }
-  void read(const json& v, const std::string& p, RankSample& o) const {
-    object(v, p, {"rank", "host", "images", "failed", "wall_s", "images_per_s", "setup_s", "chunks"});
-    fields(true, v, p, "rank", o.rank, "images", o.images, "wall_s", o.wall_s, "images_per_s", o.images_per_s);
-    fields(false, v, p, "host", o.host, "failed", o.failed, "setup_s", o.setup_s, "chunks", o.chunks);
-  }
-  void read(const json& v, const std::string& p, RanksInfo& o) const {
-    object(v, p, {"count", "distribution", "scaling_efficiency", "per_rank"});
-    fields(true, v, p, "count", o.count, "per_rank", o.per_rank);
-    fields(false, v, p, "distribution", o.distribution);
-    if (v.contains("scaling_efficiency")) field(v, p, "scaling_efficiency", o.scaling_efficiency.emplace());
-  }
-  void read(const json& v, const std::string& p, Sample& o) const {
-    object(v, p,
-           {"rep", "images", "failed", "wall_s", "images_per_s", "stage_s", "latency_ms", "devices", "queue_depth",
-            "peak_rss_bytes", "setup_s", "ranks"});
-    fields(true, v, p, "rep", o.rep, "images", o.images, "wall_s", o.wall_s, "images_per_s", o.images_per_s);
-    fields(false, v, p, "failed", o.failed, "stage_s", o.stage_s, "latency_ms", o.latency_ms, "devices", o.devices,
-           "queue_depth", o.queue_depth, "peak_rss_bytes", o.peak_rss_bytes, "setup_s", o.setup_s);
-    if (v.contains("ranks")) field(v, p, "ranks", o.ranks.emplace());
-  }
+  void read(const json& v, const std::string& p, GpuInfo& o) const { read_fields(v, p, o); }
+  void read(const json& v, const std::string& p, DeviceSample& o) const { read_fields(v, p, o); }
+  void read(const json& v, const std::string& p, RankSample& o) const { read_fields(v, p, o); }
+  void read(const json& v, const std::string& p, RanksInfo& o) const { read_fields(v, p, o); }
+  void read(const json& v, const std::string& p, Sample& o) const { read_fields(v, p, o); }
   void read(const json& v, const std::string& p, RunSummary& o) const {
     object(v, p, {"images_per_s", "wall_s", "latency_ms", "stage_s_per_image"});
     fields(true, v, p, "images_per_s", o.images_per_s, "wall_s", o.wall_s);
     fields(false, v, p, "latency_ms", o.latency_ms, "stage_s_per_image", o.stage_s_per_image);
   }
-  void read(const json& v, const std::string& p, Verification& o) const {
-    object(v, p, {"reference", "compared_images", "max_abs_diff", "max_rel_diff", "rel_tolerance"});
-    fields(true, v, p, "reference", o.reference, "compared_images", o.compared_images, "max_abs_diff", o.max_abs_diff,
-           "max_rel_diff", o.max_rel_diff);
-    if (v.contains("rel_tolerance")) field(v, p, "rel_tolerance", o.rel_tolerance.emplace());
-  }
+  void read(const json& v, const std::string& p, Verification& o) const { read_fields(v, p, o); }
   void read(const json& v, const std::string& p, RunResult& o) const {
     object(v, p, {"id", "params", "status", "reason", "effective", "samples", "summary", "verification"});
     field(v, p, "id", o.id);

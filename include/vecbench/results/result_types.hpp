@@ -1,6 +1,8 @@
 // The result model (schema_version 1): what one experiment measured, as C++ types. Every
 // producer fills and every consumer reads these; results/result.hpp reads and writes them as
 // JSON (schema/result.schema.json; a test keeps the reader and the schema in sync).
+// The records below each list their JSON fields once, in a field table (results/field_table.hpp)
+// right after the struct: adding a metric is its member plus its line there.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -20,6 +22,7 @@
 #include "vecbench/core/error.hpp"
 #include "vecbench/core/fs_util.hpp"
 #include "vecbench/core/stats.hpp"
+#include "vecbench/results/field_table.hpp"
 
 namespace vecbench {
 
@@ -39,6 +42,9 @@ struct GpuInfo {
   std::string name;               ///< device name as reported by the driver
   std::int64_t memory_bytes = 0;  ///< total device memory, bytes
 };
+constexpr auto field_table(const GpuInfo&) {
+  return std::make_tuple(field("name", &GpuInfo::name), field("memory_bytes", &GpuInfo::memory_bytes));
+}
 
 /// Where and how the experiment ran. Keys not listed here are kept verbatim in `extra`.
 struct Meta {
@@ -71,6 +77,14 @@ struct DeviceSample {
   double busy_s = 0.0;                 ///< seconds inside forward calls, copies included (optional)
   std::int64_t peak_memory_bytes = 0;  ///< device memory peak, bytes (0 on CPU / unknown)
 };
+constexpr auto field_table(const DeviceSample&) {
+  using D = DeviceSample;
+  return std::make_tuple(field("name", &D::name), field("images", &D::images),
+                         field("busy_fraction", &D::busy_fraction, Need::required, Emit::always, "fraction"),
+                         field("peak_memory_bytes", &D::peak_memory_bytes, Need::required, Emit::always, "bytes"),
+                         field("batches", &D::batches, Need::optional),
+                         field("busy_s", &D::busy_s, Need::optional, Emit::always, "s"));
+}
 
 /// One rank's (process's) share of one repetition of a multi-process run.
 struct RankSample {
@@ -83,6 +97,15 @@ struct RankSample {
   double setup_s = 0.0;       ///< model loading and warm-up on this rank (optional)
   std::int64_t chunks = -1;   ///< dynamic mode: chunks of inputs this rank got (optional; -1: absent)
 };
+constexpr auto field_table(const RankSample&) {
+  using R = RankSample;
+  return std::make_tuple(
+      field("rank", &R::rank), field("host", &R::host, Need::optional), field("images", &R::images),
+      field("failed", &R::failed, Need::optional), field("wall_s", &R::wall_s, Need::required, Emit::always, "s"),
+      field("images_per_s", &R::images_per_s, Need::required, Emit::always, "images/s", Better::higher),
+      field("setup_s", &R::setup_s, Need::optional, Emit::always, "s", Better::lower),
+      field("chunks", &R::chunks, Need::optional, Emit::when_set));
+}
 
 /// How the ranks of a multi-process run (MPI ranks or shards) shared one repetition.
 struct RanksInfo {
@@ -91,6 +114,13 @@ struct RanksInfo {
   std::optional<double> scaling_efficiency;  ///< images_per_s / sum of per_rank images_per_s (optional)
   std::vector<RankSample> per_rank;          ///< one per rank whose figures are in the sample
 };
+constexpr auto field_table(const RanksInfo&) {
+  using R = RanksInfo;
+  return std::make_tuple(
+      field("count", &R::count), field("distribution", &R::distribution, Need::optional),
+      field("scaling_efficiency", &R::scaling_efficiency, Need::optional, Emit::when_set, "fraction", Better::higher),
+      field("per_rank", &R::per_rank));
+}
 
 /// One timed repetition of a run.
 struct Sample {
@@ -109,6 +139,21 @@ struct Sample {
   /// slowest rank's (optional; absent for one process).
   std::optional<RanksInfo> ranks = std::nullopt;
 };
+/// The Sample fields; those with a direction are the metrics `vecbench compare --metric` takes.
+constexpr auto field_table(const Sample&) {
+  using S = Sample;
+  constexpr auto opt = Need::optional;
+  return std::make_tuple(
+      field("rep", &S::rep), field("images", &S::images), field("failed", &S::failed, opt),
+      field("wall_s", &S::wall_s, Need::required, Emit::always, "s", Better::lower),
+      field("images_per_s", &S::images_per_s, Need::required, Emit::always, "images/s", Better::higher),
+      field("stage_s", &S::stage_s, opt, Emit::when_set, "s"),
+      field("latency_ms", &S::latency_ms, opt, Emit::when_set, "ms"), field("devices", &S::devices, opt),
+      field("queue_depth", &S::queue_depth, opt),
+      field("peak_rss_bytes", &S::peak_rss_bytes, opt, Emit::always, "bytes", Better::lower),
+      field("setup_s", &S::setup_s, opt, Emit::always, "s", Better::lower),
+      field("ranks", &S::ranks, opt, Emit::when_set));
+}
 
 /// Medians and spreads over a run's samples (filled by summarize_run).
 struct RunSummary {
@@ -128,6 +173,12 @@ struct Verification {
   /// a run over it is `failed` (optional; absent in files written before it was checked).
   std::optional<double> rel_tolerance = std::nullopt;
 };
+constexpr auto field_table(const Verification&) {
+  using V = Verification;
+  return std::make_tuple(field("reference", &V::reference), field("compared_images", &V::compared_images),
+                         field("max_abs_diff", &V::max_abs_diff), field("max_rel_diff", &V::max_rel_diff),
+                         field("rel_tolerance", &V::rel_tolerance, Need::optional, Emit::when_set));
+}
 
 /// How a run ended.
 enum class RunStatus {
