@@ -10,6 +10,7 @@
 
 #include "vecbench/app/commands.hpp"
 #include "vecbench/core/sha256.hpp"
+#include "vecbench/dist/job_progress.hpp"
 #include "vecbench/dist/merge_manifests.hpp"
 #include "vecbench/dist/rank_gather.hpp"
 #include "vecbench/engine/torchscript_model.hpp"
@@ -238,10 +239,12 @@ int cmd_vectorize(const VectorizeArgs& a) {
   std::unique_ptr<DieAfterSink> die;  // test hook: VECBENCH_TEST_DIE_AFTER=N[@RANK]
   if (const auto d = die_after_from_env(dist.rank()); d.n > 0)
     sink = (die = std::make_unique<DieAfterSink>(writer, d, dist.label())).get();
-  ProgressOptions po;  // rank 0 of an MPI job shows its own share; other ranks show none
+  ProgressOptions po;  // rank 0 of an MPI job shows the job's counts; the other ranks send theirs
   po.interval_s = a.quiet || (dist.comm().connected() && !dist.comm().leader()) ? 0 : a.progress_s;
   po.terminal = ::isatty(STDERR_FILENO) != 0;
   if (dist.active()) po.label = dist.label() + ": ";
+  JobProgress job(dist.comm());
+  if (!a.quiet && a.progress_s > 0) job.hook(po);
   ProgressSink progress(*sink, todo.size(), po, std::cerr);
   if (!todo.empty())
     st = dist.run(a.strategy, *source, todo, devs, torchscript_factory(mo), progress, s, meta.value("input_size", 299),
@@ -249,6 +252,7 @@ int cmd_vectorize(const VectorizeArgs& a) {
   progress.stop();
   writer.finish();
   const auto tot = finish_vectorize(dist, st, chunks, stop_flag(), a.out, w.format != OutputFormat::none, *source);
+  if (po.remote) job.drain();  // rank 0: the other ranks' last counts, sent before the gather
   if (!dist.comm().leader()) {
     std::fprintf(stderr, "vecbench: %s: ok=%zu failed=%zu wall_s=%.3f img_per_s=%.3f\n", dist.label().c_str(),
                  st.images_ok, st.images_failed, st.wall_s, st.images_per_s());

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <climits>
 #include <iostream>
+#include <mutex>
 #include <thread>
 
 #include "vecbench/dist/distributed.hpp"
@@ -48,6 +49,7 @@ class MpiComm : public Comm {
       abort("vecbench: rank " + std::to_string(rank_) + ": message of " + std::to_string(data.size()) +
                 " bytes is too large for MPI",
             1);
+    std::lock_guard<std::mutex> lk(m_);  // MPI_THREAD_SERIALIZED: one MPI call at a time
     MPI_Send(data.data(), static_cast<int>(data.size()), MPI_BYTE, dest, tag, MPI_COMM_WORLD);
   }
 
@@ -57,6 +59,7 @@ class MpiComm : public Comm {
     for (;;) {
       int flag = 0;
       MPI_Status st;
+      std::unique_lock<std::mutex> lk(m_);  // the probe and its receive, as one step
       MPI_Iprobe(source < 0 ? MPI_ANY_SOURCE : source, tag, MPI_COMM_WORLD, &flag, &st);
       if (flag) {
         int n = 0;
@@ -66,6 +69,7 @@ class MpiComm : public Comm {
         source = st.MPI_SOURCE;
         return true;
       }
+      lk.unlock();
       if (timeout_s >= 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > timeout_s)
         return false;
       std::this_thread::sleep_for(pause);
@@ -82,6 +86,7 @@ class MpiComm : public Comm {
  private:
   int rank_ = 0, size_ = 1, local_size_ = 1;
   bool threads_ok_ = false;
+  std::mutex m_;  ///< serializes this process's MPI calls (send, probe + receive)
 };
 
 }  // namespace

@@ -5,9 +5,11 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "vecbench/dist/distributed_run.hpp"
+#include "vecbench/dist/job_progress.hpp"
 #include "vecbench/dist/merge.hpp"
 #include "vecbench/testing/named_source.hpp"
 #include "vecbench/testing/stub_model.hpp"
@@ -390,4 +392,48 @@ TEST(Distributed, TestHookParsesRankAndHang) {
   EXPECT_TRUE(die_after_from_env(5).hang);
   ::unsetenv("VECBENCH_TEST_DIE_AFTER");
   EXPECT_EQ(die_after_from_env(0).n, -1);
+}
+
+// Rank 0's progress line shows the job's counts: the other ranks' progress threads send theirs
+// (their last counts also when they stop), and rank 0 adds the latest of each to its own.
+TEST(Distributed, RankZeroProgressShowsTheWholeJob) {
+  ThreadGroup g(3);
+  ThreadComm c0(g, 0), c1(g, 1), c2(g, 2);
+  JobProgress j0(c0), j1(c1), j2(c2);
+  ASSERT_TRUE(j0.active());
+  ProgressOptions p1, p2;
+  j1.hook(p1);
+  j2.hook(p2);
+  EXPECT_EQ(p1.interval_s, 0.0);  // the other ranks draw no line of their own
+  ASSERT_TRUE(p1.publish && p2.publish && !p1.remote);
+  p1.publish_every_s = p2.publish_every_s = 0.01;
+  const float f[2] = {1, 2};
+  {
+    MemorySink m1(10), m2(10);
+    std::ostringstream quiet1, quiet2;
+    ProgressSink s1(m1, 10, p1, quiet1), s2(m2, 10, p2, quiet2);
+    for (std::size_t i = 0; i < 4; ++i) s1.on_features(i, f, 2);
+    s2.on_features(0, f, 2);
+    s2.on_error(1, "bad");
+    s1.stop();
+    s2.stop();
+    EXPECT_EQ(quiet1.str() + quiet2.str(), "");
+  }
+  EXPECT_EQ(j0.others(), (std::pair<std::size_t, std::size_t>{6, 1}));  // 4 + 2 done, 1 failed
+  ProgressOptions p0;
+  p0.interval_s = 0.01;
+  j0.hook(p0);
+  ASSERT_TRUE(p0.remote && !p0.publish);
+  MemorySink m0(12);
+  std::ostringstream out;
+  ProgressSink s0(m0, 12, p0, out);
+  s0.on_features(0, f, 2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(80));
+  s0.stop();
+  EXPECT_NE(out.str().find("vecbench: job (3 ranks): 7/12 (58.3%)"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find(", 1 failed"), std::string::npos) << out.str();
+  j0.drain();
+  int src = -1;
+  std::string left;
+  EXPECT_FALSE(c0.recv(src, kTagProgress, left, 0));  // nothing left behind
 }

@@ -185,3 +185,26 @@ TEST_F(Mpi, RunGathersOneResultWithPerRankAndTotalFigures) {
 }
 
 #endif  // VECBENCH_MPIEXEC
+
+// Rank 0's progress lines count the whole job: the other rank sends its counts, so a line can
+// show more than rank 0's own share (30 of 60 in static mode); rank 1 draws no line of its own.
+TEST_F(Mpi, RankZeroProgressLinesCountTheWholeJob) {
+  const fs::path d = tmpdir("mpi_progress");
+  const auto r = sh(mpirun("vectorize --images synthetic:60 --out " + (d / "o").string() +
+                           " --format none --progress 0.2" + kCommon));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  std::size_t lines = 0, most = 0;
+  for (std::size_t at = r.out.find("vecbench: job (2 ranks): "); at != std::string::npos;
+       at = r.out.find("vecbench: job (2 ranks): ", at + 1)) {
+    ++lines;
+    most = std::max<std::size_t>(most, std::stoul(r.out.substr(at + 25)));
+  }
+  EXPECT_GE(lines, 2u) << r.out;
+  EXPECT_GT(most, 30u) << r.out;
+  EXPECT_LE(most, 60u) << r.out;
+  std::size_t progress_lines = 0;  // every progress line is rank 0's job line
+  for (std::size_t at = r.out.find("/60 ("); at != std::string::npos; at = r.out.find("/60 (", at + 1))
+    ++progress_lines;
+  EXPECT_EQ(progress_lines, lines) << r.out;
+  fs::remove_all(d);
+}

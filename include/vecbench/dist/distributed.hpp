@@ -21,12 +21,13 @@
 namespace vecbench {
 
 /// Message tags of vecbench's protocol between ranks.
-enum CommTag : int { kTagCollective = 1, kTagRequest = 2, kTagWork = 3 };
+enum CommTag : int { kTagCollective = 1, kTagRequest = 2, kTagWork = 3, kTagProgress = 4 };
 
 /// A group of cooperating processes. Messages are byte strings; the collectives are built on
 /// point-to-point messages and wait politely (sleeping between polls, so that a rank that is
 /// done does not steal the cores of a rank on the same node that still works).
-/// At most one thread of a process calls into a Comm at any time.
+/// Where threads_ok(), several threads of a process may call into a Comm (MPI's calls are
+/// serialized inside it); otherwise only one thread ever does.
 class Comm {
  public:
   virtual ~Comm() = default;

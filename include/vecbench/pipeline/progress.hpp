@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <ostream>
 #include <string>
@@ -25,6 +26,13 @@ struct ProgressOptions {
   double interval_s = 30;  ///< seconds between plain lines (not a terminal); <= 0: no progress at all
   bool terminal = false;   ///< redraw one line in place, twice a second
   std::string label;       ///< put after "vecbench: " (e.g. "rank 0: ")
+  /// Several processes: the other ranks' (done, failed), added to this one's in each line (rank 0
+  /// of an MPI job shows the job's totals; dist/job_progress.hpp). Empty: this process only.
+  std::function<std::pair<std::size_t, std::size_t>()> remote;
+  /// Called with this process's (done, failed) every `publish_every_s` instead of drawing a
+  /// line (the other ranks of an MPI job send their counts to rank 0).
+  std::function<void(std::size_t, std::size_t)> publish;
+  double publish_every_s = 1.0;
 };
 
 /// "1h02m", "4m05s", "12s"; "?" when not finite.
@@ -60,7 +68,7 @@ class ProgressSink : public ResultSink {
   using Clock = std::chrono::steady_clock;
   ProgressSink(ResultSink& inner, std::size_t total, ProgressOptions opt, std::ostream& out)
       : inner_(inner), total_(total), opt_(std::move(opt)), out_(out), start_(Clock::now()) {
-    if (opt_.interval_s > 0) thread_ = std::thread([this] { loop(); });
+    if (opt_.interval_s > 0 || opt_.publish) thread_ = std::thread([this] { loop(); });
   }
   ~ProgressSink() override { stop(); }
   ProgressSink(const ProgressSink&) = delete;
@@ -84,7 +92,8 @@ class ProgressSink : public ResultSink {
     }
     cv_.notify_all();
     if (thread_.joinable()) thread_.join();
-    if (opt_.terminal && shown_) out_ << ("\r" + line() + "\x1b[K\n") << std::flush;
+    if (opt_.publish) opt_.publish(done_, failed_);  // the final counts
+    if (opt_.terminal && shown_ && !opt_.publish) out_ << ("\r" + line() + "\x1b[K\n") << std::flush;
   }
   std::size_t done() const { return done_; }
   std::size_t failed() const { return failed_; }
@@ -92,20 +101,32 @@ class ProgressSink : public ResultSink {
  private:
   std::string line() {
     const auto now = Clock::now();
-    const std::size_t d = done_;
+    std::size_t d = done_, failed = failed_;
+    if (opt_.remote) {
+      const auto [rd, rf] = opt_.remote();
+      d += rd, failed += rf;
+    }
     const double el = std::chrono::duration<double>(now - start_).count();
     // Recent rate: over the last ~10 s of samples.
     samples_.emplace_back(now, d);
     while (samples_.size() > 2 && now - samples_.front().first > std::chrono::seconds(10)) samples_.pop_front();
     const double span = std::chrono::duration<double>(now - samples_.front().first).count();
     const double recent = span > 0.2 ? static_cast<double>(d - samples_.front().second) / span : 0.0;
-    return "vecbench: " + opt_.label + progress_text(d, total_, failed_, recent, el > 0 ? d / el : 0.0);
+    return "vecbench: " + opt_.label + progress_text(d, total_, failed, recent, el > 0 ? d / el : 0.0);
   }
   void loop() {
-    const auto every = std::chrono::duration<double>(opt_.terminal ? std::min(0.5, opt_.interval_s) : opt_.interval_s);
+    const double s = opt_.publish    ? opt_.publish_every_s
+                     : opt_.terminal ? std::min(0.5, opt_.interval_s)
+                                     : opt_.interval_s;
+    const auto every = std::chrono::duration<double>(s);
     std::unique_lock<std::mutex> lk(m_);
     while (!cv_.wait_for(lk, every, [this] { return stopped_; })) {
       lk.unlock();
+      if (opt_.publish) {
+        opt_.publish(done_, failed_);
+        lk.lock();
+        continue;
+      }
       const std::string l = line();
       out_ << (opt_.terminal ? "\r" + l + "\x1b[K" : l + "\n") << std::flush;  // one write
       shown_ = true;
