@@ -64,6 +64,15 @@ inline void to_json(json& j, const RanksInfo& r) {
   j = {{"count", r.count}, {"distribution", r.distribution}, {"per_rank", r.per_rank}};
   if (r.scaling_efficiency) j["scaling_efficiency"] = *r.scaling_efficiency;
 }
+// ---- trace figures (issue #14) ----
+inline void to_json(json& j, const DeviceShare& d) {
+  j = {{"name", d.name}, {"busy", d.busy}, {"starved", d.starved}, {"blocked", d.blocked}};
+}
+inline void to_json(json& j, const TraceFigures& f) {
+  j = {{"wall_s", f.wall_s}, {"forward_overlap", f.forward_overlap}, {"spans", f.spans}, {"devices", f.devices}};
+  if (!f.file.empty()) j["file"] = f.file;
+}
+// ---- end trace figures ----
 inline void to_json(json& j, const Sample& s) {
   j = {{"rep", s.rep},
        {"images", s.images},
@@ -78,6 +87,7 @@ inline void to_json(json& j, const Sample& s) {
   j["peak_rss_bytes"] = s.peak_rss_bytes;
   j["setup_s"] = s.setup_s;
   if (s.ranks) j["ranks"] = *s.ranks;
+  if (s.trace) j["trace"] = *s.trace;  // issue #14
 }
 inline void to_json(json& j, const RunSummary& s) {
   j = {{"images_per_s", summary_to_json(s.images_per_s)}, {"wall_s", summary_to_json(s.wall_s)}};
@@ -230,12 +240,24 @@ struct ResultReader {
   void read(const json& v, const std::string& p, Sample& o) const {
     object(v, p,
            {"rep", "images", "failed", "wall_s", "images_per_s", "stage_s", "latency_ms", "devices", "queue_depth",
-            "peak_rss_bytes", "setup_s", "ranks"});
+            "peak_rss_bytes", "setup_s", "ranks", "trace"});
     fields(true, v, p, "rep", o.rep, "images", o.images, "wall_s", o.wall_s, "images_per_s", o.images_per_s);
     fields(false, v, p, "failed", o.failed, "stage_s", o.stage_s, "latency_ms", o.latency_ms, "devices", o.devices,
            "queue_depth", o.queue_depth, "peak_rss_bytes", o.peak_rss_bytes, "setup_s", o.setup_s);
     if (v.contains("ranks")) field(v, p, "ranks", o.ranks.emplace());
+    if (v.contains("trace")) field(v, p, "trace", o.trace.emplace());  // issue #14
   }
+  // ---- trace figures (issue #14) ----
+  void read(const json& v, const std::string& p, DeviceShare& o) const {
+    object(v, p, {"name", "busy", "starved", "blocked"});
+    fields(true, v, p, "name", o.name, "busy", o.busy, "starved", o.starved, "blocked", o.blocked);
+  }
+  void read(const json& v, const std::string& p, TraceFigures& o) const {
+    object(v, p, {"wall_s", "forward_overlap", "spans", "devices", "file"});
+    fields(true, v, p, "wall_s", o.wall_s, "forward_overlap", o.forward_overlap, "devices", o.devices);
+    fields(false, v, p, "spans", o.spans, "file", o.file);
+  }
+  // ---- end trace figures ----
   void read(const json& v, const std::string& p, RunSummary& o) const {
     object(v, p, {"images_per_s", "wall_s", "latency_ms", "stage_s_per_image"});
     fields(true, v, p, "images_per_s", o.images_per_s, "wall_s", o.wall_s);

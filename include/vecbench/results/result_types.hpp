@@ -20,6 +20,7 @@
 #include "vecbench/core/error.hpp"
 #include "vecbench/core/fs_util.hpp"
 #include "vecbench/core/stats.hpp"
+#include "vecbench/core/trace_figures.hpp"
 
 namespace vecbench {
 
@@ -108,6 +109,11 @@ struct Sample {
   /// Multi-process runs: every rank's figures; the sample's own are totals, with wall_s the
   /// slowest rank's (optional; absent for one process).
   std::optional<RanksInfo> ranks = std::nullopt;
+  // ---- trace (issue #14): figures derived from the repetition's trace spans --------------------
+  /// Per device busy / starved / blocked shares and the forward overlap (core/trace_figures.hpp);
+  /// `file` is the trace written for this repetition, relative to the result file's folder
+  /// (optional; absent when the run was not traced).
+  std::optional<TraceFigures> trace = std::nullopt;
 };
 
 /// Medians and spreads over a run's samples (filled by summarize_run).
