@@ -21,6 +21,11 @@ using vecbench::testing::StubOptions;
 
 namespace {
 
+// StageTimer records a Stage as the SpanKind of the same number: the first eight must agree.
+static_assert(kStageCount == 8 && static_cast<int>(SpanKind::read) == static_cast<int>(Stage::read) &&
+              static_cast<int>(SpanKind::forward) == static_cast<int>(Stage::forward) &&
+              static_cast<int>(SpanKind::write) == static_cast<int>(Stage::write));
+
 /// Synthetic images whose decoding sleeps: a decoder too slow for the devices.
 class SleepySource : public SyntheticSource {
  public:
