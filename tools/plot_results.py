@@ -101,7 +101,9 @@ def plot_throughput(plt, results, out):
             hi = [(points[x]["max"] if finite(points[x].get("max")) else m) - m for x, m in zip(xs, med)]
             label = strategy if len(results) == 1 else f"{labels[fi]}: {strategy}"
             color = colors.setdefault(strategy, f"C{len(colors) % 10}")
-            ax.errorbar(xs, med, yerr=[lo, hi], marker="os^D"[fi % 4], markersize=7,
+            single = len(xs) == 1  # e.g. sequential: one point, drawn large and on top
+            ax.errorbar(xs, med, yerr=[lo, hi], marker="*" if single else "os^D"[fi % 4],
+                        markersize=14 if single else 7, zorder=5 if single else 2,
                         linestyle=["-", "--", ":", "-."][fi % 4], color=color, capsize=4, label=label)
             drawn += 1
     if ideal is not None:
@@ -207,9 +209,9 @@ def load_trace(path):
     return lanes, 0.0, (end_us - begin_us) * 1e-6
 
 
-def steady_window(end_s, max_s=4.0):
-    """The whole run, or max_s seconds of its steady state (from a quarter in) when it is longer."""
-    if end_s <= max_s * 1.5:
+def steady_window(end_s, max_s=8.0):
+    """The whole run, or max_s seconds of its steady state (from a quarter in) when it is over 2x longer."""
+    if end_s <= max_s * 2:
         return 0.0, end_s, ""
     start = end_s * 0.25
     return start, start + max_s, f"{max_s:.0f} s of {end_s:.1f} s, steady state"
@@ -223,7 +225,9 @@ def draw_lanes(ax, lanes, lo, hi):
             if not shown:
                 continue
             kinds_seen.add(kind)
-            ax.broken_barh(shown, (y - 0.38, 0.76), facecolors=STAGE_COLORS.get(kind, "k"), linewidth=0)
+            waiting = kind in ("wait_input", "wait_output", "setup")
+            ax.broken_barh(shown, (y - 0.38, 0.76), facecolors=STAGE_COLORS.get(kind, "k"),
+                           alpha=0.6 if waiting else 1.0, edgecolor="white", linewidth=0.3)
     ax.set_yticks(list(range(len(lanes))))
     ax.set_yticklabels([name for name, _, _ in lanes], fontsize=8)
     ax.set_ylim(len(lanes) - 0.5, -0.5)
@@ -295,7 +299,9 @@ def plot_timelines(plt, results, paths, out):
         for ri, run, trace in runs:
             s = next((x for x in run.get("samples", []) if x.get("trace")), {})
             overlap = s.get("trace", {}).get("forward_overlap")
-            title = f"{run['id']}: {s.get('images_per_s', float('nan')):.2f} img/s"
+            p = run.get("params", {})
+            title = (f"{p.get('strategy', '?')} on {p.get('devices', '?')}, batch {p.get('batch', '?')}: "
+                     f"{s.get('images_per_s', float('nan')):.2f} img/s")
             if finite(overlap):
                 title += f", forward overlap {overlap:.2f} device-equivalents"
             title = textwrap.fill(title, 120)

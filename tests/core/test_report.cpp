@@ -189,7 +189,9 @@ TEST(ReportPlots, TimelinesOfTracedRuns) {
   }
   EXPECT_LT(md.find("timeline_compare_0.png"), md.find("throughput_vs_devices.png"));
   EXPECT_NE(md.find("### Trace figures"), std::string::npos) << md;
-  EXPECT_NE(md.find("`r.traces/run0.json`"), std::string::npos) << md;
+  // linked relative to the report: ../<src dir>/r.traces/run0.json
+  EXPECT_NE(md.find("[trace](../" + src_dir.path.filename().string() + "/r.traces/run0.json)"), std::string::npos)
+      << md;
   EXPECT_FALSE(fs::is_regular_file(dir.path / "timelines" / "0_1.png"));  // run 1 was not traced
 }
 

@@ -300,6 +300,8 @@ inline void write_report(const std::vector<ResultFile>& results, const std::file
     save_result(files.back(), detail::with_trace_paths_from(rs[i], from, files.back().parent_path()));
   }
   const std::string note = rs.empty() ? "no result files" : run_plot_script(python, plot_script, files, out_dir);
+  for (std::size_t i = 0; i < rs.size(); ++i)  // the report names trace files relative to itself
+    rs[i] = detail::with_trace_paths_from(rs[i], i < sources.size() ? sources[i].parent_path() : ".", out_dir);
   atomic_write(out_dir / "report.md", report_markdown(rs, note, out_dir));
 }
 

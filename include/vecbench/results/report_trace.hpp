@@ -38,7 +38,7 @@ inline std::string trace_markdown(const ResultFile& f, std::size_t fi, const std
       shares += (shares.empty() ? "" : "<br>") + md_cell(d.name) + ": " + format_number("%.0f", 100 * d.busy) + " / " +
                 format_number("%.0f", 100 * d.starved) + " / " + format_number("%.0f", 100 * d.blocked);
     md += "| " + md_cell(r.id) + " | " + format_number("%.2f", s->trace->forward_overlap) + " | " + shares + " | " +
-          (s->trace->file.empty() ? std::string("-") : "`" + md_cell(s->trace->file) + "`") + " |\n";
+          (s->trace->file.empty() ? std::string("-") : "[trace](" + md_cell(s->trace->file) + ")") + " |\n";
     const std::string png = "timelines/" + std::to_string(fi) + "_" + std::to_string(ri) + ".png";
     std::error_code ec;
     if (!out_dir.empty() && std::filesystem::is_regular_file(out_dir / png, ec))
