@@ -4,6 +4,7 @@
 #include <benchmark/benchmark.h>
 
 #include <memory>
+#include <string>
 
 #include "vecbench/core/metrics.hpp"
 #include "vecbench/core/trace.hpp"
@@ -51,9 +52,11 @@ void BM_StageTimer(benchmark::State& st, bool on) {
 BENCHMARK_CAPTURE(BM_StageTimer, off, false);
 BENCHMARK_CAPTURE(BM_StageTimer, on, true);
 
-/// data-parallel on 2 virtual devices over 256 small synthetic images with the stub model (no
-/// sleep: the spans are as dense as a real pipeline's at its fastest); items/s = images/s.
-void BM_PipelineTrace(benchmark::State& st, bool on) {
+/// `strategy` over 256 small synthetic images with the stub model (no sleep: the spans are as
+/// dense as a real pipeline's at its fastest), tracing off or on; items/s = images/s.
+/// sequential: one thread does everything (least scheduling noise); data-parallel: 2 virtual
+/// devices, a decoder and the writer.
+void BM_PipelineTrace(benchmark::State& st, const std::string& strategy, bool on) {
   testing::StubOptions o;
   o.input_size = 64;
   SyntheticSource src(256);
@@ -61,19 +64,30 @@ void BM_PipelineTrace(benchmark::State& st, bool on) {
   s.batch_size = 4;
   s.decode_threads = 1;
   s.warmup_batches = 0;
-  const auto devs = expand_devices("cpu/2");
+  const auto devs = expand_devices(strategy == "sequential" ? "cpu" : "cpu/2");
+  ReplicaPool pool(devs, testing::stub_factory(o));
   std::size_t spans = 0;
   for (auto _ : st) {
     Trace t;
     s.trace = on ? &t : nullptr;
     MemorySink sink(src.size());
-    run_strategy("data-parallel", src, all_indices(src.size()), devs, testing::stub_factory(o), sink, s, o.input_size);
+    run_strategy(strategy, src, all_indices(src.size()), pool, sink, s, o.input_size);
     spans = t.span_count();
   }
   st.counters["spans_per_run"] = static_cast<double>(spans);
   st.SetItemsProcessed(st.iterations() * static_cast<std::int64_t>(src.size()));
 }
-BENCHMARK_CAPTURE(BM_PipelineTrace, off, false)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_PipelineTrace, on, true)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_PipelineTrace, sequential_off, std::string("sequential"), false)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_PipelineTrace, sequential_on, std::string("sequential"), true)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_PipelineTrace, data_parallel_off, std::string("data-parallel"), false)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_PipelineTrace, data_parallel_on, std::string("data-parallel"), true)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace

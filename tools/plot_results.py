@@ -94,15 +94,17 @@ def plot_throughput(plt, results, out):
             if strategy == "sequential" and (ideal is None or ips["median"] > ideal):
                 ideal = ips["median"]
             max_n = max(max_n, n)
-        for strategy, points in sorted(by_strategy.items()):
+        n_strategies = len(by_strategy)
+        for k, (strategy, points) in enumerate(sorted(by_strategy.items())):
             xs = sorted(points)
             med = [points[x]["median"] for x in xs]
             lo = [m - (points[x]["min"] if finite(points[x].get("min")) else m) for x, m in zip(xs, med)]
             hi = [(points[x]["max"] if finite(points[x].get("max")) else m) - m for x, m in zip(xs, med)]
             label = strategy if len(results) == 1 else f"{labels[fi]}: {strategy}"
             color = colors.setdefault(strategy, f"C{len(colors) % 10}")
-            single = len(xs) == 1  # e.g. sequential: one point, drawn large and on top
-            ax.errorbar(xs, med, yerr=[lo, hi], marker="*" if single else "os^D"[fi % 4],
+            single = strategy == "sequential"  # its one point (1 device): large, on top
+            dodge = (k - (n_strategies - 1) / 2) * 0.05  # side by side where strategies share a count
+            ax.errorbar([x + dodge for x in xs], med, yerr=[lo, hi], marker="*" if single else "os^D"[fi % 4],
                         markersize=14 if single else 7, zorder=5 if single else 2,
                         linestyle=["-", "--", ":", "-."][fi % 4], color=color, capsize=4, label=label)
             drawn += 1
