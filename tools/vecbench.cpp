@@ -62,7 +62,7 @@ void add_dist_options(CLI::App* c, DistArgs& d) {
 /// Every subcommand and the arguments it parsed into.
 struct Cli {
   CLI::App *vec = nullptr, *pre = nullptr, *devs = nullptr, *info = nullptr, *run = nullptr, *tune = nullptr,
-           *cmp = nullptr, *mrg = nullptr, *rep = nullptr;
+           *cmp = nullptr, *mrg = nullptr, *rep = nullptr, *trace_sum = nullptr;
   VectorizeArgs va;
   DistArgs dist_args;
   std::string pd_images, pd_out, pd_resize = "tf-legacy";
@@ -71,6 +71,8 @@ struct Cli {
   std::string info_model = default_model();
   std::string run_path, results_dir = "results", run_model;
   int run_reps = 0;
+  bool run_no_trace = false;
+  std::string trace_path;
   std::string tune_images, tune_model;
   double tune_budget = 180;
   std::string cmp_base, cmp_new;
@@ -171,6 +173,11 @@ void add_vectorize_run_options(CLI::App* vec, VectorizeArgs& va) {
       ->capture_default_str()
       ->check(parsed_by([](const std::string& s) { return parse_precision(s); }));
   vec->add_option("--json", va.json_out, "Also write the run's metrics as JSON to this file");
+  vec->add_option("--trace", va.trace_file,
+                  "Record every thread's spans (read, decode, resize, assemble, h2d, forward, d2h, write, queue waits, "
+                  "setup) and write them to this file as Chrome trace-event JSON (open in ui.perfetto.dev or "
+                  "chrome://tracing; `vecbench trace summarize FILE` prints the busy/starved/blocked table); with "
+                  "several ranks or shards, rank R > 0 writes FILE-rankR");
 }
 
 void add_vectorize(CLI::App& app, Cli& c, const std::string& exit_status) {
@@ -210,6 +217,10 @@ void add_tool_commands(CLI::App& app, Cli& c) {
   c.run->add_option("--model", c.run_model, "Override the experiment's model");
   c.run->add_option("--repetitions", c.run_reps, "Override the experiment's repetitions, 1..10000")
       ->check(CLI::Range(1, 10000));
+  c.run->add_flag("--no-trace", c.run_no_trace,
+                  "Do not trace the runs (default: every repetition is traced for the busy/starved/blocked and "
+                  "forward-overlap figures of its sample, and the first repetition of each run is written as Chrome "
+                  "trace-event JSON to results/<name>/<UTC>.traces/run<I>.json, named in the sample's trace.file)");
   add_dist_options(c.run, c.dist_args);
 
   c.tune = app.add_subcommand("tune",
@@ -262,6 +273,15 @@ void add_result_commands(CLI::App& app, Cli& c, const std::string& exit_status) 
   c.rep = app.add_subcommand("report", "Markdown report with scaling tables and PNG plots from result files");
   c.rep->add_option("results", c.rep_inputs, "Result JSON files")->required();
   c.rep->add_option("--out", c.rep_out, "Output directory")->required();
+
+  CLI::App* trace = app.add_subcommand("trace", "Trace files (Chrome trace-event JSON of vectorize --trace and run)");
+  c.trace_sum = trace->add_subcommand(
+      "summarize",
+      "Print per device the fraction of the timed window busy, starved (waiting for input) and blocked "
+      "(waiting for the writer or a barrier), and the devices' forward overlap (1 = serialized, N = "
+      "N devices at once), for each process of a trace file");
+  c.trace_sum->add_option("file", c.trace_path, "Trace JSON file")->required();
+  trace->require_subcommand(1);
 }
 
 int run_compare(const Cli& c) {
@@ -277,8 +297,12 @@ int run_compare(const Cli& c) {
 
 int run_report(const Cli& c) {
   std::vector<ResultFile> files;
-  for (const auto& f : c.rep_inputs) files.push_back(load_result(f));
-  write_report(files, c.rep_out, VECBENCH_PYTHON, std::string(VECBENCH_SOURCE_DIR) + "/tools/plot_results.py");
+  std::vector<fs::path> sources;
+  for (const auto& f : c.rep_inputs) {
+    files.push_back(load_result(f));
+    sources.emplace_back(f);
+  }
+  write_report(files, c.rep_out, VECBENCH_PYTHON, std::string(VECBENCH_SOURCE_DIR) + "/tools/plot_results.py", sources);
   std::cout << "report: " << (fs::path(c.rep_out) / "report.md").string() << "\n";
   return 0;
 }
@@ -292,7 +316,9 @@ int dispatch(CLI::App& app, Cli& c, int argc, char** argv) {
   if (*c.devs) return cmd_devices(c.dev_specs);
   if (*c.info) return cmd_model_info(c.info_model);
   if (*c.tune) return cmd_tune(c.tune_images, c.tune_model, c.tune_budget, c.results_dir, argc, argv);
-  if (*c.run) return close_distribution(cmd_run(c.run_path, c.results_dir, c.run_model, c.run_reps, argc, argv));
+  if (*c.run)
+    return close_distribution(cmd_run(c.run_path, c.results_dir, c.run_model, c.run_reps, argc, argv, !c.run_no_trace));
+  if (*c.trace_sum) return cmd_trace_summarize(c.trace_path);
   if (*c.cmp) return run_compare(c);
   if (*c.rep) return run_report(c);
   std::cout << app.help();

@@ -8,6 +8,7 @@
 #include "vecbench/core/npy.hpp"
 #include "vecbench/engine/torchscript_model.hpp"
 #include "vecbench/input/inputs.hpp"
+#include "vecbench/results/trace_json.hpp"
 
 namespace vecbench {
 
@@ -75,6 +76,14 @@ int cmd_model_info(const std::string& path) {
   }
   for (const auto& [k, v] : meta.items())
     std::printf("  %-16s %s\n", k.c_str(), v.is_string() ? v.get<std::string>().c_str() : v.dump().c_str());
+  return 0;
+}
+
+int cmd_trace_summarize(const std::string& path) {
+  const auto traces = load_traces(path);
+  if (traces.empty()) throw Error(path + ": no spans");
+  for (const auto& t : traces)
+    std::cout << "## " << t->process() << "\n\n" << trace_figures_markdown(trace_figures(*t)) << "\n";
   return 0;
 }
 

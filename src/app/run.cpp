@@ -72,7 +72,7 @@ struct ExperimentOutcome {
 };
 
 ExperimentOutcome run_and_save(Experiment e, const std::string& origin, const std::string& results_dir,
-                               const std::string& model_override, int argc, char** argv) {
+                               const std::string& model_override, int argc, char** argv, bool trace = false) {
   const std::string model = !model_override.empty() ? model_override : e.model == "default" ? default_model() : e.model;
   ExperimentEnv env;
   nlohmann::json meta = full_meta(argc, argv, model);
@@ -118,15 +118,18 @@ ExperimentOutcome run_and_save(Experiment e, const std::string& origin, const st
   }
   std::cerr << "vecbench: experiment '" << e.name << "' (" << origin << "), model " << model << "\n";
   ExperimentOutcome o;
+  o.path = result_path(results_dir, e.name);      // named before the run: its traces go beside it
+  if (dist.active() && !dist.comm().connected())  // one file per shard: vecbench merge --results
+    o.path.replace_filename(o.path.stem().string() + "-shard" + std::to_string(dist.rank()) + "of" +
+                            std::to_string(dist.size()) + ".json");
+  if (dist.active() && dist.comm().connected())  // every rank must name the same folder: rank 0's
+    o.path = dist.comm().broadcast(o.path.string());
+  if (trace) env.trace_dir = o.path.parent_path() / (o.path.stem().string() + ".traces");
   o.result = run_experiment(e, env);
   if (!dist.comm().leader()) {
     o.exit_code = std::stoi(dist.comm().broadcast(""));  // rank 0's exit status
     return o;
   }
-  o.path = result_path(results_dir, e.name);
-  if (dist.active() && !dist.comm().connected())  // one file per shard: vecbench merge --results
-    o.path.replace_filename(o.path.stem().string() + "-shard" + std::to_string(dist.rank()) + "of" +
-                            std::to_string(dist.size()) + ".json");
   const nlohmann::json j = o.result;
   atomic_write(o.path, j.dump(2) + "\n");      // first: a run never loses what it measured
   (void)result_from_json(j, o.path.string());  // then: it must match the schema it claims
@@ -141,12 +144,12 @@ ExperimentOutcome run_and_save(Experiment e, const std::string& origin, const st
 }  // namespace
 
 int cmd_run(const std::string& path, const std::string& results_dir, const std::string& model_override, int reps,
-            int argc, char** argv) {
+            int argc, char** argv, bool trace) {
   Experiment e = path.empty() ? parse_experiment(nlohmann::json::parse(kQuickExperiment), "embedded quick.json")
                               : load_experiment(path);
   if (reps > 0) e.repetitions = reps;
   return run_and_save(std::move(e), path.empty() ? "embedded quick.json" : path, results_dir, model_override, argc,
-                      argv)
+                      argv, trace)
       .exit_code;
 }
 

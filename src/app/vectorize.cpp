@@ -17,6 +17,7 @@
 #include "vecbench/input/inputs.hpp"
 #include "vecbench/output/writer.hpp"
 #include "vecbench/pipeline/progress.hpp"
+#include "vecbench/results/trace_json.hpp"
 
 namespace vecbench {
 namespace {
@@ -207,6 +208,16 @@ void print_totals(const VectorizeArgs& a, const Distribution& dist, const Vector
               << " inputs decoded with decoder warnings (--lenient-decode): their manifest lines say which\n";
 }
 
+/// --trace FILE: the trace as Chrome trace-event JSON (FILE, or FILE-rankR.json on rank R > 0 /
+/// shard R of several), and its busy / starved / blocked table on stderr.
+void write_vectorize_trace(const Trace& t, const std::string& file, const Distribution& dist, bool quiet) {
+  fs::path path = file;
+  if (dist.active() && dist.rank() > 0)
+    path.replace_filename(path.stem().string() + "-rank" + std::to_string(dist.rank()) + path.extension().string());
+  save_trace(path, t);
+  if (!quiet) std::cerr << "vecbench: trace " << path.string() << "\n" << trace_figures_markdown(trace_figures(t));
+}
+
 }  // namespace
 
 int cmd_vectorize(const VectorizeArgs& a) {
@@ -230,6 +241,11 @@ int cmd_vectorize(const VectorizeArgs& a) {
   s.prefetch_batches = a.prefetch;
   s.warmup_batches = a.warmup;
   s.stop = &stop_flag();
+  std::unique_ptr<Trace> trace;  // --trace FILE: every thread's spans, written after the run
+  if (!a.trace_file.empty())
+    s.trace = (trace = std::make_unique<Trace>(
+                   dist.rank(), "vecbench vectorize" + (dist.active() ? " " + dist.label() : std::string())))
+                  .get();
   const TorchModelOptions mo = model_options(a);
   if (!a.quiet)
     std::cerr << start_line(a, meta, in, *source, dist, todo.size(), share, devs, writer, w.format) << std::flush;
@@ -251,6 +267,7 @@ int cmd_vectorize(const VectorizeArgs& a) {
                   &chunks);
   progress.stop();
   writer.finish();
+  if (trace) write_vectorize_trace(*trace, a.trace_file, dist, a.quiet);
   const auto tot = finish_vectorize(dist, st, chunks, stop_flag(), a.out, w.format != OutputFormat::none, *source);
   if (po.remote) job.drain();  // rank 0: the other ranks' last counts, sent before the gather
   if (!dist.comm().leader()) {

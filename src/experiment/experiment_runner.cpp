@@ -17,6 +17,7 @@
 #include "vecbench/experiment/verify.hpp"
 #include "vecbench/output/writer.hpp"
 #include "vecbench/results/run_json.hpp"
+#include "vecbench/results/trace_json.hpp"
 #include "vecbench/strategies/runner.hpp"
 
 namespace vecbench {
@@ -28,6 +29,7 @@ struct LocalOutcome {
   long chunks = -1;                          ///< dynamic mode: chunks this rank got
   std::string error;                         ///< multi-process: this rank's error, reported by rank 0
   std::optional<Verification> verification;  ///< first repetition, verify on: against the reference
+  std::optional<TraceFigures> trace;         ///< traced: the figures of this process's trace
 };
 
 class Executor {
@@ -52,6 +54,9 @@ class Executor {
 
  private:
   LocalOutcome run_local(PlannedRun& p, std::size_t index, int rep);
+  std::string trace_process_name(const PlannedRun& p, int rank) const;
+  /// The figures of a repetition's trace; the first repetition's is written to env.trace_dir.
+  TraceFigures record_trace(const Trace& t, std::size_t index, int rep, int rank) const;
   const MemorySink& reference(ResizeMode m, const MemorySink& got);
 
   const Experiment& e_;
@@ -109,6 +114,23 @@ void Executor::run_external(PlannedRun& p, int rep) {
   log_ << o.images_per_s << " img/s\n";
 }
 
+std::string Executor::trace_process_name(const PlannedRun& p, int rank) const {
+  return "vecbench " + p.result.id + (dist_ ? " rank " + std::to_string(rank) : "");
+}
+
+TraceFigures Executor::record_trace(const Trace& t, std::size_t index, int rep, int rank) const {
+  TraceFigures f = trace_figures(t);
+  if (rep != 0) return f;
+  const std::string name = "run" + std::to_string(index) + (rank > 0 ? "-rank" + std::to_string(rank) : "") + ".json";
+  try {
+    save_trace(env_.trace_dir / name, t);
+    f.file = (env_.trace_dir.filename() / name).string();
+  } catch (const std::exception& e) {
+    log_ << "(trace not written: " << e.what() << ") ";
+  }
+  return f;
+}
+
 LocalOutcome Executor::run_local(PlannedRun& p, std::size_t index, int rep) {
   LocalOutcome out;
   const auto& params = p.result.params;
@@ -143,8 +165,12 @@ LocalOutcome Executor::run_local(PlannedRun& p, std::size_t index, int rep) {
   const std::string strategy = params["strategy"].get<std::string>();
   std::vector<std::size_t> todo = all_indices(src.size());
   if (dist_ && !talk()) todo = strided_share(todo, dist_->rank(), dist_->size());
+  const int rank = dist_ ? dist_->rank() : 0;
+  std::unique_ptr<Trace> trace;
+  if (!env_.trace_dir.empty()) s.trace = (trace = std::make_unique<Trace>(rank, trace_process_name(p, rank))).get();
   out.stats = dist_ ? dist_->run(strategy, src, todo, devs, env_.make_factory(), tee, s, env_.input_size, &out.chunks)
                     : run_strategy(strategy, src, todo, devs, env_.make_factory(), tee, s, env_.input_size);
+  if (trace) out.trace = record_trace(*trace, index, rep, rank);
   if (writer) writer->finish();
   std::error_code ec;
   fs::remove_all(dir, ec);
@@ -192,6 +218,7 @@ void Executor::run_matrix(PlannedRun& p, std::size_t index, int rep) {
     verification.reset();
     if (g->verification.is_object()) verification = verification_from_json(g->verification, "rank verifications");
   }
+  if (local.trace) sample.trace = local.trace;  // several processes: rank 0's own trace
   p.result.samples.push_back(sample);
   if (rep == 0 && e_.verify && verification) p.result.verification = verification;
   log_ << sample.images_per_s << " img/s"

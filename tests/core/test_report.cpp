@@ -10,6 +10,9 @@
 #include <string>
 
 #include "vecbench/results/report.hpp"
+#include "vecbench/results/trace_json.hpp"
+#include "vecbench/strategies/runner.hpp"
+#include "vecbench/testing/stub_model.hpp"
 #include "vecbench/testing/temp_dir.hpp"
 
 namespace fs = std::filesystem;
@@ -147,6 +150,49 @@ TEST(ReportPlots, PngsWhenMatplotlibIsAvailable) {
     ASSERT_TRUE(fs::is_regular_file(dir.path / png)) << slurp(dir.path / "plot.log");
     EXPECT_EQ(slurp(dir.path / png).substr(0, 8), "\x89PNG\r\n\x1a\n");
   }
+}
+
+// Traced runs: the trace figures table, a timeline per traced run and naive above data-parallel
+// on one time axis, pictures first; the trace files are found relative to the result file.
+TEST(ReportPlots, TimelinesOfTracedRuns) {
+  const std::string probe = detail::shell_quote(python()) + " -c 'import matplotlib' >/dev/null 2>&1";
+  if (std::system(probe.c_str()) != 0) GTEST_SKIP() << python() << " cannot import matplotlib";
+  TempDir src_dir("report_traces_src"), dir("report_traces");
+  ResultFile f = golden_base();
+  f.runs[0].params["strategy"] = "naive";
+  ASSERT_EQ(param_string(f.runs[2].params, "strategy"), "data-parallel");
+  for (std::size_t ri : {std::size_t{0}, std::size_t{2}}) {
+    Trace t;
+    vecbench::testing::StubOptions o;
+    o.seconds_per_image = 0.002;
+    SyntheticSource images(12);
+    MemorySink sink(images.size());
+    RunSettings s;
+    s.batch_size = 2;
+    s.trace = &t;
+    DeviceOptions d;
+    d.cpu_cores = 2;
+    run_strategy(ri == 0 ? "naive" : "data-parallel", images, all_indices(images.size()), expand_devices("cpu/2", d),
+                 vecbench::testing::stub_factory(o), sink, s, o.input_size);
+    const std::string name = "r.traces/run" + std::to_string(ri) + ".json";
+    save_trace(src_dir.path / name, t);
+    f.runs[ri].samples[0].trace = trace_figures(t);
+    f.runs[ri].samples[0].trace->file = name;
+  }
+  write_report({f}, dir.path, python(), kPlotScript, {src_dir.path / "r.json"});
+  const std::string md = slurp(dir.path / "report.md");
+  for (const char* png : {"timelines/0_0.png", "timelines/0_2.png", "timeline_compare_0.png"}) {
+    SCOPED_TRACE(png);
+    ASSERT_TRUE(fs::is_regular_file(dir.path / png)) << slurp(dir.path / "plot.log");
+    EXPECT_EQ(slurp(dir.path / png).substr(0, 8), "\x89PNG\r\n\x1a\n");
+    EXPECT_NE(md.find(png), std::string::npos) << md;
+  }
+  EXPECT_LT(md.find("timeline_compare_0.png"), md.find("throughput_vs_devices.png"));
+  EXPECT_NE(md.find("### Trace figures"), std::string::npos) << md;
+  // linked relative to the report: ../<src dir>/r.traces/run0.json
+  EXPECT_NE(md.find("[trace](../" + src_dir.path.filename().string() + "/r.traces/run0.json)"), std::string::npos)
+      << md;
+  EXPECT_FALSE(fs::is_regular_file(dir.path / "timelines" / "0_1.png"));  // run 1 was not traced
 }
 
 TEST(ReportMarkdown, NoResultFiles) {

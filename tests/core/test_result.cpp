@@ -253,6 +253,8 @@ TEST(ResultIo, FieldTablesMatchTheSchema) {
   expect_table_matches_schema<vecbench::RanksInfo>(schema, "/$defs/ranks");
   expect_table_matches_schema<vecbench::Verification>(schema, "/$defs/verification");
   expect_table_matches_schema<vecbench::GpuInfo>(schema, "/$defs/meta/properties/gpus/items");
+  expect_table_matches_schema<vecbench::TraceFigures>(schema, "/$defs/trace_figures");
+  expect_table_matches_schema<vecbench::DeviceShare>(schema, "/$defs/trace_figures/properties/devices/items");
 }
 
 // The same agreement for the optional multi-process keys (sample.ranks, written by MPI runs,
@@ -293,5 +295,30 @@ TEST(ResultIo, ReaderAgreesWithTheSchemaOnTheRanksKeys) {
       {"/$defs/rank_sample", "/runs/2/samples/0/ranks/per_rank/0"},
   };
   ASSERT_TRUE(schema.at(json::json_pointer("/$defs/sample/properties")).contains("ranks"));
+  expect_reader_agrees_with_schema(schema, base, places);
+}
+
+// The same agreement for the optional trace figures (sample.trace, issue #14).
+TEST(ResultIo, ReaderAgreesWithTheSchemaOnTheTraceKeys) {
+  const json schema = read_json(fs::path(VECBENCH_SOURCE_DIR) / "schema" / "result.schema.json");
+  json base = read_json(kGolden / "base.json");
+  base["runs"][2]["samples"][0]["trace"] = {
+      {"wall_s", 2.0},
+      {"forward_overlap", 1.9},
+      {"spans", 400},
+      {"file", "t.traces/run2.json"},
+      {"devices", {{{"name", "cpu/2#0"}, {"busy", 0.9}, {"starved", 0.05}, {"blocked", 0.01}}}}};
+  ASSERT_EQ(parse_error(base), "");
+  const vecbench::ResultFile f = vecbench::result_from_json(base);
+  ASSERT_TRUE(f.runs[2].samples[0].trace.has_value());
+  EXPECT_DOUBLE_EQ(f.runs[2].samples[0].trace->forward_overlap, 1.9);
+  EXPECT_EQ(f.runs[2].samples[0].trace->devices[0].name, "cpu/2#0");
+  EXPECT_EQ(json(f)["runs"][2]["samples"][0]["trace"], base["runs"][2]["samples"][0]["trace"]);
+  EXPECT_FALSE(json(f)["runs"][1]["samples"][0].contains("trace"));  // absent stays absent
+  const std::vector<std::pair<std::string, std::string>> places = {
+      {"/$defs/trace_figures", "/runs/2/samples/0/trace"},
+      {"/$defs/trace_figures/properties/devices/items", "/runs/2/samples/0/trace/devices/0"},
+  };
+  ASSERT_TRUE(schema.at(json::json_pointer("/$defs/sample/properties")).contains("trace"));
   expect_reader_agrees_with_schema(schema, base, places);
 }

@@ -158,7 +158,8 @@ TEST_F(Mpi, RunGathersOneResultWithPerRankAndTotalFigures) {
         sh(mpirun("run " + (d / "exp.json").string() + " --results " + res.string() + " --distribution " + mode));
     ASSERT_EQ(r.rc, 0) << r.out;
     std::vector<fs::path> files;
-    for (const auto& e : fs::directory_iterator(res / "mpirun")) files.push_back(e.path());
+    for (const auto& e : fs::directory_iterator(res / "mpirun"))
+      if (e.path().extension() == ".json") files.push_back(e.path());  // not the .traces folder
     ASSERT_EQ(files.size(), 1u) << "rank 0 alone writes the result";
     const ResultFile f = load_result(files[0]);
     EXPECT_EQ(f.config.effective["distribution"]["ranks"], 2);

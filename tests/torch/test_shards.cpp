@@ -89,7 +89,8 @@ TEST(Shards, RunResultFilesMergeIntoOneWithPerShardAndTotalFigures) {
            std::to_string(i) + " --num-shards 2 > " + (d / ("r" + std::to_string(i) + ".log")).string() + " 2>&1 & ";
   sh(cmd + "wait)");
   std::vector<std::string> files;
-  for (const auto& e : fs::directory_iterator(d / "res" / "shardrun")) files.push_back(e.path().string());
+  for (const auto& e : fs::directory_iterator(d / "res" / "shardrun"))
+    if (e.path().extension() == ".json") files.push_back(e.path().string());  // not the .traces folders
   // names start with each process's own UTC second, which may differ: order them by shard
   const auto shard_part = [](const std::string& f) {
     const auto at = f.rfind("-shard");

@@ -86,6 +86,7 @@ struct VectorizeArgs {
   std::string precision = "fp32";
   std::string engine = "torchscript";
   std::string json_out;
+  std::string trace_file;  ///< --trace FILE: write every thread's spans as Chrome trace-event JSON ("": off)
 };
 
 /// `vecbench vectorize`: returns the exit status.
@@ -98,7 +99,9 @@ int cmd_devices(const std::vector<std::string>& specs);
 int cmd_model_info(const std::string& path);
 /// `vecbench run`: an experiment file (empty: the embedded quick.json); writes its result file.
 int cmd_run(const std::string& path, const std::string& results_dir, const std::string& model_override, int reps,
-            int argc, char** argv);
+            int argc, char** argv, bool trace = true);
+/// `vecbench trace summarize`: the busy / starved / blocked table of a trace file, per process.
+int cmd_trace_summarize(const std::string& path);
 /// `vecbench tune`: searches routes within a time budget and prints the winning command line.
 int cmd_tune(const std::string& images, const std::string& model_arg, double budget_s, const std::string& results_dir,
              int argc, char** argv);

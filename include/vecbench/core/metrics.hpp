@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "vecbench/core/stats.hpp"
+#include "vecbench/core/trace.hpp"
 
 namespace vecbench {
 
@@ -33,11 +34,19 @@ struct StageTimes {
   }
 };
 
-/// Adds the time of a scope to a stage.
+/// Adds the time of a scope to a stage, and records it as a span of the calling thread's trace
+/// lane when it has one (core/trace.hpp).
 class StageTimer {
  public:
   StageTimer(StageTimes& t, Stage st) : t_(t), st_(st), t0_(Clock::now()) {}
-  ~StageTimer() { t_[st_] += seconds_since(t0_); }
+  ~StageTimer() {
+    const auto t1 = Clock::now();
+    t_[st_] += std::chrono::duration<double>(t1 - t0_).count();
+    if (TraceLane* l = detail::tls_trace_lane())
+      l->add(static_cast<SpanKind>(st_),
+             std::chrono::duration_cast<std::chrono::nanoseconds>(t0_.time_since_epoch()).count(),
+             std::chrono::duration_cast<std::chrono::nanoseconds>(t1.time_since_epoch()).count());
+  }
   StageTimer(const StageTimer&) = delete;
   StageTimer& operator=(const StageTimer&) = delete;
 
@@ -126,6 +135,11 @@ class Metrics {
     std::lock_guard<std::mutex> lk(m_);
     if (stats_.queue_depth.size() < 100000)
       stats_.queue_depth.emplace_back(std::chrono::duration<double>(Clock::now() - start_).count(), depth);
+  }
+  /// When the clock started (creation, until mark_start).
+  Clock::time_point start_time() {
+    std::lock_guard<std::mutex> lk(m_);
+    return start_;
   }
   /// Stops the clock and returns the figures.
   RunStats finish() {

@@ -116,7 +116,12 @@ class ChunkServer {
     while (active > 0) {
       int src = -1;
       std::string msg;
-      if (comm_.recv(src, kTagRequest, msg, 0.2)) {
+      bool got;
+      {
+        TraceSpan wait(SpanKind::wait_input);  // the chunk server waits for a rank's request
+        got = comm_.recv(src, kTagRequest, msg, 0.2);
+      }
+      if (got) {
         const auto r = static_cast<std::size_t>(src);
         holding[r] = false;
         if (msg == "leave") {
@@ -306,7 +311,10 @@ class Distribution {
     if (rank() == 0) {
       detail::ChunkServer server(comm_, todo, chunk, opt_.timeout_s, s.stop, hosts_);
       if (comm_.threads_ok()) {
-        std::thread t([&] { server.serve(); });
+        std::thread t([&] {
+          TraceThread lane(s.trace, "chunk server");
+          server.serve();
+        });
         try {
           load();
           for (auto c = server.take_local(); !c.empty(); c = server.take_local()) run_chunk(c);
@@ -315,6 +323,7 @@ class Distribution {
         }
         t.join();
       } else {
+        TraceThread lane(s.trace, "chunk server");
         server.serve();  // MPI without thread support: rank 0 only serves
       }
     } else {

@@ -41,6 +41,12 @@ struct ExperimentEnv {
   int cpu_cores = 0;  ///< cores the CPU replicas split (0: the machine's)
   /// Seconds since the experiment began (null: the steady clock); tests give a fake one.
   std::function<double()> elapsed_s;
+  /// Trace every repetition (core/trace.hpp): each sample gets the derived figures (busy,
+  /// starved, blocked, forward overlap), and the first repetition of each run is written as
+  /// Chrome trace-event JSON to `trace_dir`/run<I>.json (run<I>-rank<R>.json on rank R > 0 of a
+  /// multi-process run); the sample records it as `trace_dir.filename()/run<I>.json`, i.e.
+  /// relative to the result file when `trace_dir` is a sibling of it. Empty: tracing off.
+  fs::path trace_dir;
 };
 
 /// Runs the experiment; returns its result (schema_version 1). A verified run whose features are

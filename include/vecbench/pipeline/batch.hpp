@@ -25,6 +25,7 @@ inline void load_batch(const ImageSource& src, const std::vector<std::size_t>& t
                        int size, Batch& b, ResultSink& sink, Metrics& metrics) {
   b.created = Clock::now();
   b.indices.clear();
+  trace_batch(static_cast<std::int64_t>(b.seq), static_cast<int>(end - begin));
   const std::size_t per = static_cast<std::size_t>(size) * size * 3;
   b.input.resize((end - begin) * per);
   StageTimes t;
@@ -38,6 +39,7 @@ inline void load_batch(const ImageSource& src, const std::vector<std::size_t>& t
       metrics.add_result(false);
     }
   }
+  trace_batch(static_cast<std::int64_t>(b.seq), b.n());
   {
     StageTimer timer(t, Stage::assemble);
     b.input.resize(b.indices.size() * per);

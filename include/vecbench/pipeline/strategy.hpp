@@ -10,6 +10,7 @@
 #include "vecbench/core/error.hpp"
 #include "vecbench/core/metrics.hpp"
 #include "vecbench/core/sink.hpp"
+#include "vecbench/core/trace.hpp"
 #include "vecbench/engine/model.hpp"
 #include "vecbench/input/image_source.hpp"
 #include "vecbench/pipeline/batch.hpp"
@@ -26,6 +27,8 @@ struct RunSettings {
   /// Set (e.g. by SIGINT) to stop early: no new batch is started, what is in flight is
   /// finished and delivered. May be null.
   const std::atomic<bool>* stop = nullptr;
+  /// Records every thread's spans here (core/trace.hpp); null: tracing off (the default).
+  Trace* trace = nullptr;
 };
 
 /// Everything a strategy runs on.
@@ -40,13 +43,37 @@ struct RunContext {
   int input_size = 299;                ///< image side the model takes (set from the replica)
 
   bool stop_requested() const { return settings.stop && settings.stop->load(); }
+  /// The name of device i's trace lane: "device i (NAME)".
+  std::string device_lane(std::size_t i) const {
+    return "device " + std::to_string(i) + " (" + devices.at(i).name() + ")";
+  }
 };
+
+namespace detail {
+/// The spans of one forward call that began at t0_ns, laid end to end as the model timed them
+/// (h2d, forward, d2h; a part of 0 s is left out). On CUDA the model's parts end in a stream
+/// synchronize, so they are device time, not launch time.
+inline void trace_forward(std::int64_t t0_ns, const ForwardTiming& ft) {
+  std::int64_t t = t0_ns;
+  for (const auto& [kind, s] : {std::pair<SpanKind, double>{SpanKind::h2d, ft.h2d_s},
+                                {SpanKind::forward, ft.forward_s},
+                                {SpanKind::d2h, ft.d2h_s}}) {
+    const auto ns = static_cast<std::int64_t>(s * 1e9);
+    if (ns <= 0 && kind != SpanKind::forward) continue;
+    trace_span(kind, t, t + ns);
+    t += ns;
+  }
+}
+}  // namespace detail
 
 /// Runs one forward over a loaded batch on `model` and records device time.
 inline void forward_batch(Model& model, Batch& b, std::size_t device, Metrics& metrics) {
   if (b.n() == 0) return;
   b.output.resize(static_cast<std::size_t>(b.n()) * static_cast<std::size_t>(model.feature_dim()));
+  trace_batch(static_cast<std::int64_t>(b.seq), b.n());
+  const std::int64_t t0 = detail::tls_trace_lane() ? trace_now_ns() : 0;
   const ForwardTiming ft = model.forward(b.input.data(), b.n(), b.output.data());
+  if (detail::tls_trace_lane()) detail::trace_forward(t0, ft);
   StageTimes t;
   t[Stage::h2d] = ft.h2d_s;
   t[Stage::forward] = ft.forward_s;
@@ -59,6 +86,7 @@ inline void forward_batch(Model& model, Batch& b, std::size_t device, Metrics& m
 /// Delivers a forwarded batch's features to the sink.
 inline void deliver_batch(const Batch& b, int dim, ResultSink& sink, Metrics& metrics) {
   StageTimes t;
+  trace_batch(static_cast<std::int64_t>(b.seq), b.n());
   {
     StageTimer timer(t, Stage::write);
     for (int k = 0; k < b.n(); ++k) {
@@ -73,6 +101,7 @@ inline void deliver_batch(const Batch& b, int dim, ResultSink& sink, Metrics& me
 /// In a worker's job: the worker's replica (made on first use), warmed up with
 /// `s.warmup_batches` forwards of batch `s.batch_size`. Errors name the device.
 inline Model& prepare_replica(Replica& r, const RunSettings& s) {
+  TraceSpan span(SpanKind::setup);
   Model& m = r.model();
   try {
     if (s.warmup_batches > 0) m.warmup(s.batch_size, s.warmup_batches);

@@ -68,6 +68,8 @@ struct ReplicaRun {
   std::function<void()> coordinator;
   /// Called once on the first error anywhere: wake every blocked thread (abort queues).
   std::function<void()> on_abort;
+  /// The coordinator's trace lane ("writer" where it delivers the results).
+  std::string coordinator_lane = "coordinator";
 };
 
 /// Runs one job per device on the run's workers (worker i for ctx.devices[i]): each job gets its
@@ -96,6 +98,7 @@ inline void run_replicas(RunContext& ctx, const ReplicaRun& r) {
       for (std::size_t i = 0; i < n; ++i)
         jobs.add(ctx.pool.worker(i).submit([&, i](Replica& rep) {
           try {
+            TraceThread lane(ctx.settings.trace, ctx.device_lane(i), static_cast<int>(i));
             Model& model = prepare_replica(rep, ctx.settings);
             {
               std::lock_guard<std::mutex> lk(ready_m);
@@ -121,6 +124,7 @@ inline void run_replicas(RunContext& ctx, const ReplicaRun& r) {
       start.open();
       if (r.coordinator) {
         try {
+          TraceThread lane(ctx.settings.trace, r.coordinator_lane);
           r.coordinator();
         } catch (...) {
           fail();
@@ -146,6 +150,8 @@ inline RunStats prepare_replicas(ReplicaPool& pool, std::size_t n, const RunSett
     JobGroup jobs;
     for (std::size_t i = 0; i < n; ++i)
       jobs.add(pool.worker(i).submit([&, i](Replica& rep) {
+        TraceThread lane(s.trace, "device " + std::to_string(i) + " (" + rep.device().name() + ")",
+                         static_cast<int>(i));
         Model& m = prepare_replica(rep, s);
         metrics.set_peak_memory(i, m.peak_memory_bytes());
       }));

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -16,7 +17,7 @@ namespace vecbench {
 enum class Need { required, optional };
 
 /// When the writer writes the key: always, or only when it holds something (a non-empty map or
-/// vector, an engaged optional, an integer >= 0; -1 then means absent).
+/// vector or string, an engaged optional, an integer >= 0; -1 then means absent).
 enum class Emit { always, when_set };
 
 /// Which way a metric improves; `none`: not a metric that can be compared (a name, a count).
@@ -59,6 +60,7 @@ bool is_set(const std::optional<T>& o) {
   return o.has_value();
 }
 inline bool is_set(std::int64_t v) { return v >= 0; }
+inline bool is_set(const std::string& s) { return !s.empty(); }
 
 /// Calls `f(spec)` for every field of a table (a tuple of FieldSpec).
 template <class Table, class F>

@@ -19,6 +19,7 @@
 #include "vecbench/core/fs_util.hpp"
 #include "vecbench/core/metrics.hpp"
 #include "vecbench/results/baseline.hpp"
+#include "vecbench/results/report_trace.hpp"
 #include "vecbench/results/result.hpp"
 
 namespace vecbench {
@@ -51,10 +52,6 @@ inline int device_count(const json& devices) {
 }
 
 namespace detail {
-inline std::string md_cell(std::string s) {
-  for (std::size_t i = 0; (i = s.find('|', i)) != std::string::npos; i += 2) s.insert(i, "\\");
-  return s;
-}
 inline std::string shell_quote(const std::string& s) {
   std::string q = "'";
   for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -233,6 +230,9 @@ inline std::string run_plot_script(const std::string& python, const std::string&
   const fs::path pngs[] = {out_dir / "throughput_vs_devices.png", out_dir / "stage_times.png"};
   std::error_code ec;
   for (const auto& p : pngs) fs::remove(p, ec);
+  fs::remove_all(out_dir / "timelines", ec);  // pictures of an earlier report's runs
+  for (auto it = fs::directory_iterator(out_dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
+    if (it->path().filename().string().rfind("timeline_compare_", 0) == 0) fs::remove(it->path(), ec);
   if (python.empty()) return "no python interpreter configured";
   if (!fs::is_regular_file(plot_script, ec)) return "plot script not found: " + plot_script;
   std::string cmd = detail::shell_quote(python) + " " + detail::shell_quote(plot_script);
@@ -255,27 +255,35 @@ inline std::string run_plot_script(const std::string& python, const std::string&
 }
 
 /// The text of report.md; `plots_note` is "" when the PNGs exist in the same directory, else the
-/// reason they were skipped.
-inline std::string report_markdown(const std::vector<ResultFile>& results, const std::string& plots_note) {
+/// reason they were skipped. The timeline pictures found in `out_dir` are shown too.
+inline std::string report_markdown(const std::vector<ResultFile>& results, const std::string& plots_note,
+                                   const std::filesystem::path& out_dir = {}) {
   std::string md = "# vecbench report\n\n";
   for (const ResultFile& f : results)
     md += "- `" + f.name + "`: " + std::to_string(f.runs.size()) + " runs on `" + f.meta.host + "`, " +
           f.meta.date_utc + "\n";
   md += "\n## Plots\n\n";
-  md += plots_note.empty() ? "![Throughput vs devices](throughput_vs_devices.png)\n\n![Stage time "
-                             "per image](stage_times.png)\n\n"
+  md += plots_note.empty() ? detail::compare_pictures_markdown(results, out_dir) +
+                                 "![Throughput vs devices](throughput_vs_devices.png)\n\n![Stage time "
+                                 "per image](stage_times.png)\n\n"
                            : "Plots skipped: " + plots_note + "\n\n";
-  for (const ResultFile& f : results)
+  for (std::size_t fi = 0; fi < results.size(); ++fi) {
+    const ResultFile& f = results[fi];
     md += "## `" + f.name + "` on `" + f.meta.host + "`\n\n" + detail::meta_markdown(f) + "\n" +
+          detail::trace_markdown(f, fi, plots_note.empty() ? out_dir : std::filesystem::path()) +
           detail::scaling_markdown(f) + detail::externals_markdown(f) + detail::stages_markdown(f);
+  }
   return md;
 }
 
 /// Writes out_dir/report.md for `results`, with the plot data (out_dir/plot_data/*.json) and the
-/// plots throughput_vs_devices.png and stage_times.png made by `python plot_script`. A missing
+/// plots throughput_vs_devices.png, stage_times.png and the traced runs' timelines made by
+/// `python plot_script`. `sources[i]` is the file results[i] was read from: its samples' trace
+/// files are relative to that file's folder (none given: to the working directory). A missing
 /// python or matplotlib skips the plots (the report says why); it is not an error.
 inline void write_report(const std::vector<ResultFile>& results, const std::filesystem::path& out_dir,
-                         const std::string& python, const std::string& plot_script) {
+                         const std::string& python, const std::string& plot_script,
+                         const std::vector<std::filesystem::path>& sources = {}) {
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   if (ec) throw IoError(out_dir.string(), "cannot create the report directory: " + ec.message());
@@ -288,10 +296,13 @@ inline void write_report(const std::vector<ResultFile>& results, const std::file
     for (char& c : safe)
       if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
     files.push_back(out_dir / "plot_data" / (std::to_string(i) + "_" + safe + ".json"));
-    save_result(files.back(), rs[i]);
+    const std::filesystem::path from = i < sources.size() ? sources[i].parent_path() : std::filesystem::path(".");
+    save_result(files.back(), detail::with_trace_paths_from(rs[i], from, files.back().parent_path()));
   }
   const std::string note = rs.empty() ? "no result files" : run_plot_script(python, plot_script, files, out_dir);
-  atomic_write(out_dir / "report.md", report_markdown(rs, note));
+  for (std::size_t i = 0; i < rs.size(); ++i)  // the report names trace files relative to itself
+    rs[i] = detail::with_trace_paths_from(rs[i], i < sources.size() ? sources[i].parent_path() : ".", out_dir);
+  atomic_write(out_dir / "report.md", report_markdown(rs, note, out_dir));
 }
 
 }  // namespace vecbench

@@ -70,6 +70,8 @@ inline void to_json(json& j, const Meta& m) {
 inline void to_json(json& j, const DeviceSample& d) { j = detail::fields_to_json(d); }
 inline void to_json(json& j, const RankSample& r) { j = detail::fields_to_json(r); }
 inline void to_json(json& j, const RanksInfo& r) { j = detail::fields_to_json(r); }
+inline void to_json(json& j, const DeviceShare& d) { j = detail::fields_to_json(d); }
+inline void to_json(json& j, const TraceFigures& f) { j = detail::fields_to_json(f); }
 inline void to_json(json& j, const Sample& s) { j = detail::fields_to_json(s); }
 inline void to_json(json& j, const RunSummary& s) {
   j = {{"images_per_s", summary_to_json(s.images_per_s)}, {"wall_s", summary_to_json(s.wall_s)}};
@@ -212,6 +214,8 @@ struct ResultReader {
   void read(const json& v, const std::string& p, DeviceSample& o) const { read_fields(v, p, o); }
   void read(const json& v, const std::string& p, RankSample& o) const { read_fields(v, p, o); }
   void read(const json& v, const std::string& p, RanksInfo& o) const { read_fields(v, p, o); }
+  void read(const json& v, const std::string& p, DeviceShare& o) const { read_fields(v, p, o); }
+  void read(const json& v, const std::string& p, TraceFigures& o) const { read_fields(v, p, o); }
   void read(const json& v, const std::string& p, Sample& o) const { read_fields(v, p, o); }
   void read(const json& v, const std::string& p, RunSummary& o) const {
     object(v, p, {"images_per_s", "wall_s", "latency_ms", "stage_s_per_image"});

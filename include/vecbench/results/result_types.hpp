@@ -22,6 +22,7 @@
 #include "vecbench/core/error.hpp"
 #include "vecbench/core/fs_util.hpp"
 #include "vecbench/core/stats.hpp"
+#include "vecbench/core/trace_figures.hpp"
 #include "vecbench/results/field_table.hpp"
 
 namespace vecbench {
@@ -138,7 +139,25 @@ struct Sample {
   /// Multi-process runs: every rank's figures; the sample's own are totals, with wall_s the
   /// slowest rank's (optional; absent for one process).
   std::optional<RanksInfo> ranks = std::nullopt;
+  // ---- trace (issue #14): figures derived from the repetition's trace spans --------------------
+  /// Per device busy / starved / blocked shares and the forward overlap (core/trace_figures.hpp);
+  /// `file` is the trace written for this repetition, relative to the result file's folder
+  /// (optional; absent when the run was not traced).
+  std::optional<TraceFigures> trace = std::nullopt;
 };
+/// The trace figures (core/trace_figures.hpp) as written in a sample's `trace`.
+constexpr auto field_table(const DeviceShare&) {
+  using D = DeviceShare;
+  return std::make_tuple(field("name", &D::name), field("busy", &D::busy, Need::required, Emit::always, "fraction"),
+                         field("starved", &D::starved, Need::required, Emit::always, "fraction"),
+                         field("blocked", &D::blocked, Need::required, Emit::always, "fraction"));
+}
+constexpr auto field_table(const TraceFigures&) {
+  using T = TraceFigures;
+  return std::make_tuple(field("wall_s", &T::wall_s, Need::required, Emit::always, "s"),
+                         field("forward_overlap", &T::forward_overlap), field("spans", &T::spans, Need::optional),
+                         field("devices", &T::devices), field("file", &T::file, Need::optional, Emit::when_set));
+}
 /// The Sample fields; those with a direction are the metrics `vecbench compare --metric` takes.
 constexpr auto field_table(const Sample&) {
   using S = Sample;
@@ -152,7 +171,7 @@ constexpr auto field_table(const Sample&) {
       field("queue_depth", &S::queue_depth, opt),
       field("peak_rss_bytes", &S::peak_rss_bytes, opt, Emit::always, "bytes", Better::lower),
       field("setup_s", &S::setup_s, opt, Emit::always, "s", Better::lower),
-      field("ranks", &S::ranks, opt, Emit::when_set));
+      field("ranks", &S::ranks, opt, Emit::when_set), field("trace", &S::trace, opt, Emit::when_set));
 }
 
 /// Medians and spreads over a run's samples (filled by summarize_run).

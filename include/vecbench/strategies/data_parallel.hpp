@@ -3,6 +3,7 @@
 // whenever it is free (dynamic load balance); a writer delivers results. Decode, copy, compute
 // and writing overlap. On CUDA each replica copies on its own stream from pinned memory.
 #pragma once
+#include <optional>
 #include <thread>
 
 #include "vecbench/core/queue.hpp"
@@ -32,10 +33,18 @@ class DataParallelStrategy : public Strategy {
 
     ReplicaRun r;
     r.on_abort = abort_all;
+    r.coordinator_lane = "writer";
     r.worker = [&](std::size_t i, Model& m) {
-      while (auto b = ready.pop()) {
+      for (;;) {
+        std::optional<Batch> b;
+        {
+          TraceSpan starved(SpanKind::wait_input);
+          b = ready.pop();
+        }
+        if (!b) break;
         ctx.metrics.sample_queue(ready.size());
         forward_batch(m, *b, i, ctx.metrics);
+        TraceSpan blocked(SpanKind::wait_output);
         if (!done.push(std::move(*b))) break;
       }
       if (--workers_left == 0) done.close();
@@ -44,7 +53,8 @@ class DataParallelStrategy : public Strategy {
       ErrorCollector errors;
       std::vector<std::thread> decoders;
       for (int d = 0; d < n_decoders; ++d)
-        decoders.emplace_back([&] {
+        decoders.emplace_back([&, d] {
+          TraceThread lane(ctx.settings.trace, "decoder " + std::to_string(d));
           try {
             for (;;) {
               if (aborted || ctx.stop_requested()) break;
@@ -55,6 +65,7 @@ class DataParallelStrategy : public Strategy {
               load_batch(ctx.source, ctx.todo, k * B, std::min((k + 1) * B, ctx.todo.size()), ctx.input_size, b,
                          ctx.sink, ctx.metrics);
               if (b.n() == 0) continue;
+              TraceSpan blocked(SpanKind::wait_output);
               if (!ready.push(std::move(b))) break;
               ctx.metrics.sample_queue(ready.size());
             }
@@ -65,9 +76,16 @@ class DataParallelStrategy : public Strategy {
           if (--decoders_left == 0) ready.close();
         });
       try {
-        while (auto b = done.pop())
+        for (;;) {
+          std::optional<Batch> b;
+          {
+            TraceSpan starved(SpanKind::wait_input);
+            b = done.pop();
+          }
+          if (!b) break;
           deliver_batch(*b, static_cast<int>(b->output.size() / std::max<std::size_t>(1, b->indices.size())), ctx.sink,
                         ctx.metrics);
+        }
       } catch (...) {
         errors.capture();
         abort_all();

@@ -31,6 +31,7 @@ class MirroredStrategy : public Strategy {
       std::size_t seen = 0;
       for (;;) {
         {
+          TraceSpan wait(SpanKind::wait_input);  // the next step: the coordinator's loads and the slowest device
           std::unique_lock<std::mutex> lk(m);
           cv.wait(lk, [&] { return generation > seen || finished || aborted; });
           if (finished || aborted) return;
@@ -56,9 +57,11 @@ class MirroredStrategy : public Strategy {
         for (std::size_t i = 0; i < n; ++i) {  // scatter: slice i gets B images of the global batch
           const std::size_t lo = std::min(begin + i * B, ctx.todo.size());
           const std::size_t hi = std::min(lo + B, ctx.todo.size());
+          slices[i].seq = begin / B + i;
           load_batch(ctx.source, ctx.todo, lo, hi, ctx.input_size, slices[i], ctx.sink, ctx.metrics);
         }
         {
+          TraceSpan barrier(SpanKind::wait_output);  // every device's slice of the step
           std::unique_lock<std::mutex> lk(m);
           pending = n;
           ++generation;

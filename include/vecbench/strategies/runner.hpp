@@ -17,12 +17,19 @@ inline std::vector<VirtualDevice> strategy_devices(const std::string& strategy,
   return devs;
 }
 
+namespace detail {
+inline std::int64_t steady_ns(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+}  // namespace detail
+
 /// Runs `strategy` over `todo` of `source` on the replicas of `pool` (all its workers;
 /// sequential: the first), delivering to `sink`. The replicas stay in the pool for later runs:
 /// each is made once for the life of the pool, and warmed up (`settings.warmup_batches`) in
 /// every run before the clock starts. One run at a time per pool (a second one waits).
-/// `input_size` is the model's image side. Returns the run's figures; throws on replica failure
-/// (after every job of the run has finished).
+/// `input_size` is the model's image side. With `settings.trace`, every thread of the run records
+/// its spans there, and the run's timed window widens the trace's. Returns the run's figures;
+/// throws on replica failure (after every job of the run has finished).
 inline RunStats run_strategy(const std::string& strategy, const ImageSource& source, std::vector<std::size_t> todo,
                              ReplicaPool& pool, ResultSink& sink, const RunSettings& settings, int input_size) {
   auto s = make_strategy(strategy);
@@ -34,6 +41,14 @@ inline RunStats run_strategy(const std::string& strategy, const ImageSource& sou
   reset_peak_rss();
   Metrics metrics(names);
   RunContext ctx{source, std::move(todo), devs, pool, sink, metrics, settings, input_size};
+  if (settings.trace && settings.trace->devices().empty()) settings.trace->set_devices(names);
+  struct Window {  // the trace's timed window: clock start to the run's end, however it ends
+    Trace* trace;
+    Metrics& metrics;
+    ~Window() {
+      if (trace) trace->add_window(detail::steady_ns(metrics.start_time()), trace_now_ns());
+    }
+  } window{settings.trace, metrics};
   s->run(ctx);
   return metrics.finish();
 }

@@ -14,18 +14,24 @@ inline void blocking_loop(RunContext& ctx, const std::vector<std::size_t>& devic
   {
     JobGroup ready;
     for (std::size_t d : device_ids)
-      ready.add(ctx.pool.worker(d).submit([&ctx](Replica& r) { prepare_replica(r, ctx.settings); }));
+      ready.add(ctx.pool.worker(d).submit([&ctx, d](Replica& r) {
+        TraceThread lane(ctx.settings.trace, ctx.device_lane(d), static_cast<int>(d));
+        prepare_replica(r, ctx.settings);
+      }));
     ready.wait();
   }
   ctx.metrics.mark_start();
   const std::size_t B = static_cast<std::size_t>(std::max(1, ctx.settings.batch_size));
+  std::size_t seq = 0;
   for (std::size_t k = 0; k < device_ids.size(); ++k) {
     const std::size_t dev = device_ids[k];
     ctx.pool.worker(dev)
         .submit([&, k, dev](Replica& r) {
+          TraceThread lane(ctx.settings.trace, ctx.device_lane(dev), static_cast<int>(dev));
           Model& m = r.model();
           Batch b;
           for (std::size_t i = chunks[k].first; i < chunks[k].second && !ctx.stop_requested(); i += B) {
+            b.seq = seq++;
             load_batch(ctx.source, ctx.todo, i, std::min(i + B, chunks[k].second), ctx.input_size, b, ctx.sink,
                        ctx.metrics);
             forward_batch(m, b, dev, ctx.metrics);

@@ -11,12 +11,14 @@ class ShardedStrategy : public Strategy {
   void run(RunContext& ctx) override {
     const auto chunks = split_contiguous(ctx.todo.size(), ctx.devices.size());
     std::atomic<bool> abort{false};
+    std::atomic<std::size_t> next_seq{0};
     ReplicaRun r;
     r.on_abort = [&] { abort = true; };
     r.worker = [&](std::size_t i, Model& m) {
       const std::size_t B = static_cast<std::size_t>(std::max(1, ctx.settings.batch_size));
       Batch b;
       for (std::size_t k = chunks[i].first; k < chunks[i].second && !abort && !ctx.stop_requested(); k += B) {
+        b.seq = next_seq++;
         load_batch(ctx.source, ctx.todo, k, std::min(k + B, chunks[i].second), ctx.input_size, b, ctx.sink,
                    ctx.metrics);
         forward_batch(m, b, i, ctx.metrics);
