@@ -11,6 +11,7 @@
 #include "vecbench/engine/torchscript_model.hpp"
 #ifdef VECBENCH_WITH_ONEDNN
 #include "vecbench/engine/onednn_inception.hpp"
+#include "vecbench/engine/weights_file.hpp"
 #endif
 #include "vecbench/input/inputs.hpp"
 #include "vecbench/strategies/runner.hpp"
@@ -114,6 +115,32 @@ TEST(OneDnn, OneNetworkPerReplicaForEveryBatchSizeAndOneSharedCopyOfThePackedWei
   EXPECT_GE(one.weight_packs, 94u) << "Inception-v3 has 94 convolutions";
   EXPECT_EQ(two.weight_packs, one.weight_packs) << "the second replica packed its own copy";
   EXPECT_EQ(two.packed_bytes, one.packed_bytes);
+  fs::remove_all(d);
+}
+
+TEST(OneDnn, AWeightsFileStartsTheEngineWithoutLoadingTheModuleAndGivesTheSameFeatures) {
+  const fs::path d = vecbench::testing::fresh_temp_dir("onednn_weights_file");
+  ::setenv("VECBENCH_WEIGHTS_DIR", (d / "w").string().c_str(), 1);
+  SyntheticSource src(2);
+  TorchModelOptions od;
+  od.path = kModel;
+  od.engine = EngineKind::onednn;
+  const std::size_t l0 = torchscript_module_loads();
+  const auto first = run_engine(src, od, "cpu", 1);  // reads the module, writes the weights file
+  const std::size_t l1 = torchscript_module_loads();
+  EXPECT_EQ(l1 - l0, 1u);
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(d / "w")) files.push_back(e.path());
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(files[0].extension(), ".onednn");
+  const auto second = run_engine(src, od, "cpu", 1);  // from the weights file
+  EXPECT_EQ(torchscript_module_loads(), l1) << "the module was loaded although the weights file is there";
+  for (std::size_t i = 0; i < src.size(); ++i) EXPECT_EQ(first->features(i), second->features(i)) << i;
+  fs::resize_file(files[0], fs::file_size(files[0]) / 2);  // a damaged file is not used (and is rewritten)
+  const auto third = run_engine(src, od, "cpu", 1);
+  EXPECT_EQ(torchscript_module_loads(), l1 + 1);
+  for (std::size_t i = 0; i < src.size(); ++i) EXPECT_EQ(first->features(i), third->features(i)) << i;
+  ::unsetenv("VECBENCH_WEIGHTS_DIR");
   fs::remove_all(d);
 }
 #endif
