@@ -75,6 +75,7 @@ struct Cli {
   std::string trace_path;
   std::string tune_images, tune_model;
   double tune_budget = 180;
+  bool tune_save = false;
   std::string cmp_base, cmp_new;
   CompareOptions cmp_opt;
   std::vector<std::string> merge_dirs, merge_results;
@@ -97,17 +98,16 @@ void add_vectorize_io_options(CLI::App* vec, VectorizeArgs& va) {
       ->check(parsed_by([](const std::string& s) { return parse_output_format(s); }));
   std::string strategies;
   for (const auto& e : strategy_registry()) strategies += (strategies.empty() ? "" : " | ") + std::string(e.name);
-  vec->add_option("--strategy", va.strategy, strategies)->capture_default_str()->check(parsed_by(make_strategy));
-  vec->add_option("--devices", va.devices, "cpu, cpu/N, cuda, cuda:K, cuda:K/N (comma-separated)")
-      ->capture_default_str();
-  vec->add_option("--batch", va.batch, "Images per forward call (per device), 1..4096")
-      ->capture_default_str()
+  vec->add_option("--strategy", va.strategy, strategies + " (default: the route, see below)")
+      ->check(parsed_by(make_strategy));
+  vec->add_option("--devices", va.devices,
+                  "cpu, cpu/N, cuda, cuda:K, cuda:K/N (comma-separated; default: the route, see below)");
+  vec->add_option("--batch", va.batch, "Images per forward call (per device), 1..4096 (default: the route)")
       ->check(CLI::Range(1, 4096));
   vec->add_option("--threads", va.threads, "Intra-op threads per replica (0: split the cores), 0..1024")
       ->capture_default_str()
       ->check(CLI::Range(0, 1024));
-  vec->add_option("--decode-threads", va.decode_threads, "data-parallel: decode threads, 1..256")
-      ->capture_default_str()
+  vec->add_option("--decode-threads", va.decode_threads, "data-parallel: decode threads, 1..256 (default: the route)")
       ->check(CLI::Range(1, 256));
   vec->add_option("--prefetch", va.prefetch, "data-parallel: ready batches queued ahead, 1..1024")
       ->capture_default_str()
@@ -156,13 +156,15 @@ void add_vectorize_run_options(CLI::App* vec, VectorizeArgs& va) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1e6));
   vec->add_flag("--quiet", va.quiet, "No start line and no progress (errors are still printed)");
+  vec->add_flag("--no-profile", va.no_profile,
+                "Ignore this machine's profile (`vecbench tune --save`): the route from defaults and flags only");
   vec->add_flag("--no-optimize", va.no_optimize, "Skip optimize_for_inference after loading");
   vec->add_flag("--channels-last", va.channels_last, "Feed channels_last input");
   vec->add_option("--engine", va.engine,
                   "torchscript (LibTorch runs the module) | onednn (CPU: the module's weights as vecbench's own oneDNN "
-                  "network: one blocked layout, fused conv+BN+ReLU, zero-copy concat, Winograd 3x3; fastest on CPU) | "
-                  "none (no network, zero features: the input pipeline's own ceiling)")
-      ->capture_default_str()
+                  "network: one blocked layout, fused conv+BN+ReLU, zero-copy concat, Winograd 3x3; fastest on CPU; "
+                  "same features within 1e-4) | none (no network, zero features: the input pipeline's own ceiling) "
+                  "(default: the route)")
       ->check(parsed_by([](const std::string& s) { return parse_engine(s); }));
   vec->add_flag("--no-winograd", va.no_winograd, "onednn: direct convolutions only (no Winograd 3x3)");
   vec->add_flag("--flush-denormal", va.flush_denormal, "Flush denormal floats to zero in replica threads");
@@ -183,6 +185,13 @@ void add_vectorize_run_options(CLI::App* vec, VectorizeArgs& va) {
 void add_vectorize(CLI::App& app, Cli& c, const std::string& exit_status) {
   c.vec = app.add_subcommand("vectorize", "Turn images into 2048-float pool_3 vectors");
   c.vec->footer(
+      "Route (engine, strategy, devices, batch, threads, decode threads): what the flags leave open comes from this "
+      "machine's profile (`vecbench tune --save`: $XDG_CACHE_HOME/vecbench/profiles/, else "
+      "~/.cache/vecbench/profiles/; per host, CPU/GPU model and model weights), else from defaults for the devices "
+      "found: on CPU the onednn engine (when the model is an export and the CPU has AVX2), data-parallel, one "
+      "1-thread replica per core up to 4 cores (2- or 4-core replicas beyond), batch 4, decode threads for the cores "
+      "left (at least 1); on GPUs torchscript, all GPUs, batch 32. Always fp32 (bf16, --fast-decode: opt-in). The "
+      "first line names the route and where it came from.\n"
       "Output folder: one writer at a time (lock), one fingerprint (OUT/vecbench.json), each input once; see "
       "README 'Output folder'.\n" +
       exit_status);
@@ -232,6 +241,10 @@ void add_tool_commands(CLI::App& app, Cli& c) {
       ->capture_default_str()
       ->check(CLI::Range(1.0, 1e7));
   c.tune->add_option("--results", c.results_dir, "Results directory")->capture_default_str();
+  c.tune->add_flag("--save", c.tune_save,
+                   "Save the winner (of the given model's routes) as this machine's profile, which later `vectorize` "
+                   "runs of that model use for what their flags leave open ($XDG_CACHE_HOME/vecbench/profiles/, else "
+                   "~/.cache/vecbench/profiles/; $VECBENCH_PROFILE_DIR overrides)");
 }
 
 /// compare, merge, report.
@@ -315,7 +328,7 @@ int dispatch(CLI::App& app, Cli& c, int argc, char** argv) {
   if (*c.pre) return cmd_predecode(c.pd_images, c.pd_out, c.pd_resize, c.pd_size);
   if (*c.devs) return cmd_devices(c.dev_specs);
   if (*c.info) return cmd_model_info(c.info_model);
-  if (*c.tune) return cmd_tune(c.tune_images, c.tune_model, c.tune_budget, c.results_dir, argc, argv);
+  if (*c.tune) return cmd_tune(c.tune_images, c.tune_model, c.tune_budget, c.results_dir, c.tune_save, argc, argv);
   if (*c.run)
     return close_distribution(cmd_run(c.run_path, c.results_dir, c.run_model, c.run_reps, argc, argv, !c.run_no_trace));
   if (*c.trace_sum) return cmd_trace_summarize(c.trace_path);

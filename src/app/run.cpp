@@ -8,6 +8,8 @@
 #include <sstream>
 
 #include "vecbench/app/commands.hpp"
+#include "vecbench/app/route.hpp"
+#include "vecbench/core/sha256.hpp"
 #include "vecbench/engine/torchscript_model.hpp"
 #include "vecbench/experiment/experiment_runner.hpp"
 #include "vecbench/input/inputs.hpp"
@@ -184,12 +186,41 @@ nlohmann::json tune_experiment(const std::string& images, const std::string& mod
   return exp;
 }
 
+/// The route of a tune run, as a profile holds it.
+RouteChoice route_of(const RunResult& r, EngineKind engine) {
+  RouteChoice c;
+  c.engine = to_string(engine);
+  c.strategy = param_string(r.params, "strategy");
+  c.devices = param_string(r.params, "devices");
+  const std::string batch = param_string(r.params, "batch");
+  c.batch = batch.empty() ? 0 : std::stoi(batch);
+  if (r.effective.contains("devices") && r.effective["devices"].size() > 1)
+    c.threads = r.effective["devices"][0].value("threads", 0);
+  return c;
+}
+
+/// Writes `best` (a run of `model`) as this machine's profile for that model.
+void save_tune_profile(const std::string& model, const RunResult& best, EngineKind engine, double ips,
+                       const std::string& images) {
+  const auto meta = read_model_meta(model);
+  std::string sha = meta.value("weight_sha256", std::string());
+  if (sha.empty()) sha = sha256_file(model);
+  const MachineKey key = machine_key(sha, cuda_device_count());
+  const std::string path = profile_path(key);
+  save_profile(path, key, route_of(best, engine),
+               {{"img_per_s", ips}, {"images", images.empty() ? "generated" : images}, {"model", model}});
+  std::printf(
+      "saved profile %s (later `vecbench vectorize --model %s` runs on this machine use it; --no-profile "
+      "ignores it)\n",
+      path.c_str(), model.c_str());
+}
+
 }  // namespace
 
 /// `vecbench tune`: searches strategies, virtual device counts, threads per replica and batch
 /// sizes within a time budget and prints the winning command line.
 int cmd_tune(const std::string& images, const std::string& model_arg, double budget_s, const std::string& results_dir,
-             int argc, char** argv) {
+             bool save, int argc, char** argv) {
   const std::string model = model_arg.empty() ? default_model() : model_arg;
   const int nc = cuda_device_count();
   // (model, engine) pairs to try: the given model with LibTorch; on a CPU-only machine also the
@@ -201,20 +232,21 @@ int cmd_tune(const std::string& images, const std::string& model_arg, double bud
   if (nc == 0 && has_engine(EngineKind::onednn)) candidates.emplace_back(model, EngineKind::onednn);
   if (model_arg.empty() && nc == 0 && fs::exists(fused)) candidates.emplace_back(fused, EngineKind::torchscript);
   int rc = 0;
-  double best_ips = -1;
-  RunResult best;
+  double best_ips = -1, best_own_ips = -1;  // own: the best run of `model` itself (what --save keeps)
+  RunResult best, best_own;
   std::pair<std::string, EngineKind> best_candidate;
+  EngineKind best_own_engine = EngineKind::torchscript;
   for (const auto& cand : candidates) {
     nlohmann::json exp = tune_experiment(images, cand.first, budget_s / static_cast<double>(candidates.size()), nc);
     exp["engine"] = to_string(cand.second);
     const ExperimentOutcome o = run_and_save(parse_experiment(exp, "tune"), "tune", results_dir, "", argc, argv);
     rc = std::max(rc, o.exit_code);
-    for (const RunResult& r : o.result.runs)
-      if (r.status == RunStatus::ok && r.summary.images_per_s.median > best_ips) {
-        best_ips = r.summary.images_per_s.median;
-        best = r;
-        best_candidate = cand;
-      }
+    for (const RunResult& r : o.result.runs) {
+      if (r.status != RunStatus::ok) continue;
+      const double ips = r.summary.images_per_s.median;
+      if (ips > best_ips) best_ips = ips, best = r, best_candidate = cand;
+      if (cand.first == model && ips > best_own_ips) best_own_ips = ips, best_own = r, best_own_engine = cand.second;
+    }
   }
   if (best_ips < 0) {
     std::cerr << "vecbench tune: no configuration finished within the budget\n";
@@ -233,6 +265,7 @@ int cmd_tune(const std::string& images, const std::string& model_arg, double bud
           : (std::string(" --engine ") + to_string(best_candidate.second)).c_str(),
       param_string(p, "strategy").c_str(), param_string(p, "devices").c_str(), param_string(p, "batch").c_str(),
       threads.c_str());
+  if (save && best_own_ips > 0) save_tune_profile(model, best_own, best_own_engine, best_own_ips, images);
   return rc;
 }
 

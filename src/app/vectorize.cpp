@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "vecbench/app/commands.hpp"
+#include "vecbench/app/route.hpp"
 #include "vecbench/core/sha256.hpp"
 #include "vecbench/dist/job_progress.hpp"
 #include "vecbench/dist/merge_manifests.hpp"
@@ -18,6 +19,9 @@
 #include "vecbench/output/writer.hpp"
 #include "vecbench/pipeline/progress.hpp"
 #include "vecbench/results/trace_json.hpp"
+#ifdef VECBENCH_WITH_ONEDNN
+#include "vecbench/engine/onednn_inception.hpp"
+#endif
 
 namespace vecbench {
 namespace {
@@ -42,6 +46,49 @@ Fingerprint vectorize_fingerprint(const VectorizeArgs& a, const nlohmann::json& 
   return make_fingerprint(f);
 }
 
+/// Whether the oneDNN engine runs on this CPU (built with it, and oneDNN has AVX2 code or better).
+bool onednn_runs_here() {
+#ifdef VECBENCH_WITH_ONEDNN
+  return onednn_info().value("isa", std::string("older")) != "older";
+#else
+  return false;
+#endif
+}
+
+/// Fills the route fields the flags left open (engine, strategy, devices, batch, threads, decode
+/// threads) from this machine's profile, else from the defaults; returns where they came from.
+std::string resolve_route(VectorizeArgs& a, const nlohmann::json& meta, int cores, int cuda) {
+  RouteChoice flags{a.engine, a.strategy, a.devices, a.batch, a.threads, a.decode_threads};
+  const bool engine_flag = !a.engine.empty();
+  RouteFacts facts;
+  facts.cores = cores;
+  facts.cuda_devices = cuda;
+  facts.onednn_available = onednn_runs_here();
+  facts.model_is_export = meta.contains("arch");
+  facts.precision = a.precision;
+  std::optional<RouteChoice> profile;
+  std::string file;
+  if (!a.no_profile) {
+    std::string sha = meta.value("weight_sha256", std::string());
+    if (sha.empty()) sha = sha256_file(a.model);
+    file = profile_path(machine_key(sha, cuda));
+    std::string why;
+    profile = load_profile(file, machine_key(sha, cuda), &why);
+    if (!why.empty()) std::cerr << "vecbench: profile " << why << "\n";
+  }
+  std::string origin = merge_route(flags, profile, file, default_route(facts));
+  // Devices from a flag may rule out the chosen engine: oneDNN runs on CPUs only.
+  if (!engine_flag && flags.engine == "onednn" && flags.devices.find("cuda") != std::string::npos)
+    flags.engine = "torchscript";
+  a.engine = flags.engine;
+  a.strategy = flags.strategy;
+  a.devices = flags.devices;
+  a.batch = flags.batch;
+  a.threads = flags.threads;
+  a.decode_threads = flags.decode_threads;
+  return origin;
+}
+
 /// Bytes of memory the system can still give (MemAvailable), 0 if unknown.
 std::uint64_t available_memory_bytes() {
   std::ifstream in("/proc/meminfo");
@@ -53,9 +100,9 @@ std::uint64_t available_memory_bytes() {
   return 0;
 }
 
-/// Refuses (without --force) more CPU replicas than cores, or than the memory holds: each
+/// Refuses (without --force) more CPU replicas than cores, or than the memory holds: a TorchScript
 /// replica holds its own copy of the network (~2.5x the model file: weights, packed weights and
-/// activations).
+/// activations; oneDNN replicas share their packed weights, so this is an upper bound for them).
 void check_replicas_fit(const std::vector<VirtualDevice>& devs, int cores, const std::string& model, bool force) {
   if (force) return;
   const auto n = static_cast<int>(std::count_if(devs.begin(), devs.end(), [](auto& d) { return d.kind == "cpu"; }));
@@ -167,19 +214,20 @@ TorchModelOptions model_options(const VectorizeArgs& a) {
 
 /// The first line: inputs, what is left to do, model, route, fingerprint (one write: ranks share
 /// stderr).
-std::string start_line(const VectorizeArgs& a, const nlohmann::json& meta, const InputOptions& in,
-                       const ImageSource& source, const Distribution& dist, std::size_t todo, std::size_t share,
-                       const std::vector<VirtualDevice>& devs, const OutputWriter& writer, OutputFormat format) {
+std::string start_line(const VectorizeArgs& a, const std::string& route_origin, const nlohmann::json& meta,
+                       const InputOptions& in, const ImageSource& source, const Distribution& dist, std::size_t todo,
+                       std::size_t share, const std::vector<VirtualDevice>& devs, const OutputWriter& writer,
+                       OutputFormat format) {
   std::ostringstream line;
   line << "vecbench: " << (dist.active() ? dist.label() + ": " : "") << source.size() << " inputs (" << source.kind()
        << "), " << todo << " to do, " << (share - todo) << " already done";
   if (dist.active())
     line << " (" << dist.size() << " " << (dist.comm().connected() ? "ranks, " + dist.mode() : "shards") << ")";
   line << "; model " << meta.value("arch", "?") << " (" << meta.value("weight_source", "?") << "), resize "
-       << to_string(in.resize) << (in.jpeg_decoder == JpegDecoder::tf ? ", JPEG decode tf" : "") << "; strategy "
-       << a.strategy << " on " << a.devices << " =";
+       << to_string(in.resize) << (in.jpeg_decoder == JpegDecoder::tf ? ", JPEG decode tf" : "") << "; engine "
+       << a.engine << ", strategy " << a.strategy << " on " << a.devices << " =";
   for (const auto& d : devs) line << " " << d.name() << "(" << d.threads << " thr)";
-  line << "; batch " << a.batch;
+  line << ", batch " << a.batch << ", decode threads " << a.decode_threads << " (route from " << route_origin << ")";
   if (source.duplicates_skipped() > 0) line << "; " << source.duplicates_skipped() << " duplicate inputs skipped";
   if (format != OutputFormat::none) line << "; fingerprint " << writer.fingerprint_id();
   line << "\n";
@@ -220,15 +268,18 @@ void write_vectorize_trace(const Trace& t, const std::string& file, const Distri
 
 }  // namespace
 
-int cmd_vectorize(const VectorizeArgs& a) {
-  const nlohmann::json meta = read_model_meta(a.model);
+int cmd_vectorize(const VectorizeArgs& args) {
+  const nlohmann::json meta = read_model_meta(args.model);
+  const Distribution& dist = current_distribution();
+  VectorizeArgs a = args;
+  const int cuda = cuda_device_count();
+  const std::string route_origin = resolve_route(a, meta, dist.active() ? dist.cpu_cores() : hardware_cores(), cuda);
   const InputOptions in = input_options(a, meta);
   auto source = make_source(a.images, in);
-  const Distribution& dist = current_distribution();
   const WriterOptions w = writer_options(a, meta, in, *source, dist);
   DeviceOptions dopt;  // devices first: a refused device spec leaves OUT untouched
   dopt.threads_per_replica = a.threads;
-  dopt.cuda_devices = cuda_device_count();
+  dopt.cuda_devices = cuda;
   if (dist.active()) dopt.cpu_cores = dist.cpu_cores();
   const auto devs = expand_devices(a.devices, dopt);
   check_replicas_fit(devs, dist.active() ? dist.cpu_cores() : hardware_cores(), a.model, a.force);
@@ -248,7 +299,8 @@ int cmd_vectorize(const VectorizeArgs& a) {
                   .get();
   const TorchModelOptions mo = model_options(a);
   if (!a.quiet)
-    std::cerr << start_line(a, meta, in, *source, dist, todo.size(), share, devs, writer, w.format) << std::flush;
+    std::cerr << start_line(a, route_origin, meta, in, *source, dist, todo.size(), share, devs, writer, w.format)
+              << std::flush;
   RunStats st;
   long chunks = -1;
   ResultSink* sink = &writer;

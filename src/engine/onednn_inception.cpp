@@ -3,21 +3,145 @@
 
 #include <omp.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <dnnl.hpp>
+#include <mutex>
+#include <numeric>
 #include <unordered_map>
 #include <utility>
 
 #include "vecbench/core/error.hpp"
 
 namespace vecbench {
+
+struct PackedWeightCache {
+  struct Entry {
+    dnnl::memory::desc desc;     ///< the layout a primitive asked for
+    std::shared_ptr<void> data;  ///< the packed weights, read-only once written
+  };
+  std::mutex mu;
+  std::map<std::string, std::vector<Entry>> layers;  ///< by layer name
+};
+
+std::shared_ptr<PackedWeightCache> new_packed_weight_cache() { return std::make_shared<PackedWeightCache>(); }
+
 namespace {
 
 using dnnl::algorithm;
 using dnnl::memory;
 using tag = dnnl::memory::format_tag;
 using dt = dnnl::memory::data_type;
+using Op = std::pair<dnnl::primitive, std::unordered_map<int, memory>>;
+
+std::atomic<std::size_t> g_builds{0}, g_packs{0}, g_packed_bytes{0};
+
+constexpr std::size_t kAlign = 64;
+std::size_t round_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+std::shared_ptr<void> aligned_bytes(std::size_t n) {
+  void* p = std::aligned_alloc(kAlign, round_up(std::max<std::size_t>(n, 1)));
+  if (!p) throw ReplicaError("onednn engine: out of memory (" + std::to_string(n >> 20) + " MB)");
+  return std::shared_ptr<void>(p, std::free);
+}
+
+/// The weights of layer `name` (OIHW floats `l`) in layout `want`, from the cache; packed into it
+/// by the first caller.
+memory shared_weights(PackedWeightCache& cache, const std::string& name, const FoldedConv& l, const memory::desc& want,
+                      const dnnl::engine& eng) {
+  std::lock_guard<std::mutex> lk(cache.mu);
+  auto& entries = cache.layers[name];
+  for (const auto& e : entries)
+    if (e.desc == want) return memory(want, eng, e.data.get());
+  auto data = aligned_bytes(want.get_size());
+  memory packed(want, eng, data.get());
+  memory user({{l.shape[0], l.shape[1], l.shape[2], l.shape[3]}, dt::f32, tag::oihw}, eng,
+              const_cast<float*>(l.weight.data()));
+  dnnl::stream s(eng);
+  dnnl::reorder(user, packed).execute(s, user, packed);
+  s.wait();
+  entries.push_back({want, std::move(data)});
+  ++g_packs;
+  g_packed_bytes += want.get_size();
+  return packed;
+}
+
+/// The activations of one network in one arena: buffers are registered as the network is
+/// built (without memory), then placed by their live ranges in the op list, so that a buffer's
+/// bytes are reused once the last op that touches it has run (ops run in order on one stream).
+class ActivationArena {
+ public:
+  /// A new buffer of layout `md`, placed by place().
+  memory add(const memory::desc& md, const dnnl::engine& eng) {
+    memory m(md, eng, DNNL_MEMORY_NONE);
+    ids_[m.get()] = bufs_.size();
+    bufs_.push_back(Buf{md.get_size(), {m}});
+    return m;
+  }
+  /// A view of registered buffer `parent` (e.g. a slice of a concatenation: `md` holds its offset).
+  memory view(const memory& parent, const memory::desc& md, const dnnl::engine& eng) {
+    memory m(md, eng, DNNL_MEMORY_NONE);
+    const std::size_t id = ids_.at(parent.get());
+    ids_[m.get()] = id;
+    bufs_[id].views.push_back(m);
+    return m;
+  }
+  /// Places every buffer and points its views at their bytes; returns the arena's size.
+  std::size_t place(const std::vector<Op>& ops) {
+    for (std::size_t i = 0; i < ops.size(); ++i)
+      for (const auto& arg : ops[i].second) {
+        const auto it = ids_.find(arg.second.get());
+        if (it == ids_.end()) continue;
+        Buf& b = bufs_[it->second];
+        b.first = std::min(b.first, static_cast<int>(i));
+        b.last = std::max(b.last, static_cast<int>(i));
+      }
+    std::vector<std::size_t> order(bufs_.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return bufs_[a].bytes > bufs_[b].bytes; });
+    std::vector<std::size_t> placed;
+    std::size_t total = 0;
+    for (const std::size_t id : order) {
+      Buf& b = bufs_[id];
+      b.offset = lowest_free_offset(b, placed);
+      placed.push_back(id);
+      total = std::max(total, b.offset + round_up(b.bytes));
+    }
+    arena_ = aligned_bytes(total);
+    for (const auto& b : bufs_)
+      for (auto m : b.views) m.set_data_handle(static_cast<char*>(arena_.get()) + b.offset);
+    return total;
+  }
+
+ private:
+  struct Buf {
+    std::size_t bytes = 0;
+    std::vector<memory> views;  ///< the buffer's memory and its slices
+    int first = INT_MAX, last = -1;
+    std::size_t offset = 0;
+  };
+  /// The lowest offset where `b` overlaps no placed buffer that is live at the same time.
+  std::size_t lowest_free_offset(const Buf& b, const std::vector<std::size_t>& placed) const {
+    std::vector<std::pair<std::size_t, std::size_t>> taken;
+    for (const std::size_t p : placed) {
+      const Buf& q = bufs_[p];
+      if (q.first <= b.last && b.first <= q.last) taken.emplace_back(q.offset, q.offset + round_up(q.bytes));
+    }
+    std::sort(taken.begin(), taken.end());
+    std::size_t off = 0;
+    for (const auto& [begin, end] : taken) {
+      if (off + round_up(b.bytes) <= begin) break;
+      off = std::max(off, end);
+    }
+    return off;
+  }
+  std::unordered_map<dnnl_memory_t, std::size_t> ids_;
+  std::vector<Buf> bufs_;
+  std::shared_ptr<void> arena_;
+};
 
 bool has_isa(dnnl::cpu_isa isa) {
   const auto have = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
@@ -43,7 +167,12 @@ class Graph {
     fmt_ = avx512 ? tag::nChw16c : tag::nChw8c;
     act_dt_ = opt.precision == Precision::bf16 ? dt::bf16 : dt::f32;
     build();
+    arena_bytes_ = arena_.place(ops_);
+    ++g_builds;
   }
+
+  int batch() const { return n_; }
+  std::size_t arena_bytes() const { return arena_bytes_; }
 
   void run(dnnl::stream& s, const float* in, float* out) {
     in_user_.set_data_handle(const_cast<float*>(in));
@@ -54,7 +183,7 @@ class Graph {
 
  private:
   memory::desc act_desc(int c, int h, int w) const { return memory::desc({n_, c, h, w}, act_dt_, fmt_); }
-  Act new_act(int c, int h, int w) { return Act{memory(act_desc(c, h, w), eng_), c, h, w}; }
+  Act new_act(int c, int h, int w) { return Act{arena_.add(act_desc(c, h, w), eng_), c, h, w}; }
 
   const FoldedConv& find_layer(const std::string& name) const {
     auto it = wts_.convs.find(name);
@@ -102,14 +231,9 @@ class Graph {
         }
         // oneDNN's reference code accepts everything at ~1% of the speed: only as a last resort
         if (is_reference(pd.impl_info_str()) && !(dense_dst && alg == algs.back())) continue;
-        memory user_w({{oc, ic, kh, kw}, dt::f32, tag::oihw}, eng_, const_cast<float*>(l.weight.data()));
-        memory packed_w(pd.weights_desc(), eng_);
-        dnnl::stream s(eng_);
-        dnnl::reorder(user_w, packed_w).execute(s, user_w, packed_w);
-        memory bias(pd.bias_desc(), eng_);
-        std::memcpy(bias.get_data_handle(), l.bias.data(), sizeof(float) * l.bias.size());
-        s.wait();
-        memory out = dense_dst ? memory(pd.dst_desc(), eng_) : dst;
+        memory packed_w = shared_weights(*wts_.packed, name, l, pd.weights_desc(), eng_);
+        memory bias(pd.bias_desc(), eng_, const_cast<float*>(l.bias.data()));  // f32, dense: the layer's own
+        memory out = dense_dst ? arena_.add(pd.dst_desc(), eng_) : dst;
         ops_.emplace_back(
             dnnl::convolution_forward(pd),
             std::unordered_map<int, memory>{
@@ -140,7 +264,7 @@ class Graph {
   memory slice(Concat& cat, int c) {
     auto md = cat.out.mem.get_desc().submemory_desc({n_, c, cat.out.h, cat.out.w}, {0, cat.next, 0, 0});
     cat.next += c;
-    return memory(md, eng_, cat.out.mem.get_data_handle());
+    return arena_.view(cat.out.mem, md, eng_);
   }
   int out_channels(const std::string& name) const { return static_cast<int>(find_layer(name).shape[0]); }
   /// Last layer of a branch, writing into the next slice of `cat` (stride-1 "same" padding
@@ -166,7 +290,7 @@ class Graph {
         continue;
       }
       if (is_reference(pd.impl_info_str()) && !dense_dst) continue;
-      memory out = dense_dst ? memory(pd.dst_desc(), eng_) : dst;
+      memory out = dense_dst ? arena_.add(pd.dst_desc(), eng_) : dst;
       ops_.emplace_back(dnnl::pooling_forward(pd),
                         std::unordered_map<int, memory>{{DNNL_ARG_SRC, x.mem}, {DNNL_ARG_DST, out}});
       if (dense_dst)
@@ -314,7 +438,9 @@ class Graph {
   dt act_dt_ = dt::f32;  ///< activations and weights: f32, or bf16 (f32 accumulation and bias)
   FoldedConv first_;     ///< Conv2d_1a_3x3 with the input normalization folded in
   memory in_user_, out_user_;
-  std::vector<std::pair<dnnl::primitive, std::unordered_map<int, memory>>> ops_;
+  ActivationArena arena_;  ///< every activation, placed after the build
+  std::size_t arena_bytes_ = 0;
+  std::vector<Op> ops_;
 };
 
 class OneDnnInception : public Model {
@@ -329,17 +455,26 @@ class OneDnnInception : public Model {
       throw ReplicaError("onednn engine: bf16 needs a CPU with AVX-512 BF16 (oneDNN runs " +
                          onednn_info()["isa"].get<std::string>() + " code here)");
     omp_set_num_threads(dev.threads);
-    // The network is built (and the layers checked) on the first forward of each batch size,
-    // i.e. during warm-up, in this replica's thread: no graph for a batch size never run.
+    // The network is built by prepare() or the first forward, in this replica's thread.
   }
   int feature_dim() const override { return w_->feature_dim; }
   int input_size() const override { return w_->input_size; }
+  /// A run's batch size: the network for exactly that batch (a pool's next run may use a smaller
+  /// one, which should not run padded to the last run's).
+  void prepare(int max_batch) override {
+    max_batch = std::max(1, max_batch);
+    if (!graph_ || max_batch != graph_->batch()) build(max_batch);
+  }
   ForwardTiming forward(const float* in, int n, float* out) override {
     if (omp_get_max_threads() != dev_.threads) omp_set_num_threads(dev_.threads);  // naive: replicas share a thread
     ForwardTiming t;
     const auto t0 = std::chrono::steady_clock::now();
     try {
-      graph(n).run(stream_, in, out);
+      if (!graph_ || n > graph_->batch()) build(n);
+      if (n == graph_->batch())
+        graph_->run(stream_, in, out);
+      else
+        run_padded(in, n, out);
     } catch (const dnnl::error& e) {
       throw ReplicaError(dev_.name() + ": onednn forward failed: " + e.what());
     }
@@ -348,22 +483,34 @@ class OneDnnInception : public Model {
   }
 
  private:
-  Graph& graph(int n) {
-    auto it = graphs_.find(n);
-    if (it != graphs_.end()) return *it->second;
-    if (graphs_.size() >= 3) graphs_.erase(graphs_.begin());  // batch sizes seen: the full one, the last partial
+  void build(int n) {
+    graph_.reset();  // one network at a time: the old one's memory goes first
+    pad_in_.clear();
+    pad_out_.clear();
     try {
-      return *graphs_.emplace(n, std::make_unique<Graph>(*w_, opt_, eng_, n)).first->second;
+      graph_ = std::make_unique<Graph>(*w_, opt_, eng_, n);
     } catch (const dnnl::error& e) {
       throw ReplicaError(w_->source + ": building the oneDNN network failed: " + e.what());
     }
+  }
+  /// A partial batch on the full-batch network: the n images, then zeros (batch items never mix).
+  void run_padded(const float* in, int n, float* out) {
+    const std::size_t s = static_cast<std::size_t>(w_->input_size), N = static_cast<std::size_t>(graph_->batch());
+    const std::size_t per_in = 3 * s * s, per_out = static_cast<std::size_t>(w_->feature_dim);
+    if (pad_in_.empty()) pad_in_.assign(N * per_in, 0.0f), pad_out_.assign(N * per_out, 0.0f);
+    std::copy(in, in + static_cast<std::size_t>(n) * per_in, pad_in_.begin());
+    std::fill(pad_in_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(n) * per_in), pad_in_.end(), 0.0f);
+    graph_->run(stream_, pad_in_.data(), pad_out_.data());
+    std::copy(pad_out_.begin(), pad_out_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(n) * per_out),
+              out);
   }
   std::shared_ptr<const InceptionWeights> w_;
   VirtualDevice dev_;
   OneDnnOptions opt_;
   dnnl::engine eng_;
   dnnl::stream stream_;
-  std::map<int, std::unique_ptr<Graph>> graphs_;
+  std::unique_ptr<Graph> graph_;         ///< the one network, for the largest batch asked so far
+  std::vector<float> pad_in_, pad_out_;  ///< a partial batch, padded to the network's batch
 };
 
 }  // namespace
@@ -377,6 +524,14 @@ nlohmann::json onednn_info() {
   j["winograd"] = avx512;  // oneDNN 2.x has Winograd convolutions only in its AVX-512 code
   j["bf16"] = has_isa(dnnl::cpu_isa::avx512_core_bf16);
   return j;
+}
+
+OneDnnCounters onednn_counters() {
+  OneDnnCounters c;
+  c.network_builds = g_builds.load();
+  c.weight_packs = g_packs.load();
+  c.packed_bytes = g_packed_bytes.load();
+  return c;
 }
 
 std::unique_ptr<Model> make_onednn_inception(std::shared_ptr<const InceptionWeights> weights, const VirtualDevice& dev,

@@ -6,9 +6,11 @@
 #include <torch/version.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -19,6 +21,7 @@
 
 #ifdef VECBENCH_WITH_ONEDNN
 #include "vecbench/engine/onednn_inception.hpp"
+#include "vecbench/engine/weights_file.hpp"
 #endif
 
 #ifdef VECBENCH_WITH_CUDA
@@ -41,7 +44,10 @@ nlohmann::json parse_meta(const std::string& text) {
   return j.is_discarded() ? nlohmann::json::object() : j;
 }
 
+std::atomic<std::size_t> g_module_loads{0};
+
 torch::jit::Module load_module(const std::string& path, const torch::Device& device, std::string* meta) {
+  ++g_module_loads;
   std::ifstream probe(path, std::ios::binary);
   if (!probe) throw IoError(path, "model file not found (build the default model or pass --model)");
   torch::jit::ExtraFilesMap extra{{"vecbench_meta.json", ""}};
@@ -276,6 +282,23 @@ std::shared_ptr<const InceptionWeights> read_inception_weights(const std::string
   return w;
 }
 
+/// The weights of an export: from its weights file (weights_file.hpp) when there is one for
+/// these weights, else from the module (then written to the weights file for the next start).
+std::shared_ptr<const InceptionWeights> cached_inception_weights(const std::string& path) {
+  const std::string sha = read_model_meta(path).value("weight_sha256", std::string());
+  std::error_code ec;
+  const auto bytes = std::filesystem::file_size(path, ec);
+  const std::string file = ec ? "" : weights_file_path(sha, bytes);
+  if (!file.empty())
+    if (auto w = load_inception_weights(file, sha, path)) return w;
+  auto w = read_inception_weights(path);
+  if (!file.empty()) try {
+      save_inception_weights(*w, file, sha);
+    } catch (const std::exception&) {  // a read-only or full cache only costs the next start-up time
+    }
+  return w;
+}
+
 /// Replicas of the oneDNN engine: the file is read once, by the first replica to start.
 ModelFactory onednn_factory(const TorchModelOptions& opt) {
   struct Shared {
@@ -287,7 +310,7 @@ ModelFactory onednn_factory(const TorchModelOptions& opt) {
     std::shared_ptr<const InceptionWeights> w;
     {
       std::lock_guard<std::mutex> lk(shared->mu);
-      if (!shared->weights) shared->weights = read_inception_weights(opt.path);
+      if (!shared->weights) shared->weights = cached_inception_weights(opt.path);
       w = shared->weights;
     }
     (void)at::get_num_threads();  // same thread set-up as the TorchScript engine
@@ -331,6 +354,8 @@ ModelFactory torchscript_factory(const TorchModelOptions& opt) {
     return std::make_unique<TorchScriptModel>(dev, opt);
   };
 }
+
+std::size_t torchscript_module_loads() { return g_module_loads.load(); }
 
 nlohmann::json read_model_meta(const std::string& path) {
   std::string text;

@@ -347,14 +347,25 @@ TEST(Model, FusedPrepackedExportGivesTheSameFeatures) {
   }
 }
 
-TEST(Tune, PrintsTheWinningCommandLine) {
+TEST(Tune, PrintsTheWinningCommandLineAndSavesAProfileTheNextRunUsesAndNames) {
   const fs::path d = tmpdir("tune");
-  const auto r = run(std::string(VECBENCH_EXE) + " tune --images synthetic:4 --budget 40 --results " + d.string());
+  const std::string env = "VECBENCH_PROFILE_DIR=" + (d / "profiles").string() + " ";
+  const auto r =
+      run(env + VECBENCH_EXE + " tune --images synthetic:4 --budget 40 --save --results " + d.string() + " 2>&1");
   ASSERT_EQ(r.rc, 0) << r.out;
   const auto at = r.out.find("best: ");
   ASSERT_NE(at, std::string::npos) << r.out;
   EXPECT_NE(r.out.find("vecbench vectorize --images synthetic:4 --out OUT --model ", at), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("--strategy ", at), std::string::npos);
   EXPECT_TRUE(fs::exists(d / "tune"));
+  const auto saved = r.out.find("saved profile ");
+  ASSERT_NE(saved, std::string::npos) << r.out;
+  const std::string path = r.out.substr(saved + 14, r.out.find(' ', saved + 14) - saved - 14);
+  EXPECT_EQ(fs::path(path).parent_path(), d / "profiles") << path;
+  ASSERT_TRUE(fs::exists(path)) << path;
+  const auto v = run(env + VECBENCH_EXE + " vectorize --images synthetic:2 --format none --progress 0 --out " +
+                     (d / "out").string() + " 2>&1");
+  ASSERT_EQ(v.rc, 0) << v.out;
+  EXPECT_NE(v.out.find("(route from profile " + path + ")"), std::string::npos) << v.out;
   fs::remove_all(d);
 }

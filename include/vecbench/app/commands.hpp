@@ -59,14 +59,16 @@ struct VectorizeArgs {
   std::string out;
   std::string model = default_model();
   std::string format = "npy";
-  std::string strategy = "data-parallel";
-  std::string devices = "cpu";
+  // The route: empty / 0 = chosen (a machine profile from `tune --save`, else the defaults for
+  // the devices found: include/vecbench/app/route.hpp); the first line says which.
+  std::string strategy;
+  std::string devices;
   std::string resize;  // empty: the model's default
   std::string exif = "ignore";
   std::string decode = "exact";  // JPEG arithmetic: exact (PIL/OpenCV) | tf (TF's DecodeJpeg)
-  int batch = 1;
+  int batch = 0;
   int threads = 0;
-  int decode_threads = 1;
+  int decode_threads = 0;
   int prefetch = 4;
   int warmup = 0;  // vectorize: the first real batches are the warm-up (their features are kept)
   std::size_t shard_rows = 1024;
@@ -81,10 +83,11 @@ struct VectorizeArgs {
   bool replace_fingerprint = false;
   bool force = false;
   bool quiet = false;
+  bool no_profile = false;  // ignore the machine profile (defaults and flags only)
   double progress_s = 30;
   std::uint64_t max_pixels = 178956970;
   std::string precision = "fp32";
-  std::string engine = "torchscript";
+  std::string engine;  // empty: chosen, as the route above
   std::string json_out;
   std::string trace_file;  ///< --trace FILE: write every thread's spans as Chrome trace-event JSON ("": off)
 };
@@ -102,8 +105,9 @@ int cmd_run(const std::string& path, const std::string& results_dir, const std::
             int argc, char** argv, bool trace = true);
 /// `vecbench trace summarize`: the busy / starved / blocked table of a trace file, per process.
 int cmd_trace_summarize(const std::string& path);
-/// `vecbench tune`: searches routes within a time budget and prints the winning command line.
+/// `vecbench tune`: searches routes within a time budget and prints the winning command line;
+/// `save`: also writes the model's best route as this machine's profile (app/route.hpp).
 int cmd_tune(const std::string& images, const std::string& model_arg, double budget_s, const std::string& results_dir,
-             int argc, char** argv);
+             bool save, int argc, char** argv);
 
 }  // namespace vecbench

@@ -30,6 +30,9 @@ class Model {
   /// Runs `n` images: `input` holds n*3*S*S floats (NCHW, RGB, 0..255, S = input_size()),
   /// `output` receives n*feature_dim() floats. Throws on failure.
   virtual ForwardTiming forward(const float* input, int n, float* output) = 0;
+  /// Builds what forwards of up to `max_batch` images need (called once per run, before the
+  /// clock, in the replica's thread). Engines that build nothing ignore it.
+  virtual void prepare(int max_batch) { (void)max_batch; }
   /// Runs `calls` throw-away forwards of batch `n` so that the first timed call is steady.
   virtual void warmup(int n, int calls) {
     const std::size_t s = static_cast<std::size_t>(input_size());

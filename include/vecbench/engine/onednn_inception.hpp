@@ -7,6 +7,7 @@
 // and src/engine/onednn_inception.cpp include neither LibTorch nor OpenCV.
 #pragma once
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -28,6 +29,12 @@ struct FoldedConv {
   std::vector<float> bias;         ///< shape[0] floats
 };
 
+/// The layers' weights packed for oneDNN's primitives, one copy per layer and layout, shared
+/// read-only by every replica made from the same InceptionWeights (the first replica that needs
+/// a layer in a layout packs it; the others use that copy). Defined in src/engine/onednn_inception.cpp.
+struct PackedWeightCache;
+std::shared_ptr<PackedWeightCache> new_packed_weight_cache();
+
 /// Everything the engine needs from a model file.
 struct InceptionWeights {
   std::string source;  ///< the model file, for error messages
@@ -39,6 +46,8 @@ struct InceptionWeights {
   std::array<float, 3> input_std{1, 1, 1};  ///< per RGB channel
   /// Layers by module path ("Conv2d_1a_3x3", "Mixed_5b.branch1x1", ...).
   std::map<std::string, FoldedConv> convs;
+  /// The packed copies of `convs` that the replicas share (filled as they build their networks).
+  std::shared_ptr<PackedWeightCache> packed = new_packed_weight_cache();
 };
 
 /// Engine settings.
@@ -52,10 +61,21 @@ struct OneDnnOptions {
 /// oneDNN version, the ISA it runs with, and whether Winograd and bf16 convolutions are available.
 nlohmann::json onednn_info();
 
+/// Process-wide counts of the engine's work, for tests and reports.
+struct OneDnnCounters {
+  std::size_t network_builds = 0;  ///< networks built (one per replica and largest batch size)
+  std::size_t weight_packs = 0;    ///< layers packed into a PackedWeightCache (shared by replicas)
+  std::size_t packed_bytes = 0;    ///< bytes of those packed layers
+};
+OneDnnCounters onednn_counters();
+
 /// One replica on a CPU device; sets the calling thread's OpenMP thread count to dev.threads.
-/// Throws ReplicaError when dev is not a CPU device or the precision is not supported here; the
-/// network for a batch size is built on its first forward (warm-up), which throws ReplicaError
-/// naming weights.source when a layer is missing or has the wrong shape.
+/// Throws ReplicaError when dev is not a CPU device or the precision is not supported here. One
+/// network serves every batch size: it is built by prepare(B) (before the clock, for batch B) or by
+/// the first forward; a smaller (partial) batch runs on it padded, and
+/// only a larger one builds it again. Its activations share one arena (a buffer's bytes are
+/// reused once its last reader has run), its weights come from weights->packed. Building
+/// throws ReplicaError naming weights.source when a layer is missing or has the wrong shape.
 std::unique_ptr<Model> make_onednn_inception(std::shared_ptr<const InceptionWeights> weights, const VirtualDevice& dev,
                                              const OneDnnOptions& opt);
 

@@ -36,12 +36,18 @@ bool has_engine(EngineKind k);
 /// A factory of replicas: each call loads the file onto the device (torch::jit::load(path,
 /// device)), optimizes it, and sets the calling thread's intra-op thread count to the device's
 /// share. With engine "onednn", the file is read once (BN folded into the convolutions) and each
-/// call builds a oneDNN network from those weights.
+/// call builds a oneDNN network from those weights; the folded weights come from the weights file
+/// (engine/weights_file.hpp) when one exists for these weights, without loading the module.
 ModelFactory torchscript_factory(const TorchModelOptions& opt);
 
 /// The `vecbench_meta.json` stored in a model file by the export tool (empty object if none).
 /// Throws IoError naming the file if it cannot be loaded.
 nlohmann::json read_model_meta(const std::string& path);
+
+/// TorchScript modules loaded so far in this process (replicas, weights read for the onednn
+/// engine, metadata of a file without the stored member): the oneDNN engine's start-up from a
+/// weights file loads none (tested).
+std::size_t torchscript_module_loads();
 
 /// Number of CUDA devices LibTorch sees (0 on a CPU build).
 int cuda_device_count();

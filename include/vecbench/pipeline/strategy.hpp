@@ -98,12 +98,14 @@ inline void deliver_batch(const Batch& b, int dim, ResultSink& sink, Metrics& me
   metrics.add_stages(t);
 }
 
-/// In a worker's job: the worker's replica (made on first use), warmed up with
-/// `s.warmup_batches` forwards of batch `s.batch_size`. Errors name the device.
+/// In a worker's job: the worker's replica (made on first use), prepared for batch
+/// `s.batch_size` (Model::prepare) and warmed up with `s.warmup_batches` forwards of that batch.
+/// Errors name the device.
 inline Model& prepare_replica(Replica& r, const RunSettings& s) {
   TraceSpan span(SpanKind::setup);
   Model& m = r.model();
   try {
+    m.prepare(s.batch_size);
     if (s.warmup_batches > 0) m.warmup(s.batch_size, s.warmup_batches);
   } catch (const std::exception& e) {
     throw ReplicaError(r.device().name() + ": " + e.what());

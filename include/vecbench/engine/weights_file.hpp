@@ -1,0 +1,33 @@
+// The oneDNN engine's weights in a plain file (batch norm folded, float32), so that a start-up
+// with that engine reads them in milliseconds instead of loading and walking the TorchScript
+// module (about half a second plus a second copy of every weight). The first onednn run of a
+// model writes the file into the weights cache; later runs of the same weights read it.
+// The file is named after the export's weight sha256 (vecbench_meta.json) and the model
+// file's size, and holds that sha256 in its header, checked on read. No LibTorch here.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "vecbench/engine/onednn_inception.hpp"
+
+namespace vecbench {
+
+/// The folder of weights files: $VECBENCH_WEIGHTS_DIR, else $XDG_CACHE_HOME/vecbench/weights,
+/// else ~/.cache/vecbench/weights. "off" (VECBENCH_WEIGHTS_DIR=off): no weights files.
+std::string weights_cache_dir();
+
+/// The weights file of a model whose export metadata says `weight_sha256` and whose file has
+/// `model_bytes` bytes ("" when the cache is off or the sha256 is unknown).
+std::string weights_file_path(const std::string& weight_sha256, std::uintmax_t model_bytes);
+
+/// Writes `w` to `path` atomically (temp file + rename), with `weight_sha256` in its header.
+void save_inception_weights(const InceptionWeights& w, const std::string& path, const std::string& weight_sha256);
+
+/// The weights in `path` when it exists, is complete and holds `weight_sha256`; null otherwise.
+/// `source` becomes the weights' source (the model file, for error messages).
+std::shared_ptr<const InceptionWeights> load_inception_weights(const std::string& path,
+                                                               const std::string& weight_sha256,
+                                                               const std::string& source);
+
+}  // namespace vecbench

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The whole-job benchmark of issue #13: whole-process wall time, peak RSS (GNU time's maximum
+# resident set size) and start-up (process start to the first feature file written) of the
+# default `vecbench vectorize` command on real photo sets of 60 and 100 images (opencv-doc,
+# mixed JPEG/PNG), beside ONNX Runtime model-only (batch 8, 2 threads: tools/peers/ort_bench.py)
+# and the seed-style run (TorchScript engine, sequential, batch 1, .vc files); optionally an
+# older binary's default command (OLD_VECBENCH) for "before". Rounds are interleaved (every
+# command once per round), figures are medians; writes results/whole-job/<UTC stamp>.md and .json.
+#   tools/bench_whole_job.sh                        # 3 rounds
+#   ROUNDS=5 OLD_VECBENCH=/tmp/old/vecbench tools/bench_whole_job.sh
+# Needs: a built ./build/vecbench, tools/peers_setup.sh (the onnxruntime venv and inc.onnx),
+# opencv-doc. Run it on an otherwise idle machine: compare ratios within one run only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${ROUNDS:-3}
+VB=${VECBENCH:-./build/vecbench}
+OLD=${OLD_VECBENCH:-}
+MODEL=${MODEL:-build/models/inception_tf2015_seed0.pt}
+DATA=${PHOTOS:-/usr/share/doc/opencv-doc/examples/data}
+WORK=${WORK:-/tmp/vecbench-whole-job}
+ORT_PY=${VECBENCH_VENVS:-$HOME/.cache/vecbench/venvs}/onnxruntime/bin/python
+ONNX=${VECBENCH_PEERS_WORK:-/tmp/vecbench-peers}/inc.onnx
+RESULTS=${RESULTS:-results/whole-job}
+STAMP=$(date -u +%Y%m%dT%H%M%SZ)
+RAW="$WORK/raw-$STAMP.jsonl"
+export VECBENCH_PROFILE_DIR="$WORK/no-profiles"  # the defaults, not a profile saved on this machine
+[ -x "$ORT_PY" ] && [ -f "$ONNX" ] || { echo "bench_whole_job: run tools/peers_setup.sh first" >&2; exit 1; }
+rm -rf "$WORK/copies" && mkdir -p "$WORK/copies" "$RESULTS"
+
+# Photo sets: 60 = the first 60 JPEG/PNG files of opencv-doc's data folder; 100 = all of them
+# (91) and copies of the first ones under other names (distinct inputs) up to 100.
+ls "$DATA"/*.jpg "$DATA"/*.png | head -60 > "$WORK/photos60.txt"
+ls "$DATA"/*.jpg "$DATA"/*.png | head -100 > "$WORK/photos100.txt"
+for f in $(head -n $((100 - $(wc -l < "$WORK/photos100.txt"))) "$WORK/photos60.txt"); do
+  cp "$f" "$WORK/copies/copy-$(basename "$f")" && echo "$WORK/copies/copy-$(basename "$f")" >> "$WORK/photos100.txt"
+done
+
+measure() {  # measure NAME OUT CMD...: one run, one JSON line in $RAW
+  local name=$1 out=$2
+  shift 2
+  rm -rf "$out"
+  local t0 first="" wall rss
+  t0=$(date +%s.%N)
+  if ! /usr/bin/time -f "%e %M" -o "$WORK/time.txt" "$@" > "$WORK/last.log" 2>&1; then
+    echo "bench_whole_job: $name failed:" >&2
+    cat "$WORK/last.log" >&2
+    exit 1
+  fi
+  [ -d "$out" ] && first=$(find "$out" -type f \( -name '*.npy' -o -name '*.vc' \) -printf '%T@\n' | sort -n | head -1)
+  read -r wall rss < "$WORK/time.txt"
+  python3 - "$name" "$wall" "$rss" "$t0" "${first:-}" "$WORK/last.log" >> "$RAW" <<'EOF'
+import json, sys
+name, wall, rss, t0, first, log = sys.argv[1:]
+lines = [l.strip() for l in open(log) if "img_per_s" in l]
+print(json.dumps({"name": name, "wall_s": float(wall), "rss_kb": int(rss),
+                  "first_output_s": round(float(first) - float(t0), 3) if first else None,
+                  "line": lines[-1] if lines else ""}))
+EOF
+  echo "  $name: wall ${wall}s rss ${rss}KB"
+}
+
+for r in $(seq 1 "$ROUNDS"); do
+  echo "round $r/$ROUNDS"
+  measure default-60 "$WORK/o60" "$VB" vectorize --images "$WORK/photos60.txt" --out "$WORK/o60"
+  measure default-100 "$WORK/o100" "$VB" vectorize --images "$WORK/photos100.txt" --out "$WORK/o100"
+  measure ort-b8-t2 "" "$ORT_PY" tools/peers/ort_bench.py "$ONNX" 8 2 15
+  measure default-100-vc "$WORK/v100" "$VB" vectorize --images "$WORK/photos100.txt" --out "$WORK/v100" --format vc
+  measure seed-style-100-vc "$WORK/s100" "$VB" vectorize --images "$WORK/photos100.txt" --out "$WORK/s100" \
+    --format vc --engine torchscript --strategy sequential --devices cpu --batch 1 --decode-threads 1
+  if [ -n "$OLD" ]; then
+    measure old-default-60 "$WORK/p60" "$OLD" vectorize --images "$WORK/photos60.txt" --out "$WORK/p60" --model "$MODEL"
+    measure old-default-100 "$WORK/p100" "$OLD" vectorize --images "$WORK/photos100.txt" --out "$WORK/p100" \
+      --model "$MODEL"
+  fi
+done
+"$VB" vectorize --images synthetic:1 --out "$WORK/route" --format none > "$WORK/route.log" 2>&1
+grep -m1 "route from" "$WORK/route.log" > "$WORK/route.txt"
+python3 tools/bench_whole_job_report.py "$RAW" "$RESULTS/$STAMP" "$(cat "$WORK/route.txt")" "$(nproc)" "$(uptime)"

@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Writes the whole-job benchmark's result (tools/bench_whole_job.sh): medians per command,
+the ratios of issue #13 and whether each target holds, as OUT.md and OUT.json.
+usage: bench_whole_job_report.py RAW.jsonl OUT ROUTE_LINE CORES UPTIME"""
+import json
+import re
+import statistics
+import sys
+
+raw, out, route, cores, uptime = sys.argv[1:6]
+runs = [json.loads(l) for l in open(raw) if l.strip()]
+by = {}
+for r in runs:
+    by.setdefault(r["name"], []).append(r)
+IMAGES = {"default-60": 60, "default-100": 100, "default-100-vc": 100, "seed-style-100-vc": 100,
+          "old-default-60": 60, "old-default-100": 100}
+
+
+def med(name, key):
+    vals = [r[key] for r in by.get(name, []) if r.get(key) is not None]
+    return statistics.median(vals) if vals else None
+
+
+def ips(name):
+    if name.startswith("ort"):
+        vals = [float(re.search(r"img_per_s=([\d.]+)", r["line"]).group(1)) for r in by[name]]
+        return statistics.median(vals)
+    w = med(name, "wall_s")
+    return IMAGES[name] / w if w else None
+
+
+summary = {n: {"runs": len(v), "wall_s": med(n, "wall_s"), "rss_mb": med(n, "rss_kb") / 1024,
+               "first_output_s": med(n, "first_output_s"), "img_per_s": ips(n)} for n, v in by.items()}
+ort = summary["ort-b8-t2"]["img_per_s"]
+d100, d60 = summary["default-100"]["img_per_s"], summary["default-60"]["img_per_s"]
+seed = summary["seed-style-100-vc"]["img_per_s"]
+m = re.search(r"on (cpu/(\d+)|cpu)\b.*?batch (\d+)", route)
+replicas = int(m.group(2)) if m and m.group(2) else 1
+batch = int(m.group(3)) if m else 4
+one_batch_s = batch * replicas / d100  # one replica's batch at the run's throughput
+startup = summary["default-100"]["first_output_s"]
+rss = max(summary["default-60"]["rss_mb"], summary["default-100"]["rss_mb"])
+targets = [
+    ("default command, 100 photos vs ONNX Runtime model-only (b8, 2 threads)", d100 / ort, ">= 0.9x", d100 / ort >= 0.9),
+    ("default command, 60 photos vs ONNX Runtime model-only", d60 / ort, ">= 0.8x", d60 / ort >= 0.8),
+    ("default command (.vc), 100 photos vs the seed-style TorchScript sequential batch-1 run (.vc)",
+     summary["default-100-vc"]["img_per_s"] / seed, ">= 2.0x", summary["default-100-vc"]["img_per_s"] / seed >= 2.0),
+    (f"start-up: process start to first feature written (s), 100 photos; one batch = {one_batch_s:.2f} s",
+     startup, f"<= {0.5 + one_batch_s:.2f} s", startup is not None and startup <= 0.5 + one_batch_s),
+    ("peak RSS of the default command (MB), max of 60 and 100 photos", rss, "<= 600 MB", rss <= 600),
+]
+json.dump({"route": route, "cores": cores, "uptime": uptime, "summary": summary, "runs": runs,
+           "targets": [{"what": t[0], "value": t[1], "target": t[2], "met": t[3]} for t in targets]},
+          open(out + ".json", "w"), indent=1)
+with open(out + ".md", "w") as f:
+    f.write(f"# Whole job (issue #13), {out.rsplit('/', 1)[-1]}\n\n")
+    f.write(f"`tools/bench_whole_job.sh` on {cores} cores; load when it ended: `{uptime.strip()}`.\n")
+    f.write(f"Default route: `{route.strip()}`\n\n")
+    f.write("Commands (photo sets as the script builds them; `default-*` is `vecbench vectorize --images LIST "
+            "--out OUT` with no other flag, no profile; `seed-style` adds `--format vc --engine torchscript "
+            "--strategy sequential --devices cpu --batch 1 --decode-threads 1`; `old-default-*` is OLD_VECBENCH's "
+            "default command; `ort-b8-t2` is `tools/peers/ort_bench.py inc.onnx 8 2 15`). Peak RSS in MiB "
+            "(GNU time's %M / 1024).\n\n")
+    f.write("| command | runs | wall s (median) | img/s | peak RSS MB | first feature written s |\n|---|---:|---:|---:|---:|---:|\n")
+    for n, s in summary.items():
+        fo = "" if s["first_output_s"] is None else f"{s['first_output_s']:.2f}"
+        f.write(f"| `{n}` | {s['runs']} | {s['wall_s']:.2f} | {s['img_per_s']:.2f} | {s['rss_mb']:.0f} | {fo} |\n")
+    f.write("\n(`ort-b8-t2`: img/s is its own model-only figure; its wall time includes its fixed 15 s loop.)\n\n")
+    f.write("| target | value | wanted | met |\n|---|---:|---|---|\n")
+    for what, v, want, ok in targets:
+        f.write(f"| {what} | {v:.2f} | {want} | {'yes' if ok else 'NO'} |\n")
+print(open(out + ".md").read())
