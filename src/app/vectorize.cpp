@@ -38,7 +38,7 @@ Fingerprint vectorize_fingerprint(const VectorizeArgs& a, const nlohmann::json& 
   f.resize = to_string(in.resize);
   f.exif = a.exif;
   f.fast_decode = a.fast_decode;
-  f.jpeg_decoder = parse_jpeg_decoder(a.decode);
+  f.jpeg_decoder = in.jpeg_decoder;
   f.arithmetic = parse_engine(a.engine) == EngineKind::none ? "none" : to_string(parse_precision(a.precision));
   f.source = source.kind();
   if (const auto* syn = dynamic_cast<const SyntheticSource*>(&source))

@@ -70,7 +70,7 @@ TEST(OneDnn, EqualsTorchScriptOnRealPhotosAnyBatchWithAndWithoutWinograd) {
   const auto ref = run_engine(*src, ts, "cpu", 1);
   TorchModelOptions od = ts;
   od.engine = EngineKind::onednn;
-  // batch 3 on 5 photos: one full batch and a partial one (a second network for batch 2)
+  // batch 3 on 5 photos: one full batch and a partial one (padded, on the batch-3 network)
   for (const auto& [devices, batch] : std::vector<std::pair<std::string, int>>{{"cpu", 1}, {"cpu/2", 3}, {"cpu", 2}}) {
     for (const bool wino : {true, false}) {
       od.winograd = wino;

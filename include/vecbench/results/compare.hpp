@@ -196,7 +196,7 @@ namespace detail {
 
 inline RunComparison compare_run(const ResultFile& bf, const RunResult& b, const ResultFile& nf, const RunResult& n,
                                  const std::vector<std::pair<std::string, std::string>>& filter,
-                                 const CompareOptions& o) {
+                                 const CompareOptions& o, const SampleMetric& metric) {
   RunComparison c;
   c.id = b.id;
   const RunResult *rb = nullptr, *rn = nullptr;
@@ -214,7 +214,6 @@ inline RunComparison compare_run(const ResultFile& bf, const RunResult& b, const
     c.new_reference = rn ? rn->id : "";
   }
   if (!c.note.empty()) return c;
-  const SampleMetric metric = sample_metric(o.metric);
   c.base_values = compared_values(b, rb, metric);
   c.new_values = compared_values(n, rn, metric);
   c.base = stats::summarize(c.base_values);
@@ -276,7 +275,7 @@ inline CompareReport compare_results(const ResultFile& base, const ResultFile& n
     } else if (!n) {
       r.only_in_base.push_back(b.id);
     } else {
-      r.runs.push_back(detail::compare_run(base, b, neu, *n, filter, options));
+      r.runs.push_back(detail::compare_run(base, b, neu, *n, filter, options, metric));
       const RunComparison& c = r.runs.back();
       if (c.base.median > 0 && c.neu.median > 0 && std::isfinite(c.base.median) && std::isfinite(c.neu.median)) {
         log_sum += std::log(c.neu.median / c.base.median);
