@@ -4,7 +4,7 @@ its own (README "Layout"). Layers and what each may include (besides itself):
 
   core        standard library only
   input       core                                  (OpenCV, libjpeg, libpng in .cpp / decode)
-  engine      core                                  (LibTorch, oneDNN in src/engine/)
+  engine      core, input                           (LibTorch, oneDNN in src/engine/; input: device decode)
   pipeline    core, input, engine
   strategies  core, input, engine, pipeline
   output      core, input
@@ -24,7 +24,7 @@ import tempfile
 ALLOWED = {
     "core": set(),
     "input": {"core"},
-    "engine": {"core"},
+    "engine": {"core", "input"},
     "pipeline": {"core", "input", "engine"},
     "strategies": {"core", "input", "engine", "pipeline"},
     "output": {"core", "input"},

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The README's test command: set up, build (Release), run the whole ctest suite, the sanitizer
-# builds of the pipeline tests, and the short regression stage. Exits non-zero on any failure.
+# The README's test command: set up, build (Release), run the whole ctest suite, the CUDA build
+# (linked, its suite run without a GPU), the sanitizer builds of the pipeline tests, and the
+# short regression stage. Exits non-zero on any failure.
 #   tools/test.sh            everything
-#   STAGES="ctest" tools/test.sh     only some stages (setup format layers build ctest cuda-compile sanitizers regression)
+#   STAGES="ctest" tools/test.sh     only some stages (setup format layers build ctest cuda-build sanitizers regression)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-STAGES=${STAGES:-"setup format layers build ctest cuda-compile sanitizers regression"}
+STAGES=${STAGES:-"setup format layers build ctest cuda-build sanitizers regression"}
 BUILD=${BUILD:-build}
 JOBS=${JOBS:-$(nproc)}
 has() { [[ " $STAGES " == *" $1 "* ]]; }
@@ -29,7 +30,8 @@ if has ctest; then
   stage ctest
   (cd "$BUILD" && ctest --output-on-failure -j1)
 fi
-if has cuda-compile; then stage cuda-compile; tools/check_cuda_compile.sh; fi
+# The CUDA build (PyPI's torch 2.11 / CUDA 13.0 and nvJPEG), linked, with the whole suite run on it.
+if has cuda-build; then stage cuda-build; tools/cuda_build.sh "$BUILD-cuda"; fi
 if has sanitizers; then stage sanitizers; tools/sanitizers.sh; fi
 if has regression; then stage regression; tools/regression.sh "$BUILD"; fi
 stage "all stages passed"

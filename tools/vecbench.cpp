@@ -122,11 +122,18 @@ void add_vectorize_io_options(CLI::App* vec, VectorizeArgs& va) {
       ->check(parsed_by(parse_resize_mode));
   vec->add_flag("--fast-decode", va.fast_decode,
                 "Decode large JPEGs at 1/2, 1/4 or 1/8 DCT scale (faster, not bit-exact)");
-  vec->add_option("--decode", va.decode,
-                  "JPEG arithmetic: exact (libjpeg's accurate IDCT, as PIL and OpenCV decode; the seed fed PIL's "
-                  "pixels) or tf (the fast integer IDCT of TensorFlow's own DecodeJpeg on the JPEG bytes)")
+  vec->add_option("--memory-cap-gb", va.memory_cap_gb,
+                  "CUDA: memory cap per virtual device in GB, as the seed's 3 virtual GPUs of 1 GB (0: none)")
       ->capture_default_str()
-      ->check(parsed_by(parse_jpeg_decoder));
+      ->check(CLI::Range(0.0, 4096.0));
+  vec->add_option("--decode", va.decode,
+                  "Where and how images are decoded: auto (gpu when every device is CUDA and this build has nvJPEG, "
+                  "else cpu), cpu or exact (libjpeg's accurate IDCT, as PIL and OpenCV decode; the seed fed PIL's "
+                  "pixels), tf (the fast integer IDCT of TensorFlow's own DecodeJpeg on the JPEG bytes), gpu (JPEGs "
+                  "decoded by nvJPEG on each replica's CUDA device and resized there in float; other formats and "
+                  "files nvJPEG rejects on the host, counted in the results)")
+      ->capture_default_str()
+      ->check(parsed_by(parse_decode));
   vec->add_option("--exif", va.exif, "EXIF orientation: ignore (as TF's DecodeJpeg) or apply")
       ->capture_default_str()
       ->check(parsed_by(parse_exif_policy));

@@ -47,6 +47,12 @@ int cmd_devices(const std::vector<std::string>& specs) {
   const auto info = backend_info();
   std::printf("host: %d CPU cores; CUDA devices: %d; LibTorch %s\n", hardware_cores(), ncuda,
               info.value("libtorch", "?").c_str());
+  if (info["cuda"].is_null())
+    std::printf("CUDA: not in this build (LibTorch without CUDA); --devices cuda is refused\n");
+  else
+    std::printf("CUDA: %s build, nvJPEG %s; %s\n", info["cuda"].get<std::string>().c_str(),
+                nvjpeg_available() ? "yes (--decode gpu)" : "no",
+                ncuda > 0 ? "ready" : "no usable GPU here (no device or no driver): --devices cuda is refused");
   for (const auto& g : info["gpus"]) std::printf("  %s\n", g.dump().c_str());
   std::vector<std::string> list = specs;
   if (list.empty()) {

@@ -39,6 +39,7 @@ Fingerprint vectorize_fingerprint(const VectorizeArgs& a, const nlohmann::json& 
   f.exif = a.exif;
   f.fast_decode = a.fast_decode;
   f.jpeg_decoder = in.jpeg_decoder;
+  f.decode_where = in.decode_where;
   f.arithmetic = parse_engine(a.engine) == EngineKind::none ? "none" : to_string(parse_precision(a.precision));
   f.source = source.kind();
   if (const auto* syn = dynamic_cast<const SyntheticSource*>(&source))
@@ -175,7 +176,7 @@ InputOptions input_options(const VectorizeArgs& a, const nlohmann::json& meta) {
   in.resize = parse_resize_mode(!a.resize.empty() ? a.resize : meta.value("resize_default", std::string("tf-legacy")));
   in.fast_decode = a.fast_decode;
   in.exif = a.exif;
-  in.jpeg_decoder = parse_jpeg_decoder(a.decode);
+  in.jpeg_decoder = parse_decode(a.decode).jpeg;
   in.lenient_decode = a.lenient_decode;
   in.max_pixels = a.max_pixels;
   return in;
@@ -224,8 +225,11 @@ std::string start_line(const VectorizeArgs& a, const std::string& route_origin, 
   if (dist.active())
     line << " (" << dist.size() << " " << (dist.comm().connected() ? "ranks, " + dist.mode() : "shards") << ")";
   line << "; model " << meta.value("arch", "?") << " (" << meta.value("weight_source", "?") << "), resize "
-       << to_string(in.resize) << (in.jpeg_decoder == JpegDecoder::tf ? ", JPEG decode tf" : "") << "; engine "
-       << a.engine << ", strategy " << a.strategy << " on " << a.devices << " =";
+       << to_string(in.resize)
+       << (in.decode_where == DecodeWhere::gpu  ? ", JPEG decode gpu (nvJPEG)"
+           : in.jpeg_decoder == JpegDecoder::tf ? ", JPEG decode tf"
+                                                : "")
+       << "; engine " << a.engine << ", strategy " << a.strategy << " on " << a.devices << " =";
   for (const auto& d : devs) line << " " << d.name() << "(" << d.threads << " thr)";
   line << ", batch " << a.batch << ", decode threads " << a.decode_threads << " (route from " << route_origin << ")";
   if (source.duplicates_skipped() > 0) line << "; " << source.duplicates_skipped() << " duplicate inputs skipped";
@@ -274,14 +278,16 @@ int cmd_vectorize(const VectorizeArgs& args) {
   VectorizeArgs a = args;
   const int cuda = cuda_device_count();
   const std::string route_origin = resolve_route(a, meta, dist.active() ? dist.cpu_cores() : hardware_cores(), cuda);
-  const InputOptions in = input_options(a, meta);
-  auto source = make_source(a.images, in);
-  const WriterOptions w = writer_options(a, meta, in, *source, dist);
   DeviceOptions dopt;  // devices first: a refused device spec leaves OUT untouched
   dopt.threads_per_replica = a.threads;
   dopt.cuda_devices = cuda;
+  dopt.memory_cap_gb = a.memory_cap_gb;
   if (dist.active()) dopt.cpu_cores = dist.cpu_cores();
   const auto devs = expand_devices(a.devices, dopt);
+  InputOptions in = input_options(a, meta);
+  in.decode_where = resolve_decode(parse_decode(a.decode), all_cuda(devs), nvjpeg_available(), a.devices);
+  auto source = make_source(a.images, in);
+  const WriterOptions w = writer_options(a, meta, in, *source, dist);
   check_replicas_fit(devs, dist.active() ? dist.cpu_cores() : hardware_cores(), a.model, a.force);
   OutputWriter writer(*source, w);
   std::size_t share = source->size();

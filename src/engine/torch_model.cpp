@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 
@@ -59,6 +60,73 @@ torch::jit::Module load_module(const std::string& path, const torch::Device& dev
     throw IoError(path, std::string("not a loadable TorchScript file: ") + e.what_without_backtrace());
   }
 }
+
+#ifdef VECBENCH_WITH_CUDA
+/// `--decode gpu` on one replica: nvJPEG (made on the first encoded batch, remade for a larger
+/// batch or another resize mode) into the slots of a device batch on the replica's stream; the
+/// files it rejects decoded on the host and copied into theirs.
+class DeviceJpegStage {
+ public:
+  DeviceJpegStage(const VirtualDevice& dev, std::function<cudaStream_t()> stream)
+      : dev_(dev), stream_(std::move(stream)) {}
+  DeviceDecodeCounts decode(const EncodedImages& enc, float* device_batch, int batch, int size) {
+    if (!decoder_ || mode_ != enc.mode || batch_ < batch) {
+      decoder_.reset();
+      batch_ = std::max(batch, batch_);
+      decoder_ = make_nvjpeg_decoder(dev_.ordinal, stream_(), batch_, size, enc.mode);
+      mode_ = enc.mode;
+    }
+    cudaStream_t st = stream_();
+    const SlotUpload upload = [st](const float* host, float* dst, std::size_t floats) {
+      cudaError_t e = cudaMemcpyAsync(dst, host, floats * sizeof(float), cudaMemcpyHostToDevice, st);
+      if (e == cudaSuccess) e = cudaStreamSynchronize(st);  // the host buffer is reused for the next file
+      if (e != cudaSuccess)
+        throw Error(std::string("copying a host-decoded image to the GPU: ") + cudaGetErrorString(e));
+    };
+    return decode_on_device(*decoder_, enc, size, device_batch, scratch_, upload);
+  }
+
+ private:
+  VirtualDevice dev_;
+  std::function<cudaStream_t()> stream_;
+  std::unique_ptr<DeviceJpegDecoder> decoder_;
+  ResizeMode mode_ = ResizeMode::tf_legacy;
+  int batch_ = 0;
+  std::vector<float> scratch_;
+};
+
+/// `--engine none` on a CUDA device: the input pipeline alone, with `--decode gpu` decoding on
+/// the device as a real replica would (the GPU decode ceiling); zero features.
+class DeviceDecodeOnlyModel : public NullModel {
+ public:
+  DeviceDecodeOnlyModel(const VirtualDevice& dev, int dim, int size)
+      : NullModel(dim, size),
+        dev_(dev),
+        stream_(c10::cuda::getStreamFromPool(false, static_cast<c10::DeviceIndex>(dev.ordinal))),
+        jpeg_(dev, [this] { return stream_.stream(); }) {}
+  ForwardTiming forward_encoded(float* input, const EncodedImages& enc, int n, float* output,
+                                DeviceDecodeCounts& counts) override {
+    ForwardTiming t;
+    const auto t0 = clk::now();
+    c10::cuda::CUDAStreamGuard sg(stream_);
+    const int64_t s = input_size();
+    if (!buf_.defined() || buf_.size(0) < n)
+      buf_ = torch::empty({n, 3, s, s}, torch::TensorOptions().dtype(torch::kFloat).device(dev_.torch_device()));
+    counts = jpeg_.decode(enc, buf_.data_ptr<float>(), n, input_size());
+    stream_.synchronize();
+    t.decode_s = since(t0);
+    const ForwardTiming z = forward(input, n, output);
+    t.forward_s = z.forward_s;
+    return t;
+  }
+
+ private:
+  VirtualDevice dev_;
+  c10::cuda::CUDAStream stream_;
+  DeviceJpegStage jpeg_;
+  torch::Tensor buf_;
+};
+#endif
 
 class TorchScriptModel : public Model {
  public:
@@ -131,11 +199,20 @@ class TorchScriptModel : public Model {
         auto staged = pinned_.narrow(0, 0, x.numel()).view(x.sizes());
         staged.copy_(x);
         auto xd = staged.to(device_, /*non_blocking=*/true);
+        if (enc_ && !enc_->empty()) {  // --decode gpu: the JPEGs into their slots of xd, on this stream
+          stream_->synchronize();
+          t.h2d_s = since(t0);
+          t0 = clk::now();
+          counts_ = jpeg_.decode(*enc_, xd.data_ptr<float>(), static_cast<int>(xd.size(0)), input_size_);
+          stream_->synchronize();
+          t.decode_s = since(t0);
+          t0 = clk::now();
+        }
         if (opt_.channels_last) xd = xd.contiguous(at::MemoryFormat::ChannelsLast);
         if (opt_.precision == Precision::fp16) xd = xd.to(torch::kHalf);
         if (opt_.precision == Precision::bf16) xd = xd.to(torch::kBFloat16);
         stream_->synchronize();
-        t.h2d_s = since(t0);
+        t.h2d_s += since(t0);
         t0 = clk::now();
         ++calls_;
         if (opt_.cuda_graphs && calls_ > 3 && (!graph_ || graph_batch_ == n)) {
@@ -179,6 +256,24 @@ class TorchScriptModel : public Model {
     return t;
   }
 
+  ForwardTiming forward_encoded(float* in, const EncodedImages& enc, int n, float* out,
+                                DeviceDecodeCounts& counts) override {
+#ifdef VECBENCH_WITH_CUDA
+    if (dev_.is_cuda()) {
+      enc_ = &enc;
+      counts_ = DeviceDecodeCounts{};
+      struct Reset {  // forward() reads enc_ only in this call
+        const EncodedImages*& e;
+        ~Reset() { e = nullptr; }
+      } reset{enc_};
+      const ForwardTiming t = forward(in, n, out);
+      counts = std::move(counts_);
+      return t;
+    }
+#endif
+    return Model::forward_encoded(in, enc, n, out, counts);
+  }
+
   std::size_t peak_memory_bytes() const override {
 #ifdef VECBENCH_WITH_CUDA
     if (dev_.is_cuda()) {
@@ -205,6 +300,9 @@ class TorchScriptModel : public Model {
   int calls_ = 0;
 #ifdef VECBENCH_WITH_CUDA
   std::unique_ptr<c10::cuda::CUDAStream> stream_;
+  const EncodedImages* enc_ = nullptr;  ///< set during forward_encoded
+  DeviceDecodeCounts counts_;
+  DeviceJpegStage jpeg_{dev_, [this] { return stream_->stream(); }};
   std::unique_ptr<at::cuda::CUDAGraph> graph_;
   torch::Tensor static_in_, static_out_;
   int graph_batch_ = 0;
@@ -341,7 +439,15 @@ bool has_engine(EngineKind k) {
 ModelFactory torchscript_factory(const TorchModelOptions& opt) {
   if (opt.engine == EngineKind::none) {  // the input pipeline alone; the model file only gives the shapes
     const auto meta = read_model_meta(opt.path);
-    return null_factory(meta.value("feature_dim", 2048), meta.value("input_size", 299));
+    const int dim = meta.value("feature_dim", 2048), size = meta.value("input_size", 299);
+#ifdef VECBENCH_WITH_CUDA
+    return [dim, size](const VirtualDevice& dev) -> std::unique_ptr<Model> {
+      if (dev.is_cuda()) return std::make_unique<DeviceDecodeOnlyModel>(dev, dim, size);
+      return std::make_unique<NullModel>(dim, size);
+    };
+#else
+    return null_factory(dim, size);
+#endif
   }
   if (opt.engine == EngineKind::onednn) {
 #ifdef VECBENCH_WITH_ONEDNN

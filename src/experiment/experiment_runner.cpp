@@ -140,6 +140,7 @@ LocalOutcome Executor::run_local(PlannedRun& p, std::size_t index, int rep) {
   dopt.threads_per_replica = params["threads"].get<int>();
   dopt.cuda_devices = env_.cuda_devices;
   dopt.cpu_cores = env_.cpu_cores;
+  dopt.memory_cap_gb = e_.memory_cap_gb;
   const auto devs = expand_devices(params["devices"].get<std::string>(), dopt);
   RunSettings s;
   s.batch_size = params["batch"].get<int>();

@@ -65,7 +65,8 @@ struct VectorizeArgs {
   std::string devices;
   std::string resize;  // empty: the model's default
   std::string exif = "ignore";
-  std::string decode = "exact";  // JPEG arithmetic: exact (PIL/OpenCV) | tf (TF's DecodeJpeg)
+  double memory_cap_gb = 0.0;   // CUDA memory cap per virtual device, GB (0: none)
+  std::string decode = "auto";  // auto | cpu (= exact: PIL/OpenCV) | tf (TF's DecodeJpeg) | gpu (nvJPEG)
   int batch = 0;
   int threads = 0;
   int decode_threads = 0;

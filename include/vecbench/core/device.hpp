@@ -37,6 +37,11 @@ struct DeviceOptions {
   double memory_cap_gb = 0.0;   ///< per virtual CUDA device; 0 = none
 };
 
+/// True when every device is a CUDA device (and there is at least one).
+inline bool all_cuda(const std::vector<VirtualDevice>& devs) {
+  return !devs.empty() && std::all_of(devs.begin(), devs.end(), [](const VirtualDevice& d) { return d.is_cuda(); });
+}
+
 inline int hardware_cores() {
   const unsigned n = std::thread::hardware_concurrency();
   return n == 0 ? 1 : static_cast<int>(n);

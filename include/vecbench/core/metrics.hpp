@@ -77,6 +77,10 @@ struct RunStats {
   std::vector<DeviceStats> devices;
   std::vector<std::pair<double, std::size_t>> queue_depth;  ///< (seconds since start, depth)
   std::size_t peak_rss_bytes = 0;
+  /// `--decode gpu`: JPEGs the replicas decoded on their device, and those they handed to the
+  /// host decoder (rejected by the device decoder, or a host replica); both 0 when not used.
+  std::size_t device_decoded = 0;
+  std::size_t device_decode_fallbacks = 0;
   double images_per_s() const { return wall_s > 0 ? static_cast<double>(images_ok) / wall_s : 0.0; }
   double latency_percentile_ms(double q) const { return stats::percentile(batch_latency_ms, q); }
 };
@@ -126,6 +130,11 @@ class Metrics {
   void add_result(bool ok) {
     std::lock_guard<std::mutex> lk(m_);
     (ok ? stats_.images_ok : stats_.images_failed) += 1;
+  }
+  void add_device_decode(std::size_t on_device, std::size_t fallbacks) {
+    std::lock_guard<std::mutex> lk(m_);
+    stats_.device_decoded += on_device;
+    stats_.device_decode_fallbacks += fallbacks;
   }
   void set_peak_memory(std::size_t device, std::size_t bytes) {
     std::lock_guard<std::mutex> lk(m_);

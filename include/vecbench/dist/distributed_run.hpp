@@ -86,6 +86,8 @@ inline void accumulate_stats(RunStats& t, const RunStats& p, double offset_s) {
   for (const auto& [ts, depth] : p.queue_depth)
     if (t.queue_depth.size() < 100000) t.queue_depth.emplace_back(ts + offset_s, depth);
   t.peak_rss_bytes = std::max(t.peak_rss_bytes, p.peak_rss_bytes);
+  t.device_decoded += p.device_decoded;
+  t.device_decode_fallbacks += p.device_decode_fallbacks;
 }
 
 namespace detail {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "vecbench/core/device.hpp"
+#include "vecbench/input/device_decode.hpp"
 
 namespace vecbench {
 
@@ -16,7 +17,8 @@ struct ForwardTiming {
   double h2d_s = 0.0;      ///< host-to-device copy (0 on CPU)
   double forward_s = 0.0;  ///< the model itself
   double d2h_s = 0.0;      ///< device-to-host copy of the features
-  double total() const { return h2d_s + forward_s + d2h_s; }
+  double decode_s = 0.0;   ///< JPEG decode and resize on the device (`--decode gpu`; 0 otherwise)
+  double total() const { return h2d_s + decode_s + forward_s + d2h_s; }
 };
 
 /// One model replica bound to one (virtual) device. Not thread-safe: one thread owns it.
@@ -30,6 +32,16 @@ class Model {
   /// Runs `n` images: `input` holds n*3*S*S floats (NCHW, RGB, 0..255, S = input_size()),
   /// `output` receives n*feature_dim() floats. Throws on failure.
   virtual ForwardTiming forward(const float* input, int n, float* output) = 0;
+  /// Runs `n` images of which those in `enc` are still JPEG bytes (`--decode gpu`): a CUDA engine
+  /// decodes them on its device into their slots (device_decode.hpp), the files its decoder
+  /// rejects on the host; this default (host engines) decodes them all on the host into their
+  /// slots of `input`, then runs forward(). `counts` gets what was decoded where, and the slots
+  /// of files neither decoder could decode (their outputs are garbage, not to be delivered).
+  virtual ForwardTiming forward_encoded(float* input, const EncodedImages& enc, int n, float* output,
+                                        DeviceDecodeCounts& counts) {
+    counts = decode_on_host(enc, input_size(), input);
+    return forward(input, n, output);
+  }
   /// Builds what forwards of up to `max_batch` images need (called once per run, before the
   /// clock, in the replica's thread). Engines that build nothing ignore it.
   virtual void prepare(int max_batch) { (void)max_batch; }

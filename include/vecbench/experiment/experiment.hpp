@@ -27,6 +27,7 @@ struct Experiment {
   Precision precision = Precision::fp32;        ///< fp16/bf16: CUDA; bf16 also engine onednn on AVX-512 BF16
   bool channels_last = false;                   ///< feed channels_last input
   bool cuda_graphs = false;                     ///< CUDA: replay a captured graph per replica for full batches
+  double memory_cap_gb = 0.0;                   ///< CUDA: memory cap per virtual device, GB (0: none; the seed's 1 GB)
   EngineKind engine = EngineKind::torchscript;  ///< onednn: CPU; none: input pipeline only, no verify
   bool winograd = true;                         ///< onednn: Winograd 3x3 convolutions where the CPU has them
   ImageSetSpec images;
@@ -178,12 +179,17 @@ inline std::vector<Experiment::External> parse_external(const nlohmann::json& x)
   return out;
 }
 
-/// The model keys: model, optimize, precision, channels_last, cuda_graphs, engine, winograd.
+/// The model keys: model, optimize, precision, channels_last, cuda_graphs, memory_cap_gb, engine, winograd.
 inline void parse_model_settings(const nlohmann::json& j, Experiment& e) {
   if (j.contains("model")) e.model = get_as<std::string>(j["model"], "model");
   if (j.contains("optimize")) e.optimize = get_as<bool>(j["optimize"], "optimize");
   if (j.contains("channels_last")) e.channels_last = get_as<bool>(j["channels_last"], "channels_last");
   if (j.contains("cuda_graphs")) e.cuda_graphs = get_as<bool>(j["cuda_graphs"], "cuda_graphs");
+  if (j.contains("memory_cap_gb")) {
+    e.memory_cap_gb = get_as<double>(j["memory_cap_gb"], "memory_cap_gb");
+    if (!(e.memory_cap_gb >= 0.0 && e.memory_cap_gb <= 4096.0))
+      throw ConfigError("memory_cap_gb", "must be 0 (no cap) to 4096 GB");
+  }
   if (j.contains("winograd")) e.winograd = get_as<bool>(j["winograd"], "winograd");
   if (j.contains("engine")) e.engine = parse_engine(get_as<std::string>(j["engine"], "engine"));
   if (j.contains("precision")) e.precision = parse_precision(get_as<std::string>(j["precision"], "precision"));
@@ -219,10 +225,13 @@ inline Experiment parse_experiment(const nlohmann::json& j, const std::string& o
   Experiment e;
   e.raw = j;
   try {
-    detail::check_keys(j, "", {"name",           "description",      "model",         "optimize",   "precision",
-                               "channels_last",  "cuda_graphs",      "engine",        "winograd",   "images",
-                               "matrix",         "warmup_batches",   "repetitions",   "interleave", "time_budget_s",
-                               "decode_threads", "prefetch_batches", "output_format", "verify",     "seed_timing_lines",
+    detail::check_keys(j, "", {"name",           "description",    "model",
+                               "optimize",       "precision",      "channels_last",
+                               "cuda_graphs",    "memory_cap_gb",  "engine",
+                               "winograd",       "images",         "matrix",
+                               "warmup_batches", "repetitions",    "interleave",
+                               "time_budget_s",  "decode_threads", "prefetch_batches",
+                               "output_format",  "verify",         "seed_timing_lines",
                                "external"});
     if (!j.contains("name")) throw ConfigError("name", "required");
     e.name = get_as<std::string>(j["name"], "name");

@@ -11,18 +11,13 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "vecbench/core/error.hpp"
 #include "vecbench/input/resize.hpp"
 
 namespace vecbench {
-
-/// Where images are decoded, and with which JPEG arithmetic (`--decode`).
-enum class DecodeWhere {
-  cpu,  ///< on the host (JpegDecoder exact or tf)
-  gpu,  ///< JPEGs on the replica's CUDA device (nvJPEG); other formats on the host
-};
 
 /// The JPEG bytes of some slots of one batch, to be decoded and resized on the device.
 struct EncodedImages {
@@ -31,6 +26,7 @@ struct EncodedImages {
   /// Decodes the image in batch slot `slot` on the CPU into `dst` (3*S*S floats, CHW, 0..255),
   /// for the files the device decoder rejects. Throws InputError naming the file.
   std::function<void(int slot, float* dst)> cpu_fallback;
+  ResizeMode mode = ResizeMode::tf_legacy;  ///< how the device resizes them (the source's mode)
   std::size_t size() const { return slot.size(); }
   bool empty() const { return slot.empty(); }
   void clear() {
@@ -64,15 +60,36 @@ class DeviceJpegDecoder {
 /// Host-to-device copy of one slot of floats, enqueued on the replica's stream.
 using SlotUpload = std::function<void(const float* host, float* device_dst, std::size_t floats)>;
 
-/// What one device-decoded batch did.
+/// What decoding one batch's encoded images did.
 struct DeviceDecodeCounts {
-  std::size_t on_device = 0;     ///< JPEGs the device decoded
-  std::size_t cpu_fallback = 0;  ///< JPEGs it rejected, decoded on the CPU instead
+  std::size_t on_device = 0;  ///< JPEGs the device decoded
+  std::size_t cpu_fallback =
+      0;  ///< JPEGs decoded on the host instead (rejected by the device decoder, or a host engine)
+  /// Slots whose file neither decoder could decode, with the host decoder's InputError message;
+  /// their features are not delivered (the file is reported failed).
+  std::vector<std::pair<int, std::string>> failed;
 };
 
+/// Host decoding of every encoded image into its slot of the host batch `input` (3*size*size
+/// floats a slot): what a host engine does with a batch that was meant for a device decoder.
+inline DeviceDecodeCounts decode_on_host(const EncodedImages& enc, int size, float* input) {
+  DeviceDecodeCounts c;
+  const std::size_t per = 3u * static_cast<std::size_t>(size) * static_cast<std::size_t>(size);
+  for (std::size_t k = 0; k < enc.size(); ++k) {
+    if (!enc.cpu_fallback) throw Error("encoded images without a host decoder");
+    try {
+      enc.cpu_fallback(enc.slot[k], input + static_cast<std::size_t>(enc.slot[k]) * per);
+      ++c.cpu_fallback;
+    } catch (const InputError& e) {
+      c.failed.emplace_back(enc.slot[k], e.what());
+    }
+  }
+  return c;
+}
+
 /// Decodes `enc` into `device_batch` (slots of 3*size*size floats): all images through
-/// `decoder`, then each rejected one on the CPU (enc.cpu_fallback into `host_scratch`) and
-/// uploaded into its slot. A file the CPU cannot decode either throws its InputError.
+/// `decoder`, then each rejected one on the host (enc.cpu_fallback into `host_scratch`) and
+/// uploaded into its slot. A file the host cannot decode either goes to `failed`.
 inline DeviceDecodeCounts decode_on_device(DeviceJpegDecoder& decoder, const EncodedImages& enc, int size,
                                            float* device_batch, std::vector<float>& host_scratch,
                                            const SlotUpload& upload) {
@@ -89,9 +106,14 @@ inline DeviceDecodeCounts decode_on_device(DeviceJpegDecoder& decoder, const Enc
       ++c.on_device;
       continue;
     }
-    if (!enc.cpu_fallback) throw Error("device JPEG decoder rejected a file and no CPU fallback was given");
+    if (!enc.cpu_fallback) throw Error("device JPEG decoder rejected a file and no host decoder was given");
     host_scratch.resize(per);
-    enc.cpu_fallback(enc.slot[k], host_scratch.data());
+    try {
+      enc.cpu_fallback(enc.slot[k], host_scratch.data());
+    } catch (const InputError& e) {
+      c.failed.emplace_back(enc.slot[k], e.what());
+      continue;
+    }
     upload(host_scratch.data(), device_batch + static_cast<std::size_t>(enc.slot[k]) * per, per);
     ++c.cpu_fallback;
   }

@@ -80,13 +80,15 @@ inline std::vector<std::uint8_t> read_file_bytes(const std::string& path) {
 
 /// Image files decoded (decode.hpp: strictness, pixel limit and EXIF policy from `opt`) and
 /// resized with `mode`. With lenient decoding, `warning(i)` says what the decoder warned about.
+/// With `where` gpu, load_or_encoded hands over the bytes of the JPEGs a device decoder may take.
 class FileSource : public ImageSource {
  public:
-  FileSource(ImageList list, ResizeMode mode, DecodeOptions opt = {})
-      : list_(std::move(list)), mode_(mode), opt_(opt), warnings_(list_.paths.size()) {}
+  FileSource(ImageList list, ResizeMode mode, DecodeOptions opt = {}, DecodeWhere where = DecodeWhere::cpu)
+      : list_(std::move(list)), mode_(mode), opt_(opt), where_(where), warnings_(list_.paths.size()) {}
   std::size_t size() const override { return list_.paths.size(); }
   std::string name(std::size_t i) const override { return list_.paths.at(i); }
   std::string kind() const override { return "files"; }
+  ResizeMode resize_mode() const override { return mode_; }
   std::filesystem::path root() const override { return list_.root; }
   std::string warning(std::size_t i) const override { return warnings_.at(i); }
   std::size_t duplicates_skipped() const override { return list_.duplicates; }
@@ -97,6 +99,24 @@ class FileSource : public ImageSource {
       StageTimer timer(t, Stage::read);
       bytes = read_file_bytes(list_.paths.at(i));
     }
+    decode_into(i, bytes, size, dst, t);
+  }
+  bool load_or_encoded(std::size_t i, int size, float* dst, std::vector<std::uint8_t>& bytes,
+                       StageTimes& t) const override {
+    if (where_ != DecodeWhere::gpu) return ImageSource::load_or_encoded(i, size, dst, bytes, t);
+    warnings_.at(i).clear();
+    {
+      StageTimer timer(t, Stage::read);
+      bytes = read_file_bytes(list_.paths.at(i));
+    }
+    if (device_may_decode(bytes)) return true;
+    decode_into(i, bytes, size, dst, t);
+    bytes.clear();
+    return false;
+  }
+
+ private:
+  void decode_into(std::size_t i, const std::vector<std::uint8_t>& bytes, int size, float* dst, StageTimes& t) const {
     cv::Mat rgb;
     {
       StageTimer timer(t, Stage::decode);
@@ -107,11 +127,22 @@ class FileSource : public ImageSource {
     StageTimer timer(t, Stage::resize);
     resize_rgb_to_chw(rgb.data, rgb.rows, rgb.cols, rgb.step[0], size, mode_, dst);
   }
+  /// A complete JPEG whose header reads, within the pixel limit, with nothing the device decoder
+  /// would do differently from the settings (EXIF orientation applied, reduced-DCT decode):
+  /// everything else (and every error message) goes through the host decoder.
+  bool device_may_decode(const std::vector<std::uint8_t>& bytes) const {
+    if (opt_.exif == ExifPolicy::apply || opt_.fast || sniff_format(bytes) != "JPEG" || !jpeg_complete(bytes))
+      return false;
+    ImageHeader h;
+    if (!read_image_header(bytes, h)) return false;
+    return opt_.max_pixels == 0 || h.width * h.height <= opt_.max_pixels;
+  }
 
  private:
   ImageList list_;
   ResizeMode mode_;
   DecodeOptions opt_;
+  DecodeWhere where_;
   mutable std::vector<std::string> warnings_;  ///< per input; each index written by the thread loading it
 };
 

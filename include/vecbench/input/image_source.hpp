@@ -32,6 +32,17 @@ class ImageSource {
   /// Writes image `i` as 3*S*S floats (CHW, RGB, 0..255) into `dst`; adds stage times to `t`.
   /// Throws InputError naming the input and the cause.
   virtual void load(std::size_t i, int size, float* dst, StageTimes& t) const = 0;
+  /// With device decoding (`--decode gpu`): either puts the bytes of input `i` into `bytes` and
+  /// returns true (a JPEG the device may decode; `bytes` is left empty otherwise), or loads it
+  /// here as load() does and returns false. This default always loads.
+  virtual bool load_or_encoded(std::size_t i, int size, float* dst, std::vector<std::uint8_t>& bytes,
+                               StageTimes& t) const {
+    bytes.clear();
+    load(i, size, dst, t);
+    return false;
+  }
+  /// How this source resizes (what a device decoder must do the same way).
+  virtual ResizeMode resize_mode() const { return ResizeMode::tf_legacy; }
   /// The root the inputs' names are relative to (for output names); empty if none.
   virtual std::filesystem::path root() const { return {}; }
   /// What the decoder warned about while loading input `i` with lenient decoding (empty: nothing).

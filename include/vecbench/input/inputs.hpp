@@ -18,6 +18,7 @@ struct InputOptions {
   bool fast_decode = false;                       ///< reduced-DCT JPEG decode for large images
   std::string exif = "ignore";                    ///< EXIF orientation: ignore (TF-like) or apply
   JpegDecoder jpeg_decoder = JpegDecoder::exact;  ///< JPEG arithmetic: exact (PIL/OpenCV) or tf (TF's DecodeJpeg)
+  DecodeWhere decode_where = DecodeWhere::cpu;    ///< gpu: JPEGs decoded on the replica's CUDA device (nvJPEG)
   bool lenient_decode = false;                    ///< accept JPEG/PNG decoder data warnings (reported)
   std::uint64_t max_pixels = 178956970;           ///< refuse larger images (0: no limit)
 };
@@ -52,7 +53,7 @@ inline std::unique_ptr<ImageSource> make_source(const std::string& spec, const I
   d.exif = parse_exif_policy(opt.exif);
   d.lenient = opt.lenient_decode;
   d.max_pixels = opt.max_pixels;
-  return std::make_unique<FileSource>(collect_images(spec), opt.resize, d);
+  return std::make_unique<FileSource>(collect_images(spec), opt.resize, d, opt.decode_where);
 #else
   (void)opt;
   throw ConfigError("images", "'" + spec +

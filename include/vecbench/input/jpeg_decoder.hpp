@@ -22,4 +22,44 @@ inline JpegDecoder parse_jpeg_decoder(const std::string& s) {
   throw ConfigError("decode", "unknown JPEG decoder '" + s + "' (use exact or tf)");
 }
 
+/// Where images are decoded.
+enum class DecodeWhere {
+  cpu,  ///< on the host (libjpeg/libpng, OpenCV for other formats), with the JpegDecoder arithmetic
+  gpu,  ///< JPEGs on the replica's CUDA device (nvJPEG); other formats and rejected files on the host
+};
+
+/// `--decode`: auto | cpu (alias exact) | tf | gpu.
+struct DecodeSetting {
+  bool automatic = true;                  ///< auto: gpu when every device is CUDA and nvJPEG is built in, else cpu
+  DecodeWhere where = DecodeWhere::cpu;   ///< where (for auto: the fallback, cpu)
+  JpegDecoder jpeg = JpegDecoder::exact;  ///< the host's JPEG arithmetic
+};
+
+inline DecodeSetting parse_decode(const std::string& s) {
+  if (s == "auto") return {};
+  if (s == "cpu" || s == "exact") return {false, DecodeWhere::cpu, JpegDecoder::exact};
+  if (s == "tf") return {false, DecodeWhere::cpu, JpegDecoder::tf};
+  if (s == "gpu") return {false, DecodeWhere::gpu, JpegDecoder::exact};
+  throw ConfigError("decode", "unknown decode setting '" + s + "' (use auto, cpu, exact, tf or gpu)");
+}
+
+/// The effective decoder's name as results and the output fingerprint record it: "gpu", "tf" or
+/// "cpu" (exact on the host).
+inline const char* decode_name(DecodeWhere w, JpegDecoder j) {
+  return w == DecodeWhere::gpu ? "gpu" : j == JpegDecoder::tf ? "tf" : "cpu";
+}
+
+/// Resolves `auto` and checks `gpu` against the run's devices: `all_cuda` (every replica is on a
+/// CUDA device) and `nvjpeg` (this build has nvJPEG). Throws ConfigError for gpu where it cannot run.
+inline DecodeWhere resolve_decode(const DecodeSetting& d, bool all_cuda, bool nvjpeg, const std::string& devices) {
+  if (d.automatic) return all_cuda && nvjpeg ? DecodeWhere::gpu : DecodeWhere::cpu;
+  if (d.where != DecodeWhere::gpu) return d.where;
+  if (!nvjpeg)
+    throw ConfigError("decode",
+                      "--decode gpu: this vecbench was built without nvJPEG (build against a CUDA LibTorch with "
+                      "the nvidia-nvjpeg wheel; see README)");
+  if (!all_cuda) throw ConfigError("decode", "--decode gpu needs CUDA devices, and '" + devices + "' are not all CUDA");
+  return DecodeWhere::gpu;
+}
+
 }  // namespace vecbench

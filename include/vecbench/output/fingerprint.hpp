@@ -42,6 +42,7 @@ struct FingerprintFields {
   /// JPEG arithmetic; recorded as "decode" only when not exact, so that folders written before
   /// the setting existed keep their fingerprint.
   JpegDecoder jpeg_decoder = JpegDecoder::exact;
+  DecodeWhere decode_where = DecodeWhere::cpu;  ///< gpu: nvJPEG's pixels (recorded as decode gpu)
   std::string arithmetic;        ///< fp32 (torchscript and onednn agree within 1e-4) | bf16 | fp16 | none (no network)
   std::string source = "files";  ///< files | predecoded | synthetic seed S (what the input names mean)
 };
@@ -66,7 +67,8 @@ inline Fingerprint make_fingerprint(const FingerprintFields& f) {
               {"fast_decode", f.fast_decode},
               {"arithmetic", f.arithmetic},
               {"source", f.source}};
-  if (f.jpeg_decoder != JpegDecoder::exact) p.fields["decode"] = to_string(f.jpeg_decoder);
+  if (f.decode_where != DecodeWhere::cpu || f.jpeg_decoder != JpegDecoder::exact)
+    p.fields["decode"] = decode_name(f.decode_where, f.jpeg_decoder);
   return p;
 }
 

@@ -6,6 +6,7 @@
 
 #include "vecbench/core/metrics.hpp"
 #include "vecbench/core/sink.hpp"
+#include "vecbench/input/device_decode.hpp"
 #include "vecbench/input/image_source.hpp"
 
 namespace vecbench {
@@ -15,12 +16,17 @@ struct Batch {
   std::vector<std::size_t> indices;  ///< input indices of the images that loaded (in order)
   std::vector<float> input;          ///< n*3*S*S floats
   std::vector<float> output;         ///< n*dim floats
-  Clock::time_point created;         ///< when loading began (for per-batch latency)
+  /// `--decode gpu`: the slots still held as JPEG bytes, decoded by the replica (Model::forward_encoded).
+  EncodedImages encoded;
+  /// Slots whose file failed in the replica's decoding (with the message): not delivered.
+  std::vector<std::pair<int, std::string>> failed_slots;
+  Clock::time_point created;  ///< when loading began (for per-batch latency)
   int n() const { return static_cast<int>(indices.size()); }
 };
 
 /// Loads inputs `todo[begin, end)` into `b`, decoding each image straight into its slot of the
-/// input buffer. Failed images go to `sink.on_error` (and `metrics`) and are left out.
+/// input buffer (or, with `--decode gpu`, keeping a JPEG's bytes in `b.encoded` for the replica).
+/// Failed images go to `sink.on_error` (and `metrics`) and are left out.
 inline void load_batch(const ImageSource& src, const std::vector<std::size_t>& todo, std::size_t begin, std::size_t end,
                        int size, Batch& b, ResultSink& sink, Metrics& metrics) {
   b.created = Clock::now();
@@ -28,17 +34,30 @@ inline void load_batch(const ImageSource& src, const std::vector<std::size_t>& t
   trace_batch(static_cast<std::int64_t>(b.seq), static_cast<int>(end - begin));
   const std::size_t per = static_cast<std::size_t>(size) * size * 3;
   b.input.resize((end - begin) * per);
+  b.encoded.clear();
+  b.failed_slots.clear();
   StageTimes t;
+  std::vector<std::uint8_t> bytes;
   for (std::size_t k = begin; k < end; ++k) {
     const std::size_t idx = todo[k];
     try {
-      src.load(idx, size, b.input.data() + b.indices.size() * per, t);
+      if (src.load_or_encoded(idx, size, b.input.data() + b.indices.size() * per, bytes, t)) {
+        b.encoded.slot.push_back(static_cast<int>(b.indices.size()));
+        b.encoded.bytes.push_back(std::move(bytes));
+        bytes = {};
+      }
       b.indices.push_back(idx);
     } catch (const std::exception& e) {
       sink.on_error(idx, e.what());
       metrics.add_result(false);
     }
   }
+  b.encoded.mode = src.resize_mode();
+  if (!b.encoded.empty())  // the host decoder for what the replica's decoder rejects
+    b.encoded.cpu_fallback = [&src, size, indices = b.indices](int slot, float* dst) {
+      StageTimes ignored;
+      src.load(indices.at(static_cast<std::size_t>(slot)), size, dst, ignored);
+    };
   trace_batch(static_cast<std::int64_t>(b.seq), b.n());
   {
     StageTimer timer(t, Stage::assemble);

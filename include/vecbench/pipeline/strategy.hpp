@@ -51,11 +51,12 @@ struct RunContext {
 
 namespace detail {
 /// The spans of one forward call that began at t0_ns, laid end to end as the model timed them
-/// (h2d, forward, d2h; a part of 0 s is left out). On CUDA the model's parts end in a stream
+/// (h2d, device decode, forward, d2h; a part of 0 s is left out). On CUDA the model's parts end in a stream
 /// synchronize, so they are device time, not launch time.
 inline void trace_forward(std::int64_t t0_ns, const ForwardTiming& ft) {
   std::int64_t t = t0_ns;
   for (const auto& [kind, s] : {std::pair<SpanKind, double>{SpanKind::h2d, ft.h2d_s},
+                                {SpanKind::decode, ft.decode_s},
                                 {SpanKind::forward, ft.forward_s},
                                 {SpanKind::d2h, ft.d2h_s}}) {
     const auto ns = static_cast<std::int64_t>(s * 1e9);
@@ -72,12 +73,21 @@ inline void forward_batch(Model& model, Batch& b, std::size_t device, Metrics& m
   b.output.resize(static_cast<std::size_t>(b.n()) * static_cast<std::size_t>(model.feature_dim()));
   trace_batch(static_cast<std::int64_t>(b.seq), b.n());
   const std::int64_t t0 = detail::tls_trace_lane() ? trace_now_ns() : 0;
-  const ForwardTiming ft = model.forward(b.input.data(), b.n(), b.output.data());
+  ForwardTiming ft;
+  if (b.encoded.empty()) {
+    ft = model.forward(b.input.data(), b.n(), b.output.data());
+  } else {  // --decode gpu: the replica decodes the JPEGs still held as bytes
+    DeviceDecodeCounts c;
+    ft = model.forward_encoded(b.input.data(), b.encoded, b.n(), b.output.data(), c);
+    b.failed_slots = std::move(c.failed);
+    metrics.add_device_decode(c.on_device, c.cpu_fallback);
+  }
   if (detail::tls_trace_lane()) detail::trace_forward(t0, ft);
   StageTimes t;
   t[Stage::h2d] = ft.h2d_s;
   t[Stage::forward] = ft.forward_s;
   t[Stage::d2h] = ft.d2h_s;
+  t[Stage::decode] += ft.decode_s;
   metrics.add_stages(t);
   metrics.add_batch(device, static_cast<std::size_t>(b.n()), ft.total(),
                     std::chrono::duration<double, std::milli>(Clock::now() - b.created).count());
@@ -89,9 +99,15 @@ inline void deliver_batch(const Batch& b, int dim, ResultSink& sink, Metrics& me
   trace_batch(static_cast<std::int64_t>(b.seq), b.n());
   {
     StageTimer timer(t, Stage::write);
+    std::size_t next_failed = 0;  // failed_slots are in slot order
     for (int k = 0; k < b.n(); ++k) {
-      sink.on_features(b.indices[static_cast<std::size_t>(k)], b.output.data() + static_cast<std::size_t>(k) * dim,
-                       dim);
+      const std::size_t idx = b.indices[static_cast<std::size_t>(k)];
+      if (next_failed < b.failed_slots.size() && b.failed_slots[next_failed].first == k) {
+        sink.on_error(idx, b.failed_slots[next_failed++].second);
+        metrics.add_result(false);
+        continue;
+      }
+      sink.on_features(idx, b.output.data() + static_cast<std::size_t>(k) * dim, dim);
       metrics.add_result(true);
     }
   }

@@ -136,6 +136,10 @@ struct Sample {
   std::vector<std::pair<double, double>> queue_depth;  ///< (t_s since start, depth) (optional)
   std::int64_t peak_rss_bytes = 0;                     ///< process peak resident memory, bytes (0 = unknown)
   double setup_s = 0.0;  ///< model loading and warm-up before the clock started, s (optional)
+  /// `--decode gpu`: JPEGs decoded on the devices, and those the host decoded instead (rejected by
+  /// nvJPEG, or a host replica) (optional; -1 = absent: host decoding only).
+  std::int64_t device_decoded = -1;
+  std::int64_t device_decode_fallbacks = -1;
   /// Multi-process runs: every rank's figures; the sample's own are totals, with wall_s the
   /// slowest rank's (optional; absent for one process).
   std::optional<RanksInfo> ranks = std::nullopt;
@@ -171,6 +175,8 @@ constexpr auto field_table(const Sample&) {
       field("queue_depth", &S::queue_depth, opt),
       field("peak_rss_bytes", &S::peak_rss_bytes, opt, Emit::always, "bytes", Better::lower),
       field("setup_s", &S::setup_s, opt, Emit::always, "s", Better::lower),
+      field("device_decoded", &S::device_decoded, opt, Emit::when_set, "images"),
+      field("device_decode_fallbacks", &S::device_decode_fallbacks, opt, Emit::when_set, "images"),
       field("ranks", &S::ranks, opt, Emit::when_set), field("trace", &S::trace, opt, Emit::when_set));
 }
 

@@ -35,6 +35,10 @@ inline Sample sample_from_stats(const RunStats& st, int rep = 0) {
   for (std::size_t i = 0; i < n; i += step)
     s.queue_depth.emplace_back(st.queue_depth[i].first, static_cast<double>(st.queue_depth[i].second));
   s.peak_rss_bytes = static_cast<std::int64_t>(st.peak_rss_bytes);
+  if (st.device_decoded + st.device_decode_fallbacks > 0) {
+    s.device_decoded = static_cast<std::int64_t>(st.device_decoded);
+    s.device_decode_fallbacks = static_cast<std::int64_t>(st.device_decode_fallbacks);
+  }
   return s;
 }
 
