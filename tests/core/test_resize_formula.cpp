@@ -1,5 +1,6 @@
 // The CUDA resize kernel's per-pixel code (resize_pixel_to_chw, resize_formula.hpp), run here on
-// the host over every output pixel, gives resize_rgb_to_chw's floats bit for bit.
+// the host over every output pixel, gives resize_rgb_to_chw's floats bit for bit; and the build
+// without nvJPEG refuses `--decode gpu` with a ConfigError.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "vecbench/input/device_decode.hpp"
 #include "vecbench/input/resize.hpp"
 #include "vecbench/input/resize_formula.hpp"
 
@@ -103,3 +105,17 @@ TEST(ResizeFormula, BlendIsTopThenBottomThenVertical) {
   EXPECT_EQ(detail::bilinear_blend(10, 30, 50, 90, 0.25f, 0.5f), 37.5f);
   EXPECT_EQ(detail::bilinear_blend(7, 200, 9, 3, 0.0f, 0.0f), 7.0f);
 }
+
+#ifndef VECBENCH_WITH_NVJPEG
+TEST(DeviceDecode, BuildWithoutNvjpegRefusesGpuDecoding) {
+  EXPECT_FALSE(nvjpeg_available());
+  EXPECT_THROW(make_nvjpeg_decoder(0, nullptr, 8, 299, ResizeMode::tf_legacy), ConfigError);
+  try {
+    make_nvjpeg_decoder(0, nullptr, 8, 299, ResizeMode::bilinear);
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("no nvJPEG"), std::string::npos) << e.what();
+  }
+}
+#else
+TEST(DeviceDecode, BuildWithNvjpegHasIt) { EXPECT_TRUE(nvjpeg_available()); }
+#endif
