@@ -1,4 +1,4 @@
-// The device JPEG decoder of a build without nvJPEG (no CUDA LibTorch, or no nvJPEG found).
+// The device JPEG decoder of a build without CUDA or without nvJPEG: `--decode gpu` is refused.
 #include "vecbench/input/device_decode.hpp"
 
 namespace vecbench {
@@ -7,8 +7,8 @@ bool nvjpeg_available() { return false; }
 
 std::unique_ptr<DeviceJpegDecoder> make_nvjpeg_decoder(int, void*, int, int, ResizeMode) {
   throw ConfigError("decode",
-                    "--decode gpu: this vecbench was built without nvJPEG (build against a CUDA LibTorch with the "
-                    "nvidia-nvjpeg wheel; see README)");
+                    "gpu decoding needs nvJPEG, and this build has no nvJPEG (a CUDA build with the nvidia-nvjpeg "
+                    "wheel or a CUDA toolkit that has nvjpeg.h; see VECBENCH_NVJPEG_ROOT): use --decode exact or tf");
 }
 
 }  // namespace vecbench

@@ -7,17 +7,9 @@
 #include <vector>
 
 #include "vecbench/core/error.hpp"
+#include "vecbench/input/resize_formula.hpp"
 
 namespace vecbench {
-
-/// How images are resized to the model's input size.
-enum class ResizeMode {
-  /// TF1 `ResizeBilinear` (align_corners=false, half_pixel_centers=false): src = dst * in/out.
-  /// What the seed's graph (classify_image_graph_def.pb) does internally, in float.
-  tf_legacy,
-  /// Bilinear with half-pixel centres: src = (dst + 0.5) * in/out - 0.5 (clamped at 0).
-  bilinear,
-};
 
 inline ResizeMode parse_resize_mode(const std::string& s) {
   if (s == "tf-legacy") return ResizeMode::tf_legacy;
@@ -27,28 +19,17 @@ inline ResizeMode parse_resize_mode(const std::string& s) {
 inline std::string to_string(ResizeMode m) { return m == ResizeMode::tf_legacy ? "tf-legacy" : "bilinear"; }
 
 namespace detail {
-struct Tap {
-  int lo, hi;
-  float frac;
-};
 inline std::vector<Tap> resize_taps(int in, int out, ResizeMode mode) {
   std::vector<Tap> taps(static_cast<std::size_t>(out));
-  const float scale = static_cast<float>(in) / static_cast<float>(out);
-  for (int i = 0; i < out; ++i) {
-    float src =
-        mode == ResizeMode::tf_legacy ? static_cast<float>(i) * scale : (static_cast<float>(i) + 0.5f) * scale - 0.5f;
-    if (src < 0.0f) src = 0.0f;
-    const float f = std::floor(src);
-    const int lo = std::min(static_cast<int>(f), in - 1);
-    taps[static_cast<std::size_t>(i)] = Tap{lo, std::min(lo + 1, in - 1), src - f};
-  }
+  const float scale = resize_scale(in, out);
+  for (int i = 0; i < out; ++i) taps[static_cast<std::size_t>(i)] = resize_tap(i, in, scale, mode);
   return taps;
 }
 }  // namespace detail
 
 /// Resizes an interleaved RGB uint8 image (h x w, `row_stride` bytes per row) to out x out and
-/// writes it planar (CHW) as float 0..255 into `dst` (3*out*out floats). Interpolates in float:
-/// top = tl + (tr - tl) * fx; bottom = bl + (br - bl) * fx; value = top + (bottom - top) * fy.
+/// writes it planar (CHW) as float 0..255 into `dst` (3*out*out floats). Interpolates in float
+/// (detail::bilinear_blend; the CUDA kernel computes the same floats: resize_formula.hpp).
 inline void resize_rgb_to_chw(const std::uint8_t* src, int h, int w, std::size_t row_stride, int out, ResizeMode mode,
                               float* dst) {
   if (h <= 0 || w <= 0) throw Error("resize: empty image");
@@ -73,10 +54,8 @@ inline void resize_rgb_to_chw(const std::uint8_t* src, int h, int w, std::size_t
       const auto& b = tx[static_cast<std::size_t>(x)];
       const int l = b.lo * 3, r = b.hi * 3;
       for (int c = 0; c < 3; ++c) {
-        const float tl = r0[l + c], tr = r0[r + c], bl = r1[l + c], br = r1[r + c];
-        const float top = tl + (tr - tl) * b.frac;
-        const float bottom = bl + (br - bl) * b.frac;
-        o[static_cast<std::size_t>(c) * plane + x] = top + (bottom - top) * a.frac;
+        o[static_cast<std::size_t>(c) * plane + x] =
+            detail::bilinear_blend(r0[l + c], r0[r + c], r1[l + c], r1[r + c], b.frac, a.frac);
       }
     }
   }
