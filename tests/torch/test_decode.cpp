@@ -413,6 +413,23 @@ TEST(DecodeExact, JpegKinds) {
   expect_same_as_opencv(mjpeg, "no DHT");
 }
 
+// --decode gpu hands a device decoder only JPEGs that libjpeg reads as YCbCr (or gray): an
+// RGB-coded one (Adobe transform 0, which libjpeg writes for JCS_RGB) stays on the host.
+TEST(DecodeGpuRouting, RgbCodedJpegsAreNotYcc) {
+  const int w = 40, h = 30;
+  EXPECT_TRUE(jpeg_colour_is_ycc(libjpeg_encode(pattern(w, h, 3, 1), w, h, JpegSpec{})));
+  EXPECT_TRUE(jpeg_colour_is_ycc(
+      libjpeg_encode(pattern(w, h, 1, 1), w, h, {1, JCS_GRAYSCALE, JCS_GRAYSCALE, 90, false, false, 0, 1, 1})));
+  EXPECT_FALSE(
+      jpeg_colour_is_ycc(libjpeg_encode(pattern(w, h, 3, 1), w, h, {3, JCS_RGB, JCS_RGB, 90, false, false, 0, 1, 1})));
+  for (const auto& f : fs::directory_iterator("/usr/share/doc/opencv-doc/examples/data"))
+    if (f.path().extension() == ".jpg") {
+      std::ifstream in(f.path(), std::ios::binary);
+      const Bytes b((std::istreambuf_iterator<char>(in)), {});
+      EXPECT_TRUE(jpeg_colour_is_ycc(b)) << f.path();
+    }
+}
+
 TEST(DecodeExact, JpegFastDecodeEveryScale) {
   const cv::Mat bgr = photo(1300, 1240, 5);
   JpegSpec cmyk{4, JCS_CMYK, JCS_YCCK, 85, false, false, 0, 2, 2};

@@ -81,6 +81,35 @@ inline bool jpeg_dimensions(const std::vector<std::uint8_t>& b, int& w, int& h) 
   return false;
 }
 
+/// True when a 3-component JPEG's colour is YCbCr as libjpeg reads it (the usual case), false
+/// where libjpeg takes it as RGB: an Adobe APP14 marker with transform 0, or SOF component ids
+/// 'R', 'G', 'B' without JFIF. Grayscale and 4-component streams say true here (other checks
+/// handle them). A device decoder that assumes YCbCr must leave the others to the host.
+inline bool jpeg_colour_is_ycc(const std::vector<std::uint8_t>& b) {
+  bool jfif = false;
+  std::size_t i = 2;
+  while (i + 4 < b.size()) {
+    if (b[i] != 0xFF) return true;  // not a marker: leave it to the decoders' own checks
+    const std::uint8_t m = b[i + 1];
+    if (m == 0xFF) {
+      ++i;
+      continue;
+    }
+    const std::size_t len = (static_cast<std::size_t>(b[i + 2]) << 8) | b[i + 3];
+    if (len < 2 || i + 2 + len > b.size()) return true;
+    const std::uint8_t* seg = b.data() + i + 4;  // segment payload, len - 2 bytes
+    if (m == 0xE0 && len >= 7 && std::memcmp(seg, "JFIF", 4) == 0) jfif = true;
+    if (m == 0xEE && len >= 14 && std::memcmp(seg, "Adobe", 5) == 0) return seg[11] != 0;  // transform
+    if ((m >= 0xC0 && m <= 0xCF) && m != 0xC4 && m != 0xC8 && m != 0xCC) {
+      if (len < 8 || seg[5] != 3 || len < 8 + 3 * 3) return true;
+      return jfif || !(seg[6] == 'R' && seg[9] == 'G' && seg[12] == 'B');
+    }
+    if (m == 0xDA) return true;  // start of scan before any SOF: leave it to the decoders
+    i += 2 + len;
+  }
+  return true;
+}
+
 /// True when a JPEG stream has its end-of-image marker (trailing padding allowed).
 inline bool jpeg_complete(const std::vector<std::uint8_t>& b) {
   const std::size_t tail = b.size() > 4096 ? b.size() - 4096 : 0;

@@ -127,11 +127,13 @@ class FileSource : public ImageSource {
     StageTimer timer(t, Stage::resize);
     resize_rgb_to_chw(rgb.data, rgb.rows, rgb.cols, rgb.step[0], size, mode_, dst);
   }
-  /// A complete JPEG whose header reads, within the pixel limit, with nothing the device decoder
-  /// would do differently from the settings (EXIF orientation applied, reduced-DCT decode):
+  /// A complete YCbCr (or grayscale) JPEG whose header reads, within the pixel limit, with nothing
+  /// the device decoder would do differently (RGB-coded JPEGs, EXIF orientation applied,
+  /// reduced-DCT decode):
   /// everything else (and every error message) goes through the host decoder.
   bool device_may_decode(const std::vector<std::uint8_t>& bytes) const {
-    if (opt_.exif == ExifPolicy::apply || opt_.fast || sniff_format(bytes) != "JPEG" || !jpeg_complete(bytes))
+    if (opt_.exif == ExifPolicy::apply || opt_.fast || sniff_format(bytes) != "JPEG" || !jpeg_complete(bytes) ||
+        !jpeg_colour_is_ycc(bytes))
       return false;
     ImageHeader h;
     if (!read_image_header(bytes, h)) return false;
