@@ -17,5 +17,5 @@ export ASAN_OPTIONS=detect_leaks=1
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tools/tsan.supp"
 run_san asan "-fsanitize=address,undefined -fno-sanitize-recover=all" "*"
 # TSan: the threaded parts (strategies, queue, writer, ranks as threads); the report test spawns python, skip it.
-run_san tsan "-fsanitize=thread" "All/*:DataParallel*:ReplicaPool*:DeviceWorker*:Queue*:Writer*:Pipeline*:Distributed*"
+run_san tsan "-fsanitize=thread" "All/*:DataParallel*:ReplicaPool*:DeviceWorker*:Queue*:Writer*:Pipeline*:Distributed*:Trace*:DeviceDecode*"
 echo "sanitizers: clean"

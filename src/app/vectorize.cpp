@@ -297,6 +297,7 @@ int cmd_vectorize(const VectorizeArgs& args) {
   s.decode_threads = a.decode_threads;
   s.prefetch_batches = a.prefetch;
   s.warmup_batches = a.warmup;
+  s.overlap_setup = true;  // data-parallel: decoding fills the queue while the replicas build
   s.stop = &stop_flag();
   std::unique_ptr<Trace> trace;  // --trace FILE: every thread's spans, written after the run
   if (!a.trace_file.empty())

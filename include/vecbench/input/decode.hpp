@@ -87,6 +87,7 @@ inline bool jpeg_dimensions(const std::vector<std::uint8_t>& b, int& w, int& h) 
 /// handle them). A device decoder that assumes YCbCr must leave the others to the host.
 inline bool jpeg_colour_is_ycc(const std::vector<std::uint8_t>& b) {
   bool jfif = false;
+  int adobe = -1;  // the APP14 Adobe marker's transform, -1 without one
   std::size_t i = 2;
   while (i + 4 < b.size()) {
     if (b[i] != 0xFF) return true;  // not a marker: leave it to the decoders' own checks
@@ -99,9 +100,10 @@ inline bool jpeg_colour_is_ycc(const std::vector<std::uint8_t>& b) {
     if (len < 2 || i + 2 + len > b.size()) return true;
     const std::uint8_t* seg = b.data() + i + 4;  // segment payload, len - 2 bytes
     if (m == 0xE0 && len >= 7 && std::memcmp(seg, "JFIF", 4) == 0) jfif = true;
-    if (m == 0xEE && len >= 14 && std::memcmp(seg, "Adobe", 5) == 0) return seg[11] != 0;  // transform
+    if (m == 0xEE && len >= 14 && std::memcmp(seg, "Adobe", 5) == 0) adobe = seg[11];  // its colour transform
     if ((m >= 0xC0 && m <= 0xCF) && m != 0xC4 && m != 0xC8 && m != 0xCC) {
-      if (len < 8 || seg[5] != 3 || len < 8 + 3 * 3) return true;
+      if (len < 8 || seg[5] != 3 || len < 8 + 3 * 3) return true;  // gray (Adobe transform 0 is usual there), CMYK
+      if (adobe >= 0) return adobe != 0;
       return jfif || !(seg[6] == 'R' && seg[9] == 'G' && seg[12] == 'B');
     }
     if (m == 0xDA) return true;  // start of scan before any SOF: leave it to the decoders

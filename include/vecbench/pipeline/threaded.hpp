@@ -66,6 +66,9 @@ struct ReplicaRun {
   std::function<void(std::size_t, Model&)> worker;
   /// Runs in the calling thread once every replica is ready (may be empty).
   std::function<void()> coordinator;
+  /// With RunSettings::overlap_setup: runs in the calling thread as soon as the replicas' jobs
+  /// are submitted, while they build (may be empty; data-parallel starts its decoders here).
+  std::function<void()> prelude;
   /// Called once on the first error anywhere: wake every blocked thread (abort queues).
   std::function<void()> on_abort;
   /// The coordinator's trace lane ("writer" where it delivers the results).
@@ -114,6 +117,13 @@ inline void run_replicas(RunContext& ctx, const ReplicaRun& r) {
         }));
     } catch (...) {
       fail();  // a worker refused the job (shut down): the jobs already queued are aborted
+    }
+    if (r.prelude && ctx.settings.overlap_setup && !errors.failed()) {
+      try {
+        r.prelude();
+      } catch (...) {
+        fail();
+      }
     }
     {
       std::unique_lock<std::mutex> lk(ready_m);

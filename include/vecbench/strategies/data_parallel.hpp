@@ -49,9 +49,17 @@ class DataParallelStrategy : public Strategy {
       }
       if (--workers_left == 0) done.close();
     };
-    r.coordinator = [&] {
-      ErrorCollector errors;
-      std::vector<std::thread> decoders;
+    ErrorCollector errors;  // the decoders' and the writer's
+    std::vector<std::thread> decoders;
+    struct Join {  // on every way out of run(): the decoders may have started in the prelude
+      std::vector<std::thread>& t;
+      ~Join() {
+        for (auto& d : t)
+          if (d.joinable()) d.join();
+      }
+    } join{decoders};
+    auto start_decoders = [&] {
+      if (!decoders.empty()) return;
       for (int d = 0; d < n_decoders; ++d)
         decoders.emplace_back([&, d] {
           TraceThread lane(ctx.settings.trace, "decoder " + std::to_string(d));
@@ -75,6 +83,10 @@ class DataParallelStrategy : public Strategy {
           }
           if (--decoders_left == 0) ready.close();
         });
+    };
+    r.prelude = start_decoders;  // vectorize: decoding fills the queue while the replicas build
+    r.coordinator = [&] {
+      start_decoders();
       try {
         for (;;) {
           std::optional<Batch> b;
@@ -93,7 +105,7 @@ class DataParallelStrategy : public Strategy {
       for (auto& t : decoders) t.join();
       errors.rethrow_if_any();
     };
-    run_replicas(ctx, r);
+    run_replicas(ctx, r);  // a replica that fails aborts the queues, so the decoders end and Join joins them
   }
 };
 

@@ -18,6 +18,8 @@ struct StubOptions {
   int fail_after_calls = -1;       ///< forward throws on this call index (>= 0) of each replica
   int fail_device = -1;            ///< only this replica's virtual_index fails (-1: all)
   bool fail_on_load = false;       ///< the factory itself throws
+  double prepare_s = 0.0;          ///< Model::prepare sleeps this long (a replica that takes time to build)
+  bool fail_in_prepare = false;    ///< Model::prepare throws (after prepare_s)
 };
 
 /// features[j] = sum over pixels p of input[p] * w(j, p), computed per image in a fixed order,
@@ -46,6 +48,14 @@ class StubModel : public Model {
     t.forward_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return t;
   }
+  void prepare(int) override {
+    if (o_.prepare_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(o_.prepare_s));
+    prepared_at_ = std::chrono::steady_clock::now();
+    if (o_.fail_in_prepare && (o_.fail_device < 0 || o_.fail_device == dev_.virtual_index))
+      throw ReplicaError("stub replica " + dev_.name() + " failed to build");
+  }
+  /// When prepare() last returned.
+  std::chrono::steady_clock::time_point prepared_at() const { return prepared_at_; }
   /// Warm-up does nothing here, so `fail_after_calls` counts timed calls only.
   void warmup(int, int) override {}
   int calls() const { return calls_; }
@@ -54,6 +64,7 @@ class StubModel : public Model {
   VirtualDevice dev_;
   StubOptions o_;
   int calls_ = 0;
+  std::chrono::steady_clock::time_point prepared_at_{};
 };
 
 /// A factory of stub replicas; counts how many were made.
