@@ -5,9 +5,11 @@
 #   - the header-only libraries (nlohmann/json, CLI11);
 #   - nvJPEG (nvjpeg.h and libnvjpeg.so.13 from the nvidia-nvjpeg wheel of tools/cuda_build.sh's
 #     venv), in case PyTorch's wheels there do not bring it;
-#   - a pre-decoded uint8 .npy of real photos (the GPU machine may have no OpenCV C++ library,
-#     so it cannot decode image files itself), and the JPEGs themselves (jpegs/) for the
-#     decode runs where it can.
+#   - libjpeg-turbo and libpng with their headers (Debian's libjpeg.so.62 and libpng16.so.16, and
+#     zlib's headers, which CMake's FindPNG wants) in codec/{include,lib}: a build without OpenCV
+#     still decodes JPEG and PNG files with them (VECBENCH_CODEC_ROOT);
+#   - a pre-decoded uint8 .npy of real photos (the GPU machine may have no OpenCV C++ library),
+#     and the JPEGs themselves (jpegs/) for the decode runs.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
@@ -22,6 +24,26 @@ if [ -n "$NV" ] && [ -f "$NV/include/nvjpeg.h" ]; then
 else
   echo "pack_deps: no nvJPEG wheel in $VENV (run tools/cuda_build.sh first): the GPU build uses the machine's own"
 fi
+CODEC=.gpu-deps/codec
+ARCH=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+rm -rf "$CODEC" && mkdir -p "$CODEC/include" "$CODEC/lib"
+for h in jpeglib.h jmorecfg.h jerror.h png.h pngconf.h pnglibconf.h zlib.h zconf.h; do
+  cp -L "/usr/include/$h" "$CODEC/include/"
+done
+cp -L "/usr/include/$ARCH/jconfig.h" "$CODEC/include/"  # Debian keeps it in the multiarch folder
+LIB=/usr/lib/$ARCH
+for so in libjpeg.so.62 libpng16.so.16; do
+  real=$(readlink -f "$LIB/$so")
+  cp "$real" "$CODEC/lib/"
+  ln -sf "$(basename "$real")" "$CODEC/lib/$so"
+done
+ln -sf libjpeg.so.62 "$CODEC/lib/libjpeg.so"
+ln -sf libpng16.so.16 "$CODEC/lib/libpng16.so"
+ln -sf libpng16.so "$CODEC/lib/libpng.so"
+# zlib: the GPU machine has libz.so.1 (LibTorch needs it); only the link-time name is missing there.
+cp "$(readlink -f "$LIB/libz.so.1")" "$CODEC/lib/"
+ln -sf "$(basename "$(readlink -f "$LIB/libz.so.1")")" "$CODEC/lib/libz.so.1"
+ln -sf libz.so.1 "$CODEC/lib/libz.so"
 mkdir -p .gpu-deps/jpegs
 cp /usr/share/doc/opencv-doc/examples/data/*.jpg .gpu-deps/jpegs/
 list=$(mktemp)
