@@ -32,18 +32,11 @@ for h in jpeglib.h jmorecfg.h jerror.h png.h pngconf.h pnglibconf.h zlib.h zconf
 done
 cp -L "/usr/include/$ARCH/jconfig.h" "$CODEC/include/"  # Debian keeps it in the multiarch folder
 LIB=/usr/lib/$ARCH
-for so in libjpeg.so.62 libpng16.so.16; do
-  real=$(readlink -f "$LIB/$so")
-  cp "$real" "$CODEC/lib/"
-  ln -sf "$(basename "$real")" "$CODEC/lib/$so"
+# Plain copies under each name the build and the loader look for (no symbolic links, which a
+# carried folder may not keep). zlib: FindPNG wants it; the GPU machine has libz.so.1 anyway.
+for name in libjpeg.so libjpeg.so.62 libpng.so libpng16.so libpng16.so.16 libz.so libz.so.1; do
+  cp -L "$LIB/$name" "$CODEC/lib/"
 done
-ln -sf libjpeg.so.62 "$CODEC/lib/libjpeg.so"
-ln -sf libpng16.so.16 "$CODEC/lib/libpng16.so"
-ln -sf libpng16.so "$CODEC/lib/libpng.so"
-# zlib: the GPU machine has libz.so.1 (LibTorch needs it); only the link-time name is missing there.
-cp "$(readlink -f "$LIB/libz.so.1")" "$CODEC/lib/"
-ln -sf "$(basename "$(readlink -f "$LIB/libz.so.1")")" "$CODEC/lib/libz.so.1"
-ln -sf libz.so.1 "$CODEC/lib/libz.so"
 mkdir -p .gpu-deps/jpegs
 cp /usr/share/doc/opencv-doc/examples/data/*.jpg .gpu-deps/jpegs/
 list=$(mktemp)
