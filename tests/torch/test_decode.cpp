@@ -413,7 +413,7 @@ TEST(DecodeBasic, SameErrorsAndWarningsAsDecodeRgb) {
   };
   DecodeOptions lenient;
   lenient.lenient = true;
-  for (const Bytes* b : {&cut, &truncated, &png_cut})
+  for (const Bytes* b : std::initializer_list<const Bytes*>{&cut, &truncated, &png_cut})
     for (const DecodeOptions& o : {DecodeOptions{}, lenient}) {
       std::string w1, w2;
       const std::string e1 = error(rgb, *b, o, &w1), e2 = error(basic, *b, o, &w2);
