@@ -24,6 +24,7 @@
 
 #include "vecbench/input/codec.hpp"
 #include "vecbench/input/decode.hpp"
+#include "vecbench/input/decode_basic.hpp"
 #include "vecbench/input/image_files.hpp"
 #include "vecbench/testing/temp_dir.hpp"
 
@@ -352,6 +353,74 @@ TEST(DecodeExact, OpenCvSampleJpegsAndPngs) {
   }
   EXPECT_GE(jpegs, 20);
   EXPECT_GE(pngs, 20);
+}
+
+// decode_rgb_basic (no OpenCV) gives decode_rgb's pixels, bit for bit, on every sample photo,
+// with both JPEG decoders, both EXIF policies and every reduced DCT scale.
+TEST(DecodeBasic, SameAsDecodeRgbOnOpenCvSamples) {
+  if (!fs::is_directory(kSamples)) GTEST_SKIP() << kSamples << " missing (apt-get install opencv-doc)";
+  int files = 0;
+  auto same = [](const Bytes& b, const std::string& what, const DecodeOptions& o) {
+    const cv::Mat want = decode_rgb(b, what, o);
+    const BasicRgbImage got = decode_rgb_basic(b, what, o);
+    ASSERT_EQ(got.width, want.cols) << what;
+    ASSERT_EQ(got.height, want.rows) << what;
+    ASSERT_EQ(got.stride, want.step[0]) << what;
+    EXPECT_TRUE(std::equal(got.pixels.begin(), got.pixels.end(), want.data)) << what;
+  };
+  for (const auto& e : fs::directory_iterator(kSamples)) {
+    const std::string ext = e.path().extension().string();
+    if (ext != ".jpg" && ext != ".png") continue;
+    const Bytes b = read_all(e.path());
+    ++files;
+    for (JpegDecoder d : {JpegDecoder::exact, JpegDecoder::tf})
+      for (ExifPolicy p : {ExifPolicy::ignore, ExifPolicy::apply}) {
+        DecodeOptions o;
+        o.jpeg_decoder = d;
+        o.exif = p;
+        same(b, e.path().string() + " " + to_string(d), o);
+        if (ext == ".jpg" && p == ExifPolicy::ignore) {
+          o.fast = true;
+          o.target_size = 64;  // a reduced DCT scale for every sample larger than 128 pixels
+          same(b, e.path().string() + " fast " + to_string(d), o);
+        }
+      }
+  }
+  EXPECT_GE(files, 40);
+}
+
+// The same errors and warnings as decode_rgb for corrupt and truncated data.
+TEST(DecodeBasic, SameErrorsAndWarningsAsDecodeRgb) {
+  const Bytes jpg = encode(".jpg", photo(320, 240, 1), {cv::IMWRITE_JPEG_QUALITY, 90});
+  Bytes cut(jpg.begin(), jpg.begin() + static_cast<long>(jpg.size() * 6 / 10));
+  const Bytes truncated = cut;
+  cut.insert(cut.end(), {0xFF, 0xD9});
+  const Bytes png = encode(".png", photo(64, 48, 2));
+  const Bytes png_cut(png.begin(), png.begin() + static_cast<long>(png.size() / 2));
+  auto error = [](auto decode, const Bytes& b, const DecodeOptions& o, std::string* warning) {
+    try {
+      decode(b, "x", o, warning);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const auto rgb = [](const Bytes& b, const std::string& n, const DecodeOptions& o, std::string* w) {
+    return decode_rgb(b, n, o, w);
+  };
+  const auto basic = [](const Bytes& b, const std::string& n, const DecodeOptions& o, std::string* w) {
+    return decode_rgb_basic(b, n, o, w);
+  };
+  DecodeOptions lenient;
+  lenient.lenient = true;
+  for (const Bytes* b : std::initializer_list<const Bytes*>{&cut, &truncated, &png_cut})
+    for (const DecodeOptions& o : {DecodeOptions{}, lenient}) {
+      std::string w1, w2;
+      const std::string e1 = error(rgb, *b, o, &w1), e2 = error(basic, *b, o, &w2);
+      EXPECT_EQ(e2, e1);
+      EXPECT_EQ(w2, w1);
+    }
+  EXPECT_EQ(error(basic, truncated, {}, nullptr), "x: truncated JPEG (no end-of-image marker)");
 }
 
 TEST(DecodeExact, JpegKinds) {

@@ -3,7 +3,8 @@
 # but possibly no Debian -dev packages, no OpenCV C++ library and no package registry. Its plan
 # fits 10 minutes of one H200 with 16 cores (each experiment has a time budget and a timeout):
 #   1. configures vecbench against the PyTorch install's LibTorch with CUDA and nvJPEG (carried
-#      in .gpu-deps/nvjpeg by tools/device/pack_deps.sh where the machine has none) and builds
+#      in .gpu-deps/nvjpeg by tools/device/pack_deps.sh where the machine has none), and libjpeg
+#      and libpng (.gpu-deps/codec) for reading JPEG and PNG files without OpenCV, and builds
 #      the CLI (-j all cores, ~2-3 min);
 #   2. exports the default synthetic model there (a model file is ~90 MB: made, not copied);
 #   3. runs, each as one interleaved `vecbench run` experiment verified against the CPU fp32
@@ -15,8 +16,8 @@
 #      - gpu_real_fp32: real photos pre-decoded here (the GPU machine may not decode files);
 #   4. `vectorize` on real JPEGs (.gpu-deps/jpegs), --decode cpu against --decode gpu, 3 rounds
 #      alternating, and --engine none (the decode ceiling) for each, on cuda:0/3 with a 1 GB cap
-#      per virtual device, where the build can read image files (it needs OpenCV's C++ library;
-#      the log says when it is skipped);
+#      per virtual device, where the build can read JPEG files (libjpeg and libpng: the machine's
+#      own or .gpu-deps/codec from pack_deps.sh; no OpenCV needed; the log says when it is skipped);
 #   5. writes result JSON files, a markdown table (gpu_check.md) and the log into OUT_DIR.
 # Usage (on the GPU machine, from the repository root, with .gpu-deps/ carried along):
 #   tools/device/gpu_check.sh OUT_DIR
@@ -34,9 +35,11 @@ $PY -c 'import torch;print("torch", torch.__version__, "cuda", torch.version.cud
 TORCH_PREFIX=$($PY -c 'import torch;print(torch.utils.cmake_prefix_path)')
 NVJPEG=""
 [ -f .gpu-deps/nvjpeg/include/nvjpeg.h ] && NVJPEG="-DVECBENCH_NVJPEG_ROOT=$PWD/.gpu-deps/nvjpeg"
+CODEC=""
+[ -d .gpu-deps/codec ] && CODEC="-DVECBENCH_CODEC_ROOT=$PWD/.gpu-deps/codec"
 say "configure + build"
 GEN=""; command -v ninja >/dev/null && GEN="-G Ninja"
-cmake -S . -B build-gpu $GEN -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$TORCH_PREFIX" $NVJPEG \
+cmake -S . -B build-gpu $GEN -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$TORCH_PREFIX" $NVJPEG $CODEC \
   -DVECBENCH_DEPS_INCLUDE="$PWD/.gpu-deps/include" -DVECBENCH_PYTHON="$(command -v $PY)" \
   -DVECBENCH_BUILD_TESTS=OFF -DVECBENCH_BUILD_BENCH=OFF -DVECBENCH_HEADER_TESTS=OFF | tee build-gpu.cmake.log || exit 1
 cmake --build build-gpu -j"$(nproc)" --target vecbench default_model || exit 1
@@ -68,7 +71,7 @@ for e in gpu_model_fp32 gpu_model_fp16 gpu_model_bf16 gpu_real_fp32; do
 done
 say "decode: cpu vs gpu on real JPEGs"
 JPEGS=.gpu-deps/jpegs
-if grep -q "image decoding (OpenCV): ON" build-gpu.cmake.log && [ -d "$JPEGS" ]; then
+if grep -q "image decoding: JPEG+PNG" build-gpu.cmake.log && [ -d "$JPEGS" ]; then
   for round in 1 2 3; do
     for d in cpu gpu; do
       for eng in torchscript none; do
@@ -79,7 +82,7 @@ if grep -q "image decoding (OpenCV): ON" build-gpu.cmake.log && [ -d "$JPEGS" ];
     done
   done
 else
-  echo "skipped: this build cannot read image files (no OpenCV C++ library here) or no $JPEGS"
+  echo "skipped: this build cannot read JPEG files (no libjpeg/libpng: .gpu-deps/codec) or no $JPEGS"
 fi
 say "collect"
 find "$OUT/results" -name '*.json' -exec cp {} "$OUT/" \; 2>/dev/null

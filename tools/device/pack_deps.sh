@@ -5,9 +5,11 @@
 #   - the header-only libraries (nlohmann/json, CLI11);
 #   - nvJPEG (nvjpeg.h and libnvjpeg.so.13 from the nvidia-nvjpeg wheel of tools/cuda_build.sh's
 #     venv), in case PyTorch's wheels there do not bring it;
-#   - a pre-decoded uint8 .npy of real photos (the GPU machine may have no OpenCV C++ library,
-#     so it cannot decode image files itself), and the JPEGs themselves (jpegs/) for the
-#     decode runs where it can.
+#   - libjpeg-turbo and libpng with their headers (Debian's libjpeg.so.62 and libpng16.so.16, and
+#     zlib's headers, which CMake's FindPNG wants) in codec/{include,lib}: a build without OpenCV
+#     still decodes JPEG and PNG files with them (VECBENCH_CODEC_ROOT);
+#   - a pre-decoded uint8 .npy of real photos (the GPU machine may have no OpenCV C++ library),
+#     and the JPEGs themselves (jpegs/) for the decode runs.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
@@ -22,6 +24,19 @@ if [ -n "$NV" ] && [ -f "$NV/include/nvjpeg.h" ]; then
 else
   echo "pack_deps: no nvJPEG wheel in $VENV (run tools/cuda_build.sh first): the GPU build uses the machine's own"
 fi
+CODEC=.gpu-deps/codec
+ARCH=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+rm -rf "$CODEC" && mkdir -p "$CODEC/include" "$CODEC/lib"
+for h in jpeglib.h jmorecfg.h jerror.h png.h pngconf.h pnglibconf.h zlib.h zconf.h; do
+  cp -L "/usr/include/$h" "$CODEC/include/"
+done
+cp -L "/usr/include/$ARCH/jconfig.h" "$CODEC/include/"  # Debian keeps it in the multiarch folder
+LIB=/usr/lib/$ARCH
+# Plain copies under each name the build and the loader look for (no symbolic links, which a
+# carried folder may not keep). zlib: FindPNG wants it; the GPU machine has libz.so.1 anyway.
+for name in libjpeg.so libjpeg.so.62 libpng.so libpng16.so libpng16.so.16 libz.so libz.so.1; do
+  cp -L "$LIB/$name" "$CODEC/lib/"
+done
 mkdir -p .gpu-deps/jpegs
 cp /usr/share/doc/opencv-doc/examples/data/*.jpg .gpu-deps/jpegs/
 list=$(mktemp)

@@ -1,16 +1,15 @@
-// Decoding image bytes into RGB uint8, with clear errors for bad input. JPEG and PNG go through
-// the direct libjpeg/libpng decoders of codec.hpp (pixels identical to OpenCV 4.6's, decoder
-// warnings caught and attributed to the file instead of printed); other formats through OpenCV.
+// Decoding image bytes into RGB uint8 with OpenCV, with clear errors for bad input (the checks and
+// the JPEG/PNG decode that need no OpenCV are in decode_common.hpp; decode_basic.hpp decodes
+// without OpenCV). JPEG and PNG go through the direct libjpeg/libpng decoders of codec.hpp
+// (pixels identical to OpenCV 4.6's, decoder warnings caught and attributed to the file instead
+// of printed); other formats through OpenCV.
 // Strict by default: a decoder data warning (corrupt or truncated data that the decoder papered
 // over, e.g. with grey blocks) fails the file; `lenient` accepts it and reports the warning.
 // The image size is read from the header and checked against `max_pixels` before decoding.
 // EXIF orientation policy: ignored by default, as TF's DecodeJpeg in the seed's graph ignores it
 // (features then match TF's); `ExifPolicy::apply` rotates as the EXIF tag says (as OpenCV does).
 #pragma once
-#include <algorithm>
 #include <cstdint>
-#include <cstring>
-#include <new>
 #include <string>
 #include <vector>
 
@@ -19,127 +18,11 @@
 #include <opencv2/imgproc.hpp>
 
 #include "vecbench/core/error.hpp"
-#include "vecbench/input/codec.hpp"
-#include "vecbench/input/exif_policy.hpp"
-#include "vecbench/input/jpeg_decoder.hpp"
+#include "vecbench/input/decode_common.hpp"
 
 namespace vecbench {
 
-/// Decoder settings.
-struct DecodeOptions {
-  ExifPolicy exif = ExifPolicy::ignore;           ///< EXIF orientation: ignore (TF-like) or apply
-  bool fast = false;                              ///< decode large JPEGs at a reduced DCT scale (1/2, 1/4, 1/8)
-  JpegDecoder jpeg_decoder = JpegDecoder::exact;  ///< exact (PIL/OpenCV) or tf (TF's fast IDCT)
-  int target_size = 299;                          ///< the size the image is resized to (for choosing the DCT scale)
-  /// Accept files with decoder data warnings (corrupt or truncated JPEG/PNG data that still
-  /// decodes), reporting the warnings through decode_rgb's `warning`; strict (false): they fail.
-  bool lenient = false;
-  /// Refuse images with more pixels than this (from the header, before decoding; PIL's
-  /// decompression-bomb limit); 0: no limit.
-  std::uint64_t max_pixels = 178956970;
-};
-
-/// Names the container format from its magic bytes ("" if unknown).
-inline std::string sniff_format(const std::vector<std::uint8_t>& b) {
-  auto starts = [&](const char* m, std::size_t n) { return b.size() >= n && std::memcmp(b.data(), m, n) == 0; };
-  if (starts("\xFF\xD8\xFF", 3)) return "JPEG";
-  if (starts("\x89PNG\r\n\x1a\n", 8)) return "PNG";
-  if (starts("BM", 2)) return "BMP";
-  if (starts("II*\0", 4) || starts("MM\0*", 4)) return "TIFF";
-  if (b.size() >= 12 && starts("RIFF", 4) && std::memcmp(b.data() + 8, "WEBP", 4) == 0) return "WebP";
-  if (starts("GIF8", 4)) return "GIF";
-  if (b.size() >= 12 && std::memcmp(b.data() + 4, "ftyp", 4) == 0) {  // ISO base media: HEIF, AVIF
-    const std::string brand(reinterpret_cast<const char*>(b.data() + 8), 4);
-    if (brand == "avif" || brand == "avis") return "AVIF";
-    if (brand == "heic" || brand == "heix" || brand == "hevc" || brand == "heim" || brand == "heis" ||
-        brand == "mif1" || brand == "msf1")
-      return "HEIF";
-  }
-  if (starts("\xFF\x0A", 2) || starts("\0\0\0\x0CJXL \r\n\x87\n", 12)) return "JPEG XL";
-  if (b.size() >= 2 && b[0] == 'P' && b[1] >= '1' && b[1] <= '6') return "PNM";
-  return "";
-}
-
-/// Width and height from a JPEG's SOF marker; false if not found.
-inline bool jpeg_dimensions(const std::vector<std::uint8_t>& b, int& w, int& h) {
-  std::size_t i = 2;
-  while (i + 9 < b.size()) {
-    if (b[i] != 0xFF) return false;
-    const std::uint8_t m = b[i + 1];
-    if (m == 0xFF) {
-      ++i;
-      continue;
-    }
-    const std::size_t len = (static_cast<std::size_t>(b[i + 2]) << 8) | b[i + 3];
-    if ((m >= 0xC0 && m <= 0xCF) && m != 0xC4 && m != 0xC8 && m != 0xCC) {
-      h = (b[i + 5] << 8) | b[i + 6];
-      w = (b[i + 7] << 8) | b[i + 8];
-      return w > 0 && h > 0;
-    }
-    i += 2 + len;
-  }
-  return false;
-}
-
-/// True when a 3-component JPEG's colour is YCbCr as libjpeg reads it (the usual case), false
-/// where libjpeg takes it as RGB: an Adobe APP14 marker with transform 0, or SOF component ids
-/// 'R', 'G', 'B' without JFIF. Grayscale and 4-component streams say true here (other checks
-/// handle them). A device decoder that assumes YCbCr must leave the others to the host.
-inline bool jpeg_colour_is_ycc(const std::vector<std::uint8_t>& b) {
-  bool jfif = false;
-  int adobe = -1;  // the APP14 Adobe marker's transform, -1 without one
-  std::size_t i = 2;
-  while (i + 4 < b.size()) {
-    if (b[i] != 0xFF) return true;  // not a marker: leave it to the decoders' own checks
-    const std::uint8_t m = b[i + 1];
-    if (m == 0xFF) {
-      ++i;
-      continue;
-    }
-    const std::size_t len = (static_cast<std::size_t>(b[i + 2]) << 8) | b[i + 3];
-    if (len < 2 || i + 2 + len > b.size()) return true;
-    const std::uint8_t* seg = b.data() + i + 4;  // segment payload, len - 2 bytes
-    if (m == 0xE0 && len >= 7 && std::memcmp(seg, "JFIF", 4) == 0) jfif = true;
-    if (m == 0xEE && len >= 14 && std::memcmp(seg, "Adobe", 5) == 0) adobe = seg[11];  // its colour transform
-    if ((m >= 0xC0 && m <= 0xCF) && m != 0xC4 && m != 0xC8 && m != 0xCC) {
-      if (len < 8 || seg[5] != 3 || len < 8 + 3 * 3) return true;  // gray (Adobe transform 0 is usual there), CMYK
-      if (adobe >= 0) return adobe != 0;
-      return jfif || !(seg[6] == 'R' && seg[9] == 'G' && seg[12] == 'B');
-    }
-    if (m == 0xDA) return true;  // start of scan before any SOF: leave it to the decoders
-    i += 2 + len;
-  }
-  return true;
-}
-
-/// True when a JPEG stream has its end-of-image marker (trailing padding allowed).
-inline bool jpeg_complete(const std::vector<std::uint8_t>& b) {
-  const std::size_t tail = b.size() > 4096 ? b.size() - 4096 : 0;
-  for (std::size_t i = b.size(); i-- > tail + 1;)
-    if (b[i - 1] == 0xFF && b[i] == 0xD9) return true;
-  return false;
-}
-
-/// True for formats sniff_format names that OpenCV 4.6 (Debian's build) cannot decode.
-inline bool unsupported_format(const std::string& fmt) {
-  return fmt == "GIF" || fmt == "HEIF" || fmt == "AVIF" || fmt == "JPEG XL";
-}
-
 namespace detail {
-
-inline std::string too_large(std::uint64_t w, std::uint64_t h, std::uint64_t limit) {
-  return "image too large: " + std::to_string(w) + "x" + std::to_string(h) + " = " + std::to_string(w * h) +
-         " pixels, over the limit of " + std::to_string(limit) + " (--max-pixels)";
-}
-
-// The decoder's warnings as one line: "libjpeg: A; B (5 warnings)".
-inline std::string warning_text(const char* lib, const DecodeResult& r) {
-  std::string s = lib;
-  s += ": ";
-  for (std::size_t i = 0; i < r.warnings.size(); ++i) s += (i ? "; " : "") + r.warnings[i];
-  if (r.warning_count > r.warnings.size()) s += " (" + std::to_string(r.warning_count) + " warnings)";
-  return s;
-}
 
 // EXIF orientation 2-8 exactly as OpenCV 4.6's ApplyExifOrientation (loadsave.cpp).
 inline void apply_orientation(cv::Mat& img, int orientation) {
@@ -167,36 +50,19 @@ inline void apply_orientation(cv::Mat& img, int orientation) {
   }
 }
 
-// JPEG or PNG through codec.hpp, straight into a cv::Mat.
+// JPEG or PNG through codec.hpp (decode_direct_into), straight into a cv::Mat.
 inline cv::Mat decode_direct(const std::vector<std::uint8_t>& bytes, const std::string& name, const std::string& fmt,
                              const DecodeOptions& opt, int scale_denom, std::string* warning) {
-  const bool jpeg = fmt == "JPEG";
-  const char* lib = jpeg ? "libjpeg" : "libpng";
   cv::Mat img;
-  CodecOptions co;
-  co.scale_denom = scale_denom;
-  co.fast_idct = opt.jpeg_decoder == JpegDecoder::tf;
-  co.max_pixels = opt.max_pixels;
-  co.allocate = [&img](int w, int h) {
-    img.create(h, w, CV_8UC3);
-    return img.data;
-  };
-  DecodeResult r;
-  try {
-    r = jpeg ? decode_jpeg(bytes.data(), bytes.size(), co) : decode_png(bytes.data(), bytes.size(), co);
-  } catch (const ImageTooLargeError& e) {
-    throw InputError(name, too_large(e.width, e.height, e.max_pixels));
-  } catch (const CodecError& e) {
-    throw InputError(name, "corrupt " + fmt + " data (" + lib + ": " + e.what() + ")");
-  } catch (const std::bad_alloc&) {
-    throw InputError(name, "out of memory decoding the " + fmt + " image");
-  } catch (const cv::Exception& e) {  // from img.create
-    throw InputError(name, "cannot allocate the " + fmt + " image (OpenCV: " + e.err + ")");
-  }
-  if (!r.warnings.empty() || r.warning_count > 0) {
-    if (!opt.lenient) throw InputError(name, "corrupt " + fmt + " data (" + warning_text(lib, r) + ")");
-    if (warning) *warning = warning_text(lib, r);
-  }
+  const DecodeResult r =
+      decode_direct_into(bytes, name, fmt, opt, scale_denom, warning, [&img, &name, &fmt](int w, int h) {
+        try {
+          img.create(h, w, CV_8UC3);
+        } catch (const cv::Exception& e) {
+          throw InputError(name, "cannot allocate the " + fmt + " image (OpenCV: " + e.err + ")");
+        }
+        return img.data;
+      });
   if (opt.exif == ExifPolicy::apply) apply_orientation(img, r.exif_orientation);
   return img;
 }
@@ -210,25 +76,9 @@ inline cv::Mat decode_direct(const std::vector<std::uint8_t>& bytes, const std::
 /// Throws InputError naming the file and the cause.
 inline cv::Mat decode_rgb(const std::vector<std::uint8_t>& bytes, const std::string& name,
                           const DecodeOptions& opt = {}, std::string* warning = nullptr) {
-  if (warning) warning->clear();
-  if (bytes.empty()) throw InputError(name, "empty file");
-  const std::string fmt = sniff_format(bytes);
-  if (unsupported_format(fmt)) throw InputError(name, "unsupported format (" + fmt + ")");
-  ImageHeader header;
-  const bool have_header = read_image_header(bytes, header);
-  if (have_header && opt.max_pixels != 0 && header.width * header.height > opt.max_pixels)
-    throw InputError(name, detail::too_large(header.width, header.height, opt.max_pixels));
-  if (fmt == "JPEG" || fmt == "PNG") {
-    int denom = 1;
-    if (fmt == "JPEG") {
-      if (!jpeg_complete(bytes)) throw InputError(name, "truncated JPEG (no end-of-image marker)");
-      if (opt.fast && have_header) {
-        const std::uint64_t m = std::min(header.width, header.height), t = static_cast<std::uint64_t>(opt.target_size);
-        denom = m >= 8 * t ? 8 : m >= 4 * t ? 4 : m >= 2 * t ? 2 : 1;
-      }
-    }
-    return detail::decode_direct(bytes, name, fmt, opt, denom, warning);
-  }
+  const DecodePlan p = plan_decode(bytes, name, opt, warning);
+  const std::string& fmt = p.format;
+  if (p.direct()) return detail::decode_direct(bytes, name, fmt, opt, p.scale_denom, warning);
   int flags = cv::IMREAD_COLOR;
   if (opt.exif == ExifPolicy::ignore) flags |= cv::IMREAD_IGNORE_ORIENTATION;
   cv::Mat img;
@@ -243,7 +93,7 @@ inline cv::Mat decode_rgb(const std::vector<std::uint8_t>& bytes, const std::str
     if (fmt.empty()) throw InputError(name, "not an image (unrecognized format)");
     throw InputError(name, "corrupt or truncated " + fmt + " data (OpenCV could not decode it)");
   }
-  if (!have_header && opt.max_pixels != 0 && img.total() > opt.max_pixels)
+  if (!p.have_header && opt.max_pixels != 0 && img.total() > opt.max_pixels)
     throw InputError(name, detail::too_large(static_cast<std::uint64_t>(img.cols), static_cast<std::uint64_t>(img.rows),
                                              opt.max_pixels));
   if (img.depth() != CV_8U) img.convertTo(img, CV_8U, img.depth() == CV_16U ? 1.0 / 257.0 : 255.0);
@@ -251,5 +101,8 @@ inline cv::Mat decode_rgb(const std::vector<std::uint8_t>& bytes, const std::str
   cv::cvtColor(img, rgb, cv::COLOR_BGR2RGB);
   return rgb;
 }
+
+/// The resizer (image_files.hpp)'s view of a decoded image.
+inline RgbView rgb_view(const cv::Mat& rgb) { return {rgb.data, rgb.rows, rgb.cols, rgb.step[0]}; }
 
 }  // namespace vecbench

@@ -1,4 +1,5 @@
-// Image files as an ImageSource: read bytes, decode (decode.hpp), resize into the batch buffer.
+// Image files as an ImageSource: read bytes, decode (decode.hpp with OpenCV; decode_basic.hpp,
+// JPEG and PNG only, in a build without it), resize into the batch buffer.
 #pragma once
 #include <cerrno>
 #include <cstdio>
@@ -7,7 +8,11 @@
 #include <system_error>
 #include <vector>
 
+#ifdef VECBENCH_WITH_OPENCV
 #include "vecbench/input/decode.hpp"
+#else
+#include "vecbench/input/decode_basic.hpp"
+#endif
 #include "vecbench/input/image_source.hpp"
 #include "vecbench/input/resize.hpp"
 
@@ -78,7 +83,7 @@ inline std::vector<std::uint8_t> read_file_bytes(const std::string& path) {
   return b;
 }
 
-/// Image files decoded (decode.hpp: strictness, pixel limit and EXIF policy from `opt`) and
+/// Image files decoded (decode.hpp or decode_basic.hpp: strictness, pixel limit and EXIF policy from `opt`) and
 /// resized with `mode`. With lenient decoding, `warning(i)` says what the decoder warned about.
 /// With `where` gpu, load_or_encoded hands over the bytes of the JPEGs a device decoder may take.
 class FileSource : public ImageSource {
@@ -117,15 +122,20 @@ class FileSource : public ImageSource {
 
  private:
   void decode_into(std::size_t i, const std::vector<std::uint8_t>& bytes, int size, float* dst, StageTimes& t) const {
-    cv::Mat rgb;
-    {
+    DecodeOptions o = opt_;
+    o.target_size = size;
+    const auto decode = [&] {
       StageTimer timer(t, Stage::decode);
-      DecodeOptions o = opt_;
-      o.target_size = size;
-      rgb = decode_rgb(bytes, list_.paths[i], o, &warnings_[i]);
-    }
+#ifdef VECBENCH_WITH_OPENCV
+      return decode_rgb(bytes, list_.paths[i], o, &warnings_[i]);
+#else
+      return decode_rgb_basic(bytes, list_.paths[i], o, &warnings_[i]);
+#endif
+    };
+    const auto rgb = decode();
+    const RgbView v = rgb_view(rgb);
     StageTimer timer(t, Stage::resize);
-    resize_rgb_to_chw(rgb.data, rgb.rows, rgb.cols, rgb.step[0], size, mode_, dst);
+    resize_rgb_to_chw(v.data, v.rows, v.cols, v.step, size, mode_, dst);
   }
   /// A complete YCbCr (or grayscale) JPEG whose header reads, within the pixel limit, with nothing
   /// the device decoder would do differently (RGB-coded JPEGs, EXIF orientation applied,

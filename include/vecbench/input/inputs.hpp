@@ -1,12 +1,13 @@
 // Turns an `--images` argument into an ImageSource: a directory or list file of images
-// (needs OpenCV), a pre-decoded `.npy`, or `synthetic:N[:SEED]`.
+// (needs libjpeg and libpng; OpenCV for other formats than JPEG and PNG), a pre-decoded `.npy`, or
+// `synthetic:N[:SEED]`.
 #pragma once
 #include <memory>
 #include <string>
 
 #include "vecbench/input/image_source.hpp"
 #include "vecbench/input/jpeg_decoder.hpp"
-#ifdef VECBENCH_WITH_OPENCV
+#ifdef VECBENCH_WITH_CODEC
 #include "vecbench/input/image_files.hpp"
 #endif
 
@@ -46,7 +47,7 @@ inline std::unique_ptr<ImageSource> make_source(const std::string& spec, const I
     return std::make_unique<SyntheticSource>(std::stoull(n_text), static_cast<std::uint32_t>(std::stoull(seed_text)));
   }
   if (spec.size() > 4 && spec.compare(spec.size() - 4, 4, ".npy") == 0) return std::make_unique<PredecodedSource>(spec);
-#ifdef VECBENCH_WITH_OPENCV
+#ifdef VECBENCH_WITH_CODEC
   DecodeOptions d;
   d.fast = opt.fast_decode;
   d.jpeg_decoder = opt.jpeg_decoder;
@@ -57,8 +58,8 @@ inline std::unique_ptr<ImageSource> make_source(const std::string& spec, const I
 #else
   (void)opt;
   throw ConfigError("images", "'" + spec +
-                                  "': this vecbench was built without OpenCV, so it cannot decode image "
-                                  "files; use a pre-decoded .npy or synthetic:N");
+                                  "': this vecbench was built without libjpeg and libpng, so it cannot "
+                                  "decode image files; use a pre-decoded .npy or synthetic:N");
 #endif
 }
 
