@@ -64,19 +64,7 @@ class DataParallelStrategy : public Strategy {
         decoders.emplace_back([&, d] {
           TraceThread lane(ctx.settings.trace, "decoder " + std::to_string(d));
           try {
-            for (;;) {
-              if (aborted || ctx.stop_requested()) break;
-              const std::size_t k = next++;
-              if (k >= n_batches) break;
-              Batch b;
-              b.seq = k;
-              load_batch(ctx.source, ctx.todo, k * B, std::min((k + 1) * B, ctx.todo.size()), ctx.input_size, b,
-                         ctx.sink, ctx.metrics);
-              if (b.n() == 0) continue;
-              TraceSpan blocked(SpanKind::wait_output);
-              if (!ready.push(std::move(b))) break;
-              ctx.metrics.sample_queue(ready.size());
-            }
+            decode_batches(ctx, B, n_batches, next, ready, aborted);
           } catch (...) {
             errors.capture();
             abort_all();
@@ -106,6 +94,26 @@ class DataParallelStrategy : public Strategy {
       errors.rethrow_if_any();
     };
     run_replicas(ctx, r);  // a replica that fails aborts the queues, so the decoders end and Join joins them
+  }
+
+ private:
+  /// One decoder thread's work: batch k = next++ loaded and queued, until none is left, the run
+  /// stops or the queue is aborted.
+  static void decode_batches(RunContext& ctx, std::size_t B, std::size_t n_batches, std::atomic<std::size_t>& next,
+                             BoundedQueue<Batch>& ready, const std::atomic<bool>& aborted) {
+    for (;;) {
+      if (aborted || ctx.stop_requested()) return;
+      const std::size_t k = next++;
+      if (k >= n_batches) return;
+      Batch b;
+      b.seq = k;
+      load_batch(ctx.source, ctx.todo, k * B, std::min((k + 1) * B, ctx.todo.size()), ctx.input_size, b, ctx.sink,
+                 ctx.metrics);
+      if (b.n() == 0) continue;
+      TraceSpan blocked(SpanKind::wait_output);
+      if (!ready.push(std::move(b))) return;
+      ctx.metrics.sample_queue(ready.size());
+    }
   }
 };
 
