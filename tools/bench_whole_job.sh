@@ -8,6 +8,12 @@
 # command once per round), figures are medians; writes results/whole-job/<UTC stamp>.md and .json.
 #   tools/bench_whole_job.sh                        # 3 rounds
 #   ROUNDS=5 OLD_VECBENCH=/tmp/old/vecbench tools/bench_whole_job.sh
+#   LARGE=DIR: also large photos (4-24 MP JPEG/PNG in DIR): the default command end to end against
+#     the decode ceiling (--engine none, every core decoding) and the model ceiling (synthetic
+#     input), each vecbench's own img/s; target end to end >= 0.9 / (1/decode + 1/model)
+#   BASE=0: leave out the commands above (only LARGE / SEED_BATCHES / OLD_VECBENCH)
+#   SEED_BATCHES="1 4 16": also the seed's 3 virtual devices: data-parallel cpu/3 against
+#     sequential cpu at each batch, whole process, 100 photos, .vc (target: never slower)
 # Needs: a built ./build/vecbench, tools/peers_setup.sh (the onnxruntime venv and inc.onnx),
 # opencv-doc. Run it on an otherwise idle machine: compare ratios within one run only.
 set -euo pipefail
@@ -61,12 +67,27 @@ EOF
 
 for r in $(seq 1 "$ROUNDS"); do
   echo "round $r/$ROUNDS"
-  measure default-60 "$WORK/o60" "$VB" vectorize --images "$WORK/photos60.txt" --out "$WORK/o60"
-  measure default-100 "$WORK/o100" "$VB" vectorize --images "$WORK/photos100.txt" --out "$WORK/o100"
-  measure ort-b8-t2 "" "$ORT_PY" tools/peers/ort_bench.py "$ONNX" 8 2 15
-  measure default-100-vc "$WORK/v100" "$VB" vectorize --images "$WORK/photos100.txt" --out "$WORK/v100" --format vc
-  measure seed-style-100-vc "$WORK/s100" "$VB" vectorize --images "$WORK/photos100.txt" --out "$WORK/s100" \
-    --format vc --engine torchscript --strategy sequential --devices cpu --batch 1 --decode-threads 1
+  if [ "${BASE:-1}" = 1 ]; then
+    measure default-60 "$WORK/o60" "$VB" vectorize --images "$WORK/photos60.txt" --out "$WORK/o60"
+    measure default-100 "$WORK/o100" "$VB" vectorize --images "$WORK/photos100.txt" --out "$WORK/o100"
+    measure ort-b8-t2 "" "$ORT_PY" tools/peers/ort_bench.py "$ONNX" 8 2 15
+    measure default-100-vc "$WORK/v100" "$VB" vectorize --images "$WORK/photos100.txt" --out "$WORK/v100" --format vc
+    measure seed-style-100-vc "$WORK/s100" "$VB" vectorize --images "$WORK/photos100.txt" --out "$WORK/s100" \
+      --format vc --engine torchscript --strategy sequential --devices cpu --batch 1 --decode-threads 1
+  fi
+  if [ -n "${LARGE:-}" ]; then
+    measure large-default "$WORK/L" "$VB" vectorize --images "$LARGE" --out "$WORK/L"
+    measure large-decode "$WORK/Ld" "$VB" vectorize --images "$LARGE" --out "$WORK/Ld" --format none --engine none \
+      --decode-threads "$(nproc)"
+    measure large-model "$WORK/Lm" "$VB" vectorize --images "synthetic:$(( 4 * $(nproc) * 4 ))" --out "$WORK/Lm" \
+      --format none
+  fi
+  for b in ${SEED_BATCHES:-}; do
+    measure "seed-dp3-b$b" "$WORK/d$b" "$VB" vectorize --images "$WORK/photos100.txt" --out "$WORK/d$b" --format vc \
+      --strategy data-parallel --devices cpu/3 --batch "$b" --force
+    measure "seed-seq-b$b" "$WORK/q$b" "$VB" vectorize --images "$WORK/photos100.txt" --out "$WORK/q$b" --format vc \
+      --strategy sequential --devices cpu --batch "$b"
+  done
   if [ -n "$OLD" ]; then
     measure old-default-60 "$WORK/p60" "$OLD" vectorize --images "$WORK/photos60.txt" --out "$WORK/p60" --model "$MODEL"
     measure old-default-100 "$WORK/p100" "$OLD" vectorize --images "$WORK/photos100.txt" --out "$WORK/p100" \

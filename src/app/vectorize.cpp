@@ -295,6 +295,8 @@ int cmd_vectorize(const VectorizeArgs& args) {
   RunSettings s;
   s.batch_size = a.batch;
   s.decode_threads = a.decode_threads;
+  // decode threads from the route, not a flag: one more whenever the devices wait for input
+  s.max_decode_threads = args.decode_threads == 0 ? (dist.active() ? dist.cpu_cores() : hardware_cores()) : 0;
   s.prefetch_batches = a.prefetch;
   s.warmup_batches = a.warmup;
   s.overlap_setup = true;  // data-parallel: decoding fills the queue while the replicas build
@@ -325,6 +327,10 @@ int cmd_vectorize(const VectorizeArgs& args) {
     st = dist.run(a.strategy, *source, todo, devs, torchscript_factory(mo), progress, s, meta.value("input_size", 299),
                   &chunks);
   progress.stop();
+  if (!a.quiet && st.decode_threads > static_cast<std::size_t>(a.decode_threads))
+    std::cerr << "vecbench: " << (dist.active() ? dist.label() + ": " : "")
+              << "the devices waited for input, so decoding grew from " << a.decode_threads << " to "
+              << st.decode_threads << " threads (--decode-threads N fixes the count)\n";
   writer.finish();
   if (trace) write_vectorize_trace(*trace, a.trace_file, dist, a.quiet);
   const auto tot = finish_vectorize(dist, st, chunks, stop_flag(), a.out, w.format != OutputFormat::none, *source);

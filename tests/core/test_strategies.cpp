@@ -269,3 +269,43 @@ TEST(DataParallel, AReplicaFailingToBuildWhileDecodingEndsTheRunCleanly) {
     EXPECT_NE(std::string(e.what()).find("failed to build"), std::string::npos) << e.what();
   }
 }
+
+namespace {
+// A source whose loads take time: decoding is the bottleneck of a run on a fast stub model.
+class SlowSource : public SyntheticSource {
+ public:
+  SlowSource(std::size_t n, double s) : SyntheticSource(n), s_(s) {}
+  void load(std::size_t i, int size, float* dst, StageTimes& t) const override {
+    std::this_thread::sleep_for(std::chrono::duration<double>(s_));
+    SyntheticSource::load(i, size, dst, t);
+  }
+
+ private:
+  double s_;
+};
+}  // namespace
+
+// When the devices wait for input, the balancer adds decode threads (up to max_decode_threads);
+// without a maximum the count stays as asked; the features are the same.
+TEST(DataParallel, DecodeThreadsGrowWhileTheDevicesWaitForInput) {
+  StubOptions o;
+  MemorySink want(120);
+  run_strategy("sequential", SyntheticSource(120), all_indices(120), devs("cpu"), stub_factory(o), want, settings(1),
+               o.input_size);
+  for (const int max : {4, 0}) {
+    SlowSource src(120, 0.01);  // 1.2 s of decoding on one thread
+    MemorySink got(src.size());
+    RunSettings s = settings(2);
+    s.decode_threads = 1;
+    s.max_decode_threads = max;
+    const RunStats st = run_strategy("data-parallel", src, all_indices(src.size()), devs("cpu/2"), stub_factory(o), got,
+                                     s, o.input_size);
+    if (max > 0) {
+      EXPECT_GT(st.decode_threads, 1u) << "the devices starved, yet no decode thread was added";
+      EXPECT_LE(st.decode_threads, 4u);
+    } else {
+      EXPECT_EQ(st.decode_threads, 1u);
+    }
+    for (std::size_t i = 0; i < src.size(); ++i) EXPECT_EQ(got.features(i), want.features(i)) << i;
+  }
+}

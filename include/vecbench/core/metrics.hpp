@@ -81,6 +81,8 @@ struct RunStats {
   /// host decoder (rejected by the device decoder, or a host replica); both 0 when not used.
   std::size_t device_decoded = 0;
   std::size_t device_decode_fallbacks = 0;
+  /// data-parallel: decode threads at the end of the run (more than asked where the balancer added some).
+  std::size_t decode_threads = 0;
   double images_per_s() const { return wall_s > 0 ? static_cast<double>(images_ok) / wall_s : 0.0; }
   double latency_percentile_ms(double q) const { return stats::percentile(batch_latency_ms, q); }
 };
@@ -135,6 +137,10 @@ class Metrics {
     std::lock_guard<std::mutex> lk(m_);
     stats_.device_decoded += on_device;
     stats_.device_decode_fallbacks += fallbacks;
+  }
+  void set_decode_threads(std::size_t n) {
+    std::lock_guard<std::mutex> lk(m_);
+    stats_.decode_threads = n;
   }
   void set_peak_memory(std::size_t device, std::size_t bytes) {
     std::lock_guard<std::mutex> lk(m_);

@@ -88,6 +88,7 @@ inline void accumulate_stats(RunStats& t, const RunStats& p, double offset_s) {
   t.peak_rss_bytes = std::max(t.peak_rss_bytes, p.peak_rss_bytes);
   t.device_decoded += p.device_decoded;
   t.device_decode_fallbacks += p.device_decode_fallbacks;
+  t.decode_threads = std::max(t.decode_threads, p.decode_threads);
 }
 
 namespace detail {

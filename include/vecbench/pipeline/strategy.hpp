@@ -23,7 +23,10 @@ struct RunSettings {
   int batch_size = 1;        ///< images per forward call (per device for `mirrored`)
   int prefetch_batches = 4;  ///< data-parallel: depth of the queue of ready batches
   int decode_threads = 1;    ///< data-parallel: threads that read, decode and resize
-  int warmup_batches = 3;    ///< untimed forwards per replica before the clock starts
+  /// data-parallel: up to this many decode threads, one more whenever the devices spend over a
+  /// quarter of their time waiting for input (decoding is the bottleneck); <= decode_threads: off.
+  int max_decode_threads = 0;
+  int warmup_batches = 3;  ///< untimed forwards per replica before the clock starts
   /// data-parallel: the decoders start while the replicas build, so the queue is full when the
   /// clock starts (vectorize: set-up hidden behind decoding); false for benchmarks, which
   /// measure the steady state from an empty queue.

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "vecbench/core/queue.hpp"
+#include "vecbench/pipeline/decode_pool.hpp"
 #include "vecbench/pipeline/threaded.hpp"
 
 namespace vecbench {
@@ -22,7 +23,7 @@ class DataParallelStrategy : public Strategy {
     BoundedQueue<Batch> ready(static_cast<std::size_t>(std::max(1, ctx.settings.prefetch_batches)));
     BoundedQueue<Batch> done(ready.capacity() + n_workers);
     std::atomic<std::size_t> next{0};
-    std::atomic<int> decoders_left{n_decoders};
+    std::atomic<std::int64_t> starved_ns{0};  // the workers' summed wait for input (the balancer reads it)
     std::atomic<std::size_t> workers_left{n_workers};
     std::atomic<bool> aborted{false};
     auto abort_all = [&] {
@@ -39,7 +40,9 @@ class DataParallelStrategy : public Strategy {
         std::optional<Batch> b;
         {
           TraceSpan starved(SpanKind::wait_input);
+          const auto t0 = Clock::now();
           b = ready.pop();
+          starved_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
         }
         if (!b) break;
         ctx.metrics.sample_queue(ready.size());
@@ -50,18 +53,8 @@ class DataParallelStrategy : public Strategy {
       if (--workers_left == 0) done.close();
     };
     ErrorCollector errors;  // the decoders' and the writer's
-    std::vector<std::thread> decoders;
-    struct Join {  // on every way out of run(): the decoders may have started in the prelude
-      std::vector<std::thread>& t;
-      ~Join() {
-        for (auto& d : t)
-          if (d.joinable()) d.join();
-      }
-    } join{decoders};
-    auto start_decoders = [&] {
-      if (!decoders.empty()) return;
-      for (int d = 0; d < n_decoders; ++d)
-        decoders.emplace_back([&, d] {
+    DecodePool decoders(
+        [&](int d) {
           TraceThread lane(ctx.settings.trace, "decoder " + std::to_string(d));
           try {
             decode_batches(ctx, B, n_batches, next, ready, aborted);
@@ -69,31 +62,40 @@ class DataParallelStrategy : public Strategy {
             errors.capture();
             abort_all();
           }
-          if (--decoders_left == 0) ready.close();
-        });
+        },
+        [&] { ready.close(); });
+    auto start_decoders = [&] {
+      while (decoders.started() < n_decoders && decoders.add()) {
+      }
     };
     r.prelude = start_decoders;  // vectorize: decoding fills the queue while the replicas build
     r.coordinator = [&] {
       start_decoders();
-      try {
-        for (;;) {
-          std::optional<Batch> b;
-          {
-            TraceSpan starved(SpanKind::wait_input);
-            b = done.pop();
+      {
+        // more decoders while the devices wait for input, up to max_decode_threads (vectorize)
+        DecodeBalancer balance(decoders, starved_ns, n_workers, ctx.settings.max_decode_threads,
+                               [&] { return next.load() < n_batches && !aborted; });
+        try {
+          for (;;) {
+            std::optional<Batch> b;
+            {
+              TraceSpan starved(SpanKind::wait_input);
+              b = done.pop();
+            }
+            if (!b) break;
+            deliver_batch(*b, static_cast<int>(b->output.size() / std::max<std::size_t>(1, b->indices.size())),
+                          ctx.sink, ctx.metrics);
           }
-          if (!b) break;
-          deliver_batch(*b, static_cast<int>(b->output.size() / std::max<std::size_t>(1, b->indices.size())), ctx.sink,
-                        ctx.metrics);
+        } catch (...) {
+          errors.capture();
+          abort_all();
         }
-      } catch (...) {
-        errors.capture();
-        abort_all();
       }
-      for (auto& t : decoders) t.join();
+      decoders.join();  // the balancer has stopped: no decoder starts any more
+      ctx.metrics.set_decode_threads(static_cast<std::size_t>(decoders.started()));
       errors.rethrow_if_any();
     };
-    run_replicas(ctx, r);  // a replica that fails aborts the queues, so the decoders end and Join joins them
+    run_replicas(ctx, r);  // a replica that fails aborts the queues: the decoders end, the pool joins them
   }
 
  private:
