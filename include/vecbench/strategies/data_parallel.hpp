@@ -72,20 +72,11 @@ class DataParallelStrategy : public Strategy {
     r.coordinator = [&] {
       start_decoders();
       {
-        // more decoders while the devices wait for input, up to max_decode_threads (vectorize)
-        DecodeBalancer balance(decoders, starved_ns, n_workers, ctx.settings.max_decode_threads,
-                               [&] { return next.load() < n_batches && !aborted; });
+        DecodeBalancer balance(  // more decoders while the devices wait for input (vectorize)
+            decoders, starved_ns, n_workers, ctx.settings.max_decode_threads,
+            [&] { return next.load() < n_batches && !aborted; });
         try {
-          for (;;) {
-            std::optional<Batch> b;
-            {
-              TraceSpan starved(SpanKind::wait_input);
-              b = done.pop();
-            }
-            if (!b) break;
-            deliver_batch(*b, static_cast<int>(b->output.size() / std::max<std::size_t>(1, b->indices.size())),
-                          ctx.sink, ctx.metrics);
-          }
+          write_results(ctx, done);
         } catch (...) {
           errors.capture();
           abort_all();
@@ -99,6 +90,19 @@ class DataParallelStrategy : public Strategy {
   }
 
  private:
+  /// The writer: delivers every forwarded batch until the workers are done.
+  static void write_results(RunContext& ctx, BoundedQueue<Batch>& done) {
+    for (;;) {
+      std::optional<Batch> b;
+      {
+        TraceSpan starved(SpanKind::wait_input);
+        b = done.pop();
+      }
+      if (!b) return;
+      deliver_batch(*b, static_cast<int>(b->output.size() / std::max<std::size_t>(1, b->indices.size())), ctx.sink,
+                    ctx.metrics);
+    }
+  }
   /// One decoder thread's work: batch k = next++ loaded and queued, until none is left, the run
   /// stops or the queue is aborted.
   static void decode_batches(RunContext& ctx, std::size_t B, std::size_t n_batches, std::atomic<std::size_t>& next,
