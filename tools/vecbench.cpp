@@ -107,7 +107,9 @@ void add_vectorize_io_options(CLI::App* vec, VectorizeArgs& va) {
   vec->add_option("--threads", va.threads, "Intra-op threads per replica (0: split the cores), 0..1024")
       ->capture_default_str()
       ->check(CLI::Range(0, 1024));
-  vec->add_option("--decode-threads", va.decode_threads, "data-parallel: decode threads, 1..256 (default: the route)")
+  vec->add_option("--decode-threads", va.decode_threads,
+                  "data-parallel: decode threads, 1..256 (default: the route's, one more whenever the devices wait for "
+                  "input, up to the cores; a given count stays fixed)")
       ->check(CLI::Range(1, 256));
   vec->add_option("--prefetch", va.prefetch, "data-parallel: ready batches queued ahead, 1..1024")
       ->capture_default_str()
