@@ -67,7 +67,7 @@ if "large-default" in summary:
     e2e = summary["large-default"]["img_per_s"]
     targets.append((f"large photos: end to end vs 1/(1/decode + 1/model) = 1/(1/{dec:.2f} + 1/{mod:.2f}) = "
                     f"{combined:.2f} img/s (vecbench's own img/s)", e2e / combined, ">= 0.9x", e2e / combined >= 0.9))
-for n in sorted(k for k in summary if k.startswith("seed-dp3-b")):
+for n in sorted((k for k in summary if k.startswith("seed-dp3-b")), key=lambda k: int(k[len("seed-dp3-b"):])):
     b = n[len("seed-dp3-b"):]
     dp, sq = summary[n]["img_per_s"], summary.get(f"seed-seq-b{b}", {}).get("img_per_s")
     if sq:
