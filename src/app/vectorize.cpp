@@ -249,15 +249,17 @@ void print_totals(const VectorizeArgs& a, const Distribution& dist, const Vector
   std::printf("vectorize images=%zu ok=%zu failed=%zu skipped=%zu wall_s=%.3f img_per_s=%.3f%s%s\n",
               dist.active() && !dist.comm().connected() ? share : source.size(), tot.ok, tot.failed, share - todo,
               tot.wall_s, tot.images_per_s, where.c_str(), tot.interrupted ? " (interrupted)" : "");
+  std::ostringstream notes;  // one write: the other ranks' last lines share stderr
   if (tot.merged)
-    std::cerr << "vecbench: " << (fs::path(a.out) / "manifest.jsonl").string() << ": " << tot.merged->inputs
-              << " inputs (" << tot.merged->ok << " ok, " << tot.merged->errors << " failed) merged from "
-              << tot.merged->files.size() << " manifests\n";
+    notes << "vecbench: " << (fs::path(a.out) / "manifest.jsonl").string() << ": " << tot.merged->inputs << " inputs ("
+          << tot.merged->ok << " ok, " << tot.merged->errors << " failed) merged from " << tot.merged->files.size()
+          << " manifests\n";
   else if (dist.active() && format != OutputFormat::none)
-    std::cerr << "vecbench: when every shard is done: vecbench merge " << a.out << "\n";
+    notes << "vecbench: when every shard is done: vecbench merge " << a.out << "\n";
   if (writer.warned() > 0)
-    std::cerr << "vecbench: " << writer.warned()
-              << " inputs decoded with decoder warnings (--lenient-decode): their manifest lines say which\n";
+    notes << "vecbench: " << writer.warned()
+          << " inputs decoded with decoder warnings (--lenient-decode): their manifest lines say which\n";
+  std::cerr << notes.str() << std::flush;
 }
 
 /// --trace FILE: the trace as Chrome trace-event JSON (FILE, or FILE-rankR.json on rank R > 0 /
@@ -328,9 +330,10 @@ int cmd_vectorize(const VectorizeArgs& args) {
                   &chunks);
   progress.stop();
   if (!a.quiet && st.decode_threads > static_cast<std::size_t>(a.decode_threads))
-    std::cerr << "vecbench: " << (dist.active() ? dist.label() + ": " : "")
-              << "the devices waited for input, so decoding grew from " << a.decode_threads << " to "
-              << st.decode_threads << " threads (--decode-threads N fixes the count)\n";
+    std::cerr << "vecbench: " + (dist.active() ? dist.label() + ": " : std::string()) +
+                     "the devices waited for input, so decoding grew from " + std::to_string(a.decode_threads) +
+                     " to " + std::to_string(st.decode_threads) + " threads (--decode-threads N fixes the count)\n"
+              << std::flush;
   writer.finish();
   if (trace) write_vectorize_trace(*trace, a.trace_file, dist, a.quiet);
   const auto tot = finish_vectorize(dist, st, chunks, stop_flag(), a.out, w.format != OutputFormat::none, *source);
