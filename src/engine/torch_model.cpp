@@ -182,7 +182,19 @@ class TorchScriptModel : public Model {
   int feature_dim() const override { return feature_dim_; }
   int input_size() const override { return input_size_; }
 
-  ForwardTiming forward(const float* in, int n, float* out) override {
+  ForwardTiming forward(const float* in, int n, float* out) override { return run(in, n, out, nullptr, nullptr); }
+
+  ForwardTiming forward_encoded(float* in, const EncodedImages& enc, int n, float* out,
+                                DeviceDecodeCounts& counts) override {
+    if (dev_.is_cuda()) return run(in, n, out, &enc, &counts);
+    return Model::forward_encoded(in, enc, n, out, counts);
+  }
+
+  /// One forward; on a CUDA device the JPEGs of `enc` (if any) are decoded into their slots of the
+  /// device batch after the upload, and what was decoded where goes to `*counts`.
+  ForwardTiming run(const float* in, int n, float* out, const EncodedImages* enc, DeviceDecodeCounts* counts) {
+    (void)enc;  // read on CUDA devices only
+    (void)counts;
     if (at::get_num_threads() != dev_.threads) at::set_num_threads(dev_.threads);  // naive: replicas share a thread
     c10::InferenceMode guard;
     ForwardTiming t;
@@ -199,11 +211,11 @@ class TorchScriptModel : public Model {
         auto staged = pinned_.narrow(0, 0, x.numel()).view(x.sizes());
         staged.copy_(x);
         auto xd = staged.to(device_, /*non_blocking=*/true);
-        if (enc_ && !enc_->empty()) {  // --decode gpu: the JPEGs into their slots of xd, on this stream
+        if (enc && !enc->empty()) {  // --decode gpu: the JPEGs into their slots of xd, on this stream
           stream_->synchronize();
           t.h2d_s = since(t0);
           t0 = clk::now();
-          counts_ = jpeg_.decode(*enc_, xd.data_ptr<float>(), static_cast<int>(xd.size(0)), input_size_);
+          *counts = jpeg_.decode(*enc, xd.data_ptr<float>(), static_cast<int>(xd.size(0)), input_size_);
           stream_->synchronize();
           t.decode_s = since(t0);
           t0 = clk::now();
@@ -256,24 +268,6 @@ class TorchScriptModel : public Model {
     return t;
   }
 
-  ForwardTiming forward_encoded(float* in, const EncodedImages& enc, int n, float* out,
-                                DeviceDecodeCounts& counts) override {
-#ifdef VECBENCH_WITH_CUDA
-    if (dev_.is_cuda()) {
-      enc_ = &enc;
-      counts_ = DeviceDecodeCounts{};
-      struct Reset {  // forward() reads enc_ only in this call
-        const EncodedImages*& e;
-        ~Reset() { e = nullptr; }
-      } reset{enc_};
-      const ForwardTiming t = forward(in, n, out);
-      counts = std::move(counts_);
-      return t;
-    }
-#endif
-    return Model::forward_encoded(in, enc, n, out, counts);
-  }
-
   std::size_t peak_memory_bytes() const override {
 #ifdef VECBENCH_WITH_CUDA
     if (dev_.is_cuda()) {
@@ -300,8 +294,6 @@ class TorchScriptModel : public Model {
   int calls_ = 0;
 #ifdef VECBENCH_WITH_CUDA
   std::unique_ptr<c10::cuda::CUDAStream> stream_;
-  const EncodedImages* enc_ = nullptr;  ///< set during forward_encoded
-  DeviceDecodeCounts counts_;
   DeviceJpegStage jpeg_{dev_, [this] { return stream_->stream(); }};
   std::unique_ptr<at::cuda::CUDAGraph> graph_;
   torch::Tensor static_in_, static_out_;
