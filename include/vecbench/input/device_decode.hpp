@@ -70,6 +70,21 @@ struct DeviceDecodeCounts {
   std::vector<std::pair<int, std::string>> failed;
 };
 
+namespace detail {
+/// Decodes encoded image k on the host into `dst`: counted as a host decode, or, where the host
+/// decoder fails too, put into `c.failed` with its message. Returns whether it decoded.
+inline bool decode_slot_on_host(const EncodedImages& enc, std::size_t k, float* dst, DeviceDecodeCounts& c) {
+  try {
+    enc.cpu_fallback(enc.slot[k], dst);
+  } catch (const InputError& e) {
+    c.failed.emplace_back(enc.slot[k], e.what());
+    return false;
+  }
+  ++c.cpu_fallback;
+  return true;
+}
+}  // namespace detail
+
 /// Host decoding of every encoded image into its slot of the host batch `input` (3*size*size
 /// floats a slot): what a host engine does with a batch that was meant for a device decoder.
 inline DeviceDecodeCounts decode_on_host(const EncodedImages& enc, int size, float* input) {
@@ -77,12 +92,7 @@ inline DeviceDecodeCounts decode_on_host(const EncodedImages& enc, int size, flo
   const std::size_t per = 3u * static_cast<std::size_t>(size) * static_cast<std::size_t>(size);
   for (std::size_t k = 0; k < enc.size(); ++k) {
     if (!enc.cpu_fallback) throw Error("encoded images without a host decoder");
-    try {
-      enc.cpu_fallback(enc.slot[k], input + static_cast<std::size_t>(enc.slot[k]) * per);
-      ++c.cpu_fallback;
-    } catch (const InputError& e) {
-      c.failed.emplace_back(enc.slot[k], e.what());
-    }
+    detail::decode_slot_on_host(enc, k, input + static_cast<std::size_t>(enc.slot[k]) * per, c);
   }
   return c;
 }
@@ -108,14 +118,8 @@ inline DeviceDecodeCounts decode_on_device(DeviceJpegDecoder& decoder, const Enc
     }
     if (!enc.cpu_fallback) throw Error("device JPEG decoder rejected a file and no host decoder was given");
     host_scratch.resize(per);
-    try {
-      enc.cpu_fallback(enc.slot[k], host_scratch.data());
-    } catch (const InputError& e) {
-      c.failed.emplace_back(enc.slot[k], e.what());
-      continue;
-    }
-    upload(host_scratch.data(), device_batch + static_cast<std::size_t>(enc.slot[k]) * per, per);
-    ++c.cpu_fallback;
+    if (detail::decode_slot_on_host(enc, k, host_scratch.data(), c))
+      upload(host_scratch.data(), device_batch + static_cast<std::size_t>(enc.slot[k]) * per, per);
   }
   return c;
 }

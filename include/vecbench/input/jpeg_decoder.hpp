@@ -1,5 +1,5 @@
-// Which JPEG decoder's arithmetic vecbench reproduces (no OpenCV here, so that the CLI and the
-// output folder's fingerprint can use the setting in any build).
+// `--decode`: which JPEG decoder's arithmetic vecbench reproduces, and where images are decoded
+// (no OpenCV here, so that the CLI and the output folder's fingerprint can use it in any build).
 #pragma once
 #include <string>
 
