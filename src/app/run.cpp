@@ -15,8 +15,7 @@
 #include "vecbench/input/inputs.hpp"
 #include "vecbench/results/meta.hpp"
 #ifdef VECBENCH_WITH_OPENCV
-#include <opencv2/core/version.hpp>
-#include "vecbench/input/imageset.hpp"
+#include "vecbench/input/opencv_plugin.hpp"
 #endif
 
 namespace vecbench {
@@ -35,7 +34,7 @@ nlohmann::json full_meta(int argc, char** argv, const std::string& model) {
                    {"cuda", b["cuda"]},
                    {"cudnn", b["cudnn"]},
 #ifdef VECBENCH_WITH_OPENCV
-                   {"opencv", CV_VERSION},
+                   {"opencv", VECBENCH_OPENCV_VERSION},
 #else
                    {"opencv", nullptr},
 #endif
@@ -59,7 +58,7 @@ std::unique_ptr<ImageSource> experiment_source(const ImageSetSpec& im, ResizeMod
   if (!im.dir.empty()) return make_source(im.dir, in);
   if (!im.list.empty()) return make_source(im.list, in);
 #ifdef VECBENCH_WITH_OPENCV
-  return make_source(generate_image_set(im.generate).string(), in);
+  return make_source(opencv_plugin().generate_image_set(im.generate), in);
 #else
   throw ConfigError("images.generate", "needs OpenCV, which this build lacks");
 #endif

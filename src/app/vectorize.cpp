@@ -291,6 +291,10 @@ int cmd_vectorize(const VectorizeArgs& args) {
   auto source = make_source(a.images, in);
   const WriterOptions w = writer_options(a, meta, in, *source, dist);
   check_replicas_fit(devs, dist.active() ? dist.cpu_cores() : hardware_cores(), a.model, a.force);
+  const TorchModelOptions mo = model_options(a);
+  // The engine before OUT: one that needs LibTorch opens it here (engine/torch_plugin.hpp), so a
+  // missing library refuses the run before anything is written; the oneDNN engine loads nothing yet.
+  ModelFactory factory = torchscript_factory(mo);
   OutputWriter writer(*source, w);
   std::size_t share = source->size();
   auto todo = dist.todo(writer.pending(), source->size(), &share);
@@ -308,7 +312,6 @@ int cmd_vectorize(const VectorizeArgs& args) {
     s.trace = (trace = std::make_unique<Trace>(
                    dist.rank(), "vecbench vectorize" + (dist.active() ? " " + dist.label() : std::string())))
                   .get();
-  const TorchModelOptions mo = model_options(a);
   if (!a.quiet)
     std::cerr << start_line(a, route_origin, meta, in, *source, dist, todo.size(), share, devs, writer, w.format)
               << std::flush;
@@ -326,8 +329,7 @@ int cmd_vectorize(const VectorizeArgs& args) {
   if (!a.quiet && a.progress_s > 0) job.hook(po);
   ProgressSink progress(*sink, todo.size(), po, std::cerr);
   if (!todo.empty())
-    st = dist.run(a.strategy, *source, todo, devs, torchscript_factory(mo), progress, s, meta.value("input_size", 299),
-                  &chunks);
+    st = dist.run(a.strategy, *source, todo, devs, factory, progress, s, meta.value("input_size", 299), &chunks);
   progress.stop();
   if (!a.quiet && st.decode_threads > static_cast<std::size_t>(a.decode_threads))
     std::cerr << "vecbench: " + (dist.active() ? dist.label() + ": " : std::string()) +

@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "vecbench/input/decode.hpp"
 #include "vecbench/input/image_files.hpp"
 #include "vecbench/input/inputs.hpp"
 #include "vecbench/testing/temp_dir.hpp"
@@ -63,6 +65,30 @@ TEST(Decode, EveryFormatGivesTheSameRgb) {
     const cv::Mat got = decode_rgb(bytes, "x" + ext);
     ASSERT_EQ(got.type(), CV_8UC3) << ext;
     EXPECT_EQ(cv::norm(got, rgb, cv::NORM_INF), 0.0) << ext;
+  }
+}
+
+// What a run decodes with (decode_rgb_basic: JPEG and PNG directly, other formats through
+// libvecbench_opencv.so, opened on first use) gives decode_rgb's pixels and errors in every format.
+TEST(Decode, TheRunsDecoderGivesOpenCvsPixelsInEveryFormatThroughTheLoadedLibrary) {
+  const cv::Mat bgr = photo(64, 48);
+  for (const std::string ext : {".jpg", ".png", ".bmp", ".tiff", ".webp", ".ppm"}) {
+    std::vector<std::uint8_t> bytes;
+    ASSERT_TRUE(cv::imencode(ext, bgr, bytes)) << ext;
+    const cv::Mat want = decode_rgb(bytes, "x" + ext);
+    const BasicRgbImage got = decode_rgb_basic(bytes, "x" + ext);
+    ASSERT_EQ(got.width, want.cols) << ext;
+    ASSERT_EQ(got.height, want.rows) << ext;
+    for (int y = 0; y < want.rows; ++y)
+      ASSERT_EQ(0, std::memcmp(got.pixels.data() + got.stride * y, want.ptr(y), want.cols * 3u)) << ext << " row " << y;
+  }
+  EXPECT_TRUE(opencv_plugin_loaded());  // the BMP, TIFF, WebP and PPM files opened it
+  const std::vector<std::uint8_t> junk = {'n', 'o', 't', ' ', 'a', 'n', ' ', 'i', 'm', 'a', 'g', 'e'};
+  try {
+    decode_rgb_basic(junk, "junk.bmp");
+    ADD_FAILURE() << "junk decoded";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), error_of(junk, "junk.bmp"));
   }
 }
 

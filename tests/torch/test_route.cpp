@@ -76,6 +76,57 @@ TEST(Route, DefaultsPickTheFastRouteAndEqualTheTorchScriptEngineOnRealPhotos) {
   fs::remove_all(d);
 }
 
+// LibTorch and OpenCV are loaded only when a run needs them (engine/torch_plugin.hpp,
+// input/opencv_plugin.hpp): with both libraries made unloadable, the default route on JPEG and
+// PNG photos (oneDNN engine, weights file present) runs and writes the same vectors; what needs
+// LibTorch fails before writing, naming the library; a BMP fails alone, naming the file.
+TEST(Route, TheDefaultRouteRunsWithoutLoadingLibTorchOrOpenCv) {
+  if (!onednn_here()) GTEST_SKIP() << "the default route here is the TorchScript engine (no AVX2 oneDNN)";
+  const fs::path d = vecbench::testing::fresh_temp_dir("route_no_torch");
+  std::ofstream list(d / "list.txt");
+  for (const char* f : {"baboon.jpg", "box.png", "fruits.jpg"}) list << (fs::path(kPhotos) / f).string() << "\n";
+  list.close();
+  const std::string in = " --images " + (d / "list.txt").string() + " --format npy --progress 0 --out ";
+  const auto first = vectorize(d / "no-profiles", in + (d / "a").string());  // writes the weights file if missing
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  const std::string unloadable = "VECBENCH_TORCH_LIBRARY=" + (d / "none" / "libvecbench_torch.so").string() +
+                                 " VECBENCH_OPENCV_LIBRARY=" + (d / "none" / "libvecbench_opencv.so").string() + " ";
+  const auto bare = run_command(unloadable + "VECBENCH_PROFILE_DIR=" + (d / "no-profiles").string() + " " +
+                                    VECBENCH_EXE + " vectorize" + in + (d / "b").string(),
+                                Stderr::merge);
+  ASSERT_EQ(bare.exit_code, 0) << bare.output;
+  EXPECT_NE(first_line(bare.output).find("engine onednn"), std::string::npos) << bare.output;
+  int same = 0;
+  for (const auto& e : fs::recursive_directory_iterator(d / "a")) {
+    if (e.path().extension() != ".npy") continue;
+    EXPECT_EQ(npy::as_f32(npy::load(e.path())), npy::as_f32(npy::load(d / "b" / fs::relative(e.path(), d / "a"))))
+        << e.path();
+    ++same;
+  }
+  EXPECT_EQ(same, 3);
+  const auto ts = run_command(
+      unloadable + VECBENCH_EXE + " vectorize" + in + (d / "c").string() + " --engine torchscript --no-profile",
+      Stderr::merge);
+  EXPECT_EQ(ts.exit_code, 1) << ts.output;
+  EXPECT_NE(ts.output.find("cannot load LibTorch's part of vecbench"), std::string::npos) << ts.output;
+  EXPECT_NE(ts.output.find((d / "none" / "libvecbench_torch.so").string() + ": no such file"), std::string::npos)
+      << ts.output;
+  EXPECT_FALSE(fs::exists(d / "c")) << ts.output;  // refused before OUT was made
+  fs::create_directories(d / "in");
+  fs::copy_file(fs::path(kPhotos) / "baboon.jpg", d / "in" / "x.jpg");
+  std::ofstream(d / "in" / "y.bmp") << "BM not really a bitmap";
+  const auto bmp = run_command(unloadable + VECBENCH_EXE + " vectorize --images " + (d / "in").string() +
+                                   " --format npy --progress 0 --no-profile --out " + (d / "e").string(),
+                               Stderr::merge);
+  EXPECT_EQ(bmp.exit_code, 2) << bmp.output;
+  EXPECT_NE(bmp.output.find((d / "in" / "y.bmp").string() + ": cannot decode BMP here: cannot load OpenCV's part"),
+            std::string::npos)
+      << bmp.output;
+  EXPECT_TRUE(fs::exists(d / "e" / "x.jpg.npy")) << bmp.output;
+  EXPECT_FALSE(fs::exists(d / "e" / "y.bmp.npy")) << bmp.output;
+  fs::remove_all(d);
+}
+
 TEST(Route, ASavedProfileIsUsedNamedInTheFirstLineAndFlagsStillWin) {
   const fs::path d = vecbench::testing::fresh_temp_dir("route_profile");
   const std::string sha = read_model_meta(kModel).value("weight_sha256", std::string());

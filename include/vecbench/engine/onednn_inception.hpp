@@ -3,7 +3,7 @@
 // one blocked activation layout end to end, conv+BN+ReLU as one primitive, branch outputs
 // written straight into their slice of the concatenation (no copies), and Winograd
 // convolutions for the 3x3 stride-1 layers where the CPU has them (results/PERFORMANCE.md).
-// The weights come from the same TorchScript file (src/engine/torch_model.cpp reads them); this header
+// The weights come from the same TorchScript file (src/engine/torch_plugin.cpp reads them); this header
 // and src/engine/onednn_inception.cpp include neither LibTorch nor OpenCV.
 #pragma once
 #include <array>

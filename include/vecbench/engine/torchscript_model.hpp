@@ -1,5 +1,7 @@
-// The LibTorch (TorchScript) model backend, behind the small Model interface. This header does
-// not include LibTorch: the implementation lives in src/engine/torch_model.cpp, one translation unit.
+// The LibTorch (TorchScript) model backend and the engine factory, behind the small Model interface.
+// This header does not include LibTorch: src/engine/engines.cpp implements it without LibTorch
+// (the oneDNN engine, `--engine none`, the stored metadata) and hands the rest to
+// libvecbench_torch.so (src/engine/torch_plugin.cpp), which it opens only then (torch_plugin.hpp).
 #pragma once
 #include <string>
 #include <vector>

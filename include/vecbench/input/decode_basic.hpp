@@ -1,7 +1,8 @@
-// Decoding image bytes into RGB uint8 without OpenCV (a build without OpenCV's C++ library): JPEG
-// and PNG through codec.hpp, with the same checks, strictness, error messages and pixels as
-// decode.hpp's decode_rgb, and EXIF orientation applied as OpenCV 4.6 does
-// (apply_exif_orientation). Other formats are refused, naming the file.
+// Decoding image bytes into RGB uint8 without linking OpenCV: JPEG and PNG through codec.hpp, with
+// the same checks, strictness, error messages and pixels as decode.hpp's decode_rgb, and EXIF
+// orientation applied as OpenCV 4.6 does (apply_exif_orientation). Other formats go to OpenCV's
+// decode_rgb in libvecbench_opencv.so, opened on first use (opencv_plugin.hpp), in a build with
+// OpenCV (VECBENCH_WITH_OPENCV); a build without it refuses them, naming the file.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -11,6 +12,9 @@
 
 #include "vecbench/core/error.hpp"
 #include "vecbench/input/decode_common.hpp"
+#ifdef VECBENCH_WITH_OPENCV
+#include "vecbench/input/opencv_plugin.hpp"
+#endif
 
 namespace vecbench {
 
@@ -23,11 +27,26 @@ struct BasicRgbImage {
 };
 
 /// decode_rgb (decode.hpp) for JPEG and PNG, without OpenCV: the same pixels, options, warnings
-/// and errors. Other formats throw InputError ("cannot decode BMP here: ..."), unrecognized data
-/// "not an image".
+/// and errors. Other formats (and unrecognized data, which OpenCV may still read) go to OpenCV's
+/// decode_rgb where the build has OpenCV; without it they throw InputError ("cannot decode BMP
+/// here: ..."), unrecognized data "not an image".
 inline BasicRgbImage decode_rgb_basic(const std::vector<std::uint8_t>& bytes, const std::string& name,
                                       const DecodeOptions& opt = {}, std::string* warning = nullptr) {
   const DecodePlan p = plan_decode(bytes, name, opt, warning);
+#ifdef VECBENCH_WITH_OPENCV
+  if (!p.direct()) {
+    const OpenCvPluginApi* cv = nullptr;
+    try {
+      cv = &opencv_plugin();
+    } catch (const Error& e) {  // this file fails, naming it; the run goes on
+      throw InputError(
+          name, "cannot decode " + (p.format.empty() ? std::string("this file") : p.format) + " here: " + e.what());
+    }
+    BasicRgbImage img;
+    cv->decode(bytes, name, opt, warning, img);
+    return img;
+  }
+#endif
   if (p.format.empty()) throw InputError(name, "not an image (unrecognized format)");
   if (!p.direct())
     throw InputError(name, "cannot decode " + p.format +

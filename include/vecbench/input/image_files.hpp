@@ -1,5 +1,5 @@
-// Image files as an ImageSource: read bytes, decode (decode.hpp with OpenCV; decode_basic.hpp,
-// JPEG and PNG only, in a build without it), resize into the batch buffer.
+// Image files as an ImageSource: read bytes, decode (decode_basic.hpp: JPEG and PNG directly,
+// other formats through OpenCV, loaded only when one comes), resize into the batch buffer.
 #pragma once
 #include <cerrno>
 #include <cstdio>
@@ -8,11 +8,7 @@
 #include <system_error>
 #include <vector>
 
-#ifdef VECBENCH_WITH_OPENCV
-#include "vecbench/input/decode.hpp"
-#else
 #include "vecbench/input/decode_basic.hpp"
-#endif
 #include "vecbench/input/image_source.hpp"
 #include "vecbench/input/resize.hpp"
 
@@ -126,11 +122,7 @@ class FileSource : public ImageSource {
     o.target_size = size;
     const auto decode = [&] {
       StageTimer timer(t, Stage::decode);
-#ifdef VECBENCH_WITH_OPENCV
-      return decode_rgb(bytes, list_.paths[i], o, &warnings_[i]);
-#else
       return decode_rgb_basic(bytes, list_.paths[i], o, &warnings_[i]);
-#endif
     };
     const auto rgb = decode();
     const RgbView v = rgb_view(rgb);

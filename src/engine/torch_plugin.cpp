@@ -1,5 +1,7 @@
-// The only translation unit that includes LibTorch.
-#include "vecbench/engine/torchscript_model.hpp"
+// The only translation unit that includes LibTorch: libvecbench_torch.so, which the vecbench
+// executable opens only when a run needs LibTorch (engine/torch_plugin.hpp). Its one exported
+// symbol is vecbench_torch_plugin, the table of the functions below.
+#include "vecbench/engine/torch_plugin.hpp"
 
 #include <ATen/Parallel.h>
 #include <torch/script.h>
@@ -19,11 +21,8 @@
 #include "vecbench/core/error.hpp"
 #include "vecbench/engine/model_file.hpp"
 #include "vecbench/engine/null_model.hpp"
-
-#ifdef VECBENCH_WITH_ONEDNN
 #include "vecbench/engine/onednn_inception.hpp"
-#include "vecbench/engine/weights_file.hpp"
-#endif
+#include "vecbench/engine/torchscript_model.hpp"
 
 #ifdef VECBENCH_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
@@ -301,19 +300,19 @@ class TorchScriptModel : public Model {
 #endif
 };
 
-#ifdef VECBENCH_WITH_ONEDNN
 std::vector<float> floats_of(const torch::Tensor& t) {
   auto c = t.detach().to(torch::kCPU, torch::kFloat).contiguous();
   return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
 }
 
 /// The layers of a tools/export_inception.py file, batch norm folded into each convolution
-/// (a --fuse prepacked file holds them folded already).
-std::shared_ptr<const InceptionWeights> read_inception_weights(const std::string& path) {
+/// (a --fuse prepacked file holds them folded already), into `out` (made by the caller: the
+/// struct's packed-weight cache belongs to the oneDNN engine, which this library does not link).
+void read_inception_weights(const std::string& path, InceptionWeights& out) {
   std::string meta_text;
   auto m = load_module(path, torch::Device("cpu"), &meta_text);
   const auto meta = parse_meta(meta_text);
-  auto w = std::make_shared<InceptionWeights>();
+  InceptionWeights* w = &out;
   w->source = path;
   if (!meta.contains("arch"))
     throw ReplicaError(path +
@@ -369,105 +368,37 @@ std::shared_ptr<const InceptionWeights> read_inception_weights(const std::string
     f.bias = floats_of(bias);
     w->convs.emplace(layer, std::move(f));
   }
-  return w;
 }
 
-/// The weights of an export: from its weights file (weights_file.hpp) when there is one for
-/// these weights, else from the module (then written to the weights file for the next start).
-std::shared_ptr<const InceptionWeights> cached_inception_weights(const std::string& path) {
-  const std::string sha = read_model_meta(path).value("weight_sha256", std::string());
-  std::error_code ec;
-  const auto bytes = std::filesystem::file_size(path, ec);
-  const std::string file = ec ? "" : weights_file_path(sha, bytes);
-  if (!file.empty())
-    if (auto w = load_inception_weights(file, sha, path)) return w;
-  auto w = read_inception_weights(path);
-  if (!file.empty()) try {
-      save_inception_weights(*w, file, sha);
-    } catch (const std::exception&) {  // a read-only or full cache only costs the next start-up time
-    }
-  return w;
-}
-
-/// Replicas of the oneDNN engine: the file is read once, by the first replica to start.
-ModelFactory onednn_factory(const TorchModelOptions& opt) {
-  struct Shared {
-    std::mutex mu;
-    std::shared_ptr<const InceptionWeights> weights;
-  };
-  auto shared = std::make_shared<Shared>();
-  return [opt, shared](const VirtualDevice& dev) -> std::unique_ptr<Model> {
-    std::shared_ptr<const InceptionWeights> w;
-    {
-      std::lock_guard<std::mutex> lk(shared->mu);
-      if (!shared->weights) shared->weights = cached_inception_weights(opt.path);
-      w = shared->weights;
-    }
-    (void)at::get_num_threads();  // same thread set-up as the TorchScript engine
-    at::set_num_threads(dev.threads);
-    OneDnnOptions o;
-    o.winograd = opt.winograd;
-    o.precision = opt.precision;
-    return make_onednn_inception(std::move(w), dev, o);
-  };
-}
-#endif
-
-}  // namespace
-
-std::vector<EngineKind> available_engines() {
-#ifdef VECBENCH_WITH_ONEDNN
-  return {EngineKind::torchscript, EngineKind::onednn, EngineKind::none};
-#else
-  return {EngineKind::torchscript, EngineKind::none};
-#endif
-}
-
-bool has_engine(EngineKind k) {
-  const auto e = available_engines();
-  return std::find(e.begin(), e.end(), k) != e.end();
-}
-
-ModelFactory torchscript_factory(const TorchModelOptions& opt) {
-  if (opt.engine == EngineKind::none) {  // the input pipeline alone; the model file only gives the shapes
-    const auto meta = read_model_meta(opt.path);
-    const int dim = meta.value("feature_dim", 2048), size = meta.value("input_size", 299);
+/// Replicas of the TorchScript engine; with engine none (asked for CUDA devices only:
+/// engines.cpp), the input pipeline decoding on the device, zero features.
+ModelFactory plugin_factory(const TorchModelOptions& opt) {
 #ifdef VECBENCH_WITH_CUDA
+  if (opt.engine == EngineKind::none) {
+    std::string text;
+    if (!read_stored_zip_member(opt.path, "/extra/vecbench_meta.json", text))
+      load_module(opt.path, torch::Device("cpu"), &text);
+    const auto meta = parse_meta(text);
+    const int dim = meta.value("feature_dim", 2048), size = meta.value("input_size", 299);
     return [dim, size](const VirtualDevice& dev) -> std::unique_ptr<Model> {
-      if (dev.is_cuda()) return std::make_unique<DeviceDecodeOnlyModel>(dev, dim, size);
-      return std::make_unique<NullModel>(dim, size);
+      return std::make_unique<DeviceDecodeOnlyModel>(dev, dim, size);
     };
-#else
-    return null_factory(dim, size);
-#endif
   }
-  if (opt.engine == EngineKind::onednn) {
-#ifdef VECBENCH_WITH_ONEDNN
-    return onednn_factory(opt);
-#else
-    throw ConfigError("--engine", "this vecbench was built without oneDNN (install libdnnl-dev and rebuild)");
 #endif
-  }
   return [opt](const VirtualDevice& dev) -> std::unique_ptr<Model> {
     return std::make_unique<TorchScriptModel>(dev, opt);
   };
 }
 
-std::size_t torchscript_module_loads() { return g_module_loads.load(); }
-
-nlohmann::json read_model_meta(const std::string& path) {
+nlohmann::json load_model_meta(const std::string& path) {
   std::string text;
-  // The export's metadata straight from the zip (no module load at start-up); a file without
-  // it (not from the export, or compressed) is loaded, which also checks that it is TorchScript.
-  if (read_stored_zip_member(path, "/extra/vecbench_meta.json", text)) {
-    const auto meta = parse_meta(text);
-    if (!meta.empty()) return meta;
-  }
   load_module(path, torch::Device("cpu"), &text);
   return parse_meta(text);
 }
 
-int cuda_device_count() {
+std::size_t module_loads() { return g_module_loads.load(); }
+
+int plugin_cuda_device_count() {
 #ifdef VECBENCH_WITH_CUDA
   return static_cast<int>(torch::cuda::device_count());
 #else
@@ -475,7 +406,7 @@ int cuda_device_count() {
 #endif
 }
 
-nlohmann::json backend_info() {
+nlohmann::json plugin_backend_info() {
   nlohmann::json j;
   j["libtorch"] = TORCH_VERSION;
   j["cuda"] = nullptr;
@@ -483,16 +414,30 @@ nlohmann::json backend_info() {
   j["gpus"] = nlohmann::json::array();
 #ifdef VECBENCH_WITH_CUDA
   j["cuda"] = std::to_string(CUDA_VERSION / 1000) + "." + std::to_string(CUDA_VERSION / 10 % 100);
-  for (int k = 0; k < cuda_device_count(); ++k) {
+  for (int k = 0; k < plugin_cuda_device_count(); ++k) {
     const auto* p = at::cuda::getDeviceProperties(k);
     j["gpus"].push_back({{"name", p->name}, {"memory_bytes", p->totalGlobalMem}});
   }
 #endif
   j["parallel_info"] = at::get_parallel_info();
-#ifdef VECBENCH_WITH_ONEDNN
-  j["onednn"] = onednn_info();
-#endif
   return j;
 }
 
+TorchPluginApi make_api() {
+  TorchPluginApi api;
+  api.torchscript_factory = &plugin_factory;
+  api.load_model_meta = &load_model_meta;
+  api.read_inception_weights = &read_inception_weights;
+  api.module_loads = &module_loads;
+  api.cuda_device_count = &plugin_cuda_device_count;
+  api.backend_info = &plugin_backend_info;
+  return api;
+}
+
+}  // namespace
 }  // namespace vecbench
+
+extern "C" __attribute__((visibility("default"))) const vecbench::TorchPluginApi* vecbench_torch_plugin(int abi) {
+  static const vecbench::TorchPluginApi api = vecbench::make_api();
+  return abi == vecbench::kTorchPluginAbi ? &api : nullptr;
+}

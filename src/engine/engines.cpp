@@ -1,0 +1,136 @@
+// The engine functions of torchscript_model.hpp, without LibTorch: the oneDNN engine from its
+// weights file, `--engine none` on CPU devices and the model's stored metadata need no LibTorch;
+// everything else goes to libvecbench_torch.so, opened on first use (torch_plugin.hpp).
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <system_error>
+
+#include "vecbench/core/error.hpp"
+#include "vecbench/engine/model_file.hpp"
+#include "vecbench/engine/null_model.hpp"
+#include "vecbench/engine/torch_plugin.hpp"
+#include "vecbench/engine/torchscript_model.hpp"
+
+#ifdef VECBENCH_WITH_ONEDNN
+#include "vecbench/engine/onednn_inception.hpp"
+#include "vecbench/engine/weights_file.hpp"
+#endif
+
+namespace vecbench {
+namespace {
+
+#ifdef VECBENCH_WITH_ONEDNN
+/// The weights of an export: from its weights file (weights_file.hpp) when there is one for
+/// these weights, else read from the module by LibTorch (then written to the weights file, so
+/// that the next start loads no LibTorch).
+std::shared_ptr<const InceptionWeights> cached_inception_weights(const std::string& path) {
+  const std::string sha = read_model_meta(path).value("weight_sha256", std::string());
+  std::error_code ec;
+  const auto bytes = std::filesystem::file_size(path, ec);
+  const std::string file = ec ? "" : weights_file_path(sha, bytes);
+  if (!file.empty())
+    if (auto w = load_inception_weights(file, sha, path)) return w;
+  auto w = std::make_shared<InceptionWeights>();
+  torch_plugin().read_inception_weights(path, *w);
+  if (!file.empty()) try {
+      save_inception_weights(*w, file, sha);
+    } catch (const std::exception&) {  // a read-only or full cache only costs the next start-up time
+    }
+  return w;
+}
+
+/// Replicas of the oneDNN engine: the weights are read once, by the first replica to start.
+ModelFactory onednn_factory(const TorchModelOptions& opt) {
+  struct Shared {
+    std::mutex mu;
+    std::shared_ptr<const InceptionWeights> weights;
+  };
+  auto shared = std::make_shared<Shared>();
+  return [opt, shared](const VirtualDevice& dev) -> std::unique_ptr<Model> {
+    std::shared_ptr<const InceptionWeights> w;
+    {
+      std::lock_guard<std::mutex> lk(shared->mu);
+      if (!shared->weights) shared->weights = cached_inception_weights(opt.path);
+      w = shared->weights;
+    }
+    OneDnnOptions o;
+    o.winograd = opt.winograd;
+    o.precision = opt.precision;
+    return make_onednn_inception(std::move(w), dev, o);  // sets this thread's OpenMP thread count
+  };
+}
+#endif
+
+}  // namespace
+
+std::vector<EngineKind> available_engines() {
+#ifdef VECBENCH_WITH_ONEDNN
+  return {EngineKind::torchscript, EngineKind::onednn, EngineKind::none};
+#else
+  return {EngineKind::torchscript, EngineKind::none};
+#endif
+}
+
+bool has_engine(EngineKind k) {
+  const auto e = available_engines();
+  return std::find(e.begin(), e.end(), k) != e.end();
+}
+
+ModelFactory torchscript_factory(const TorchModelOptions& opt) {
+  if (opt.engine == EngineKind::none) {  // the input pipeline alone; the model file only gives the shapes
+    const auto meta = read_model_meta(opt.path);
+    const int dim = meta.value("feature_dim", 2048), size = meta.value("input_size", 299);
+    // A CUDA device decodes on the device as a real replica would (the library's engine none).
+    return [opt, dim, size](const VirtualDevice& dev) -> std::unique_ptr<Model> {
+      if (dev.is_cuda()) return torch_plugin().torchscript_factory(opt)(dev);
+      return std::make_unique<NullModel>(dim, size);
+    };
+  }
+  if (opt.engine == EngineKind::onednn) {
+#ifdef VECBENCH_WITH_ONEDNN
+    return onednn_factory(opt);
+#else
+    throw ConfigError("--engine", "this vecbench was built without oneDNN (install libdnnl-dev and rebuild)");
+#endif
+  }
+  return torch_plugin().torchscript_factory(opt);
+}
+
+std::size_t torchscript_module_loads() {
+  const TorchPluginApi* p = torch_plugin_if_loaded();
+  return p ? p->module_loads() : 0;
+}
+
+nlohmann::json read_model_meta(const std::string& path) {
+  std::string text;
+  // The export's metadata straight from the zip (no LibTorch at start-up); a file without it
+  // (not from the export, or compressed) is loaded, which also checks that it is TorchScript.
+  if (read_stored_zip_member(path, "/extra/vecbench_meta.json", text)) {
+    auto meta = nlohmann::json::parse(text, nullptr, false);
+    if (!meta.is_discarded() && meta.is_object() && !meta.empty()) return meta;
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw IoError(path, "model file not found (build the default model or pass --model)");
+  return torch_plugin().load_model_meta(path);
+}
+
+int cuda_device_count() {
+#ifdef VECBENCH_WITH_CUDA
+  return torch_plugin().cuda_device_count();
+#else
+  return 0;  // a CPU build: no LibTorch needed to know
+#endif
+}
+
+nlohmann::json backend_info() {
+  auto j = torch_plugin().backend_info();
+#ifdef VECBENCH_WITH_ONEDNN
+  j["onednn"] = onednn_info();
+#endif
+  return j;
+}
+
+}  // namespace vecbench
