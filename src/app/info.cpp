@@ -6,6 +6,7 @@
 
 #include "vecbench/app/commands.hpp"
 #include "vecbench/core/npy.hpp"
+#include "vecbench/engine/torch_plugin.hpp"
 #include "vecbench/engine/torchscript_model.hpp"
 #include "vecbench/input/inputs.hpp"
 #include "vecbench/results/trace_json.hpp"
@@ -47,6 +48,7 @@ int cmd_devices(const std::vector<std::string>& specs) {
   const auto info = backend_info();
   std::printf("host: %d CPU cores; CUDA devices: %d; LibTorch %s\n", hardware_cores(), ncuda,
               info.value("libtorch", "?").c_str());
+  std::printf("LibTorch is opened only when a run needs it, from %s\n", torch_plugin_path().c_str());
   if (info["cuda"].is_null())
     std::printf("CUDA: not in this build (LibTorch without CUDA); --devices cuda is refused\n");
   else
