@@ -2,7 +2,10 @@
 // manifest), experiment validation.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <fstream>
+#include <random>
 #include <thread>
 
 #include "vecbench/core/queue.hpp"
@@ -98,6 +101,22 @@ TEST(Writer, VcIsNumpySavetxtLayout) {
       vc_text(f, 3),
       "1.000000000000000000e+00\n-5.000000000000000000e-01\n1.000000014901161194e-01\n");  // np.savetxt of float32 [1,
                                                                                            // -0.5, 0.1]
+}
+
+TEST(Writer, VcTextEqualsPrintfsForEveryKindOfFloat) {
+  std::mt19937 g(7);
+  std::vector<float> f = {0.0f, -0.0f, 1e-45f, -1.17549435e-38f, 3.4028235e38f, 1.0f / 3.0f, 123456.789f};
+  for (int i = 0; i < 20000; ++i) {  // features: mostly O(1) activations, some zeros, any exponent
+    std::uint32_t bits = g();
+    float x;
+    std::memcpy(&x, &bits, sizeof x);
+    if (std::isfinite(x)) f.push_back(x);
+    f.push_back(std::ldexp(static_cast<float>(g() % 100000) / 7.0f, static_cast<int>(g() % 20) - 10));
+  }
+  std::string want;
+  char buf[64];
+  for (float x : f) want.append(buf, static_cast<std::size_t>(std::snprintf(buf, sizeof buf, "%.18e\n", double(x))));
+  EXPECT_EQ(vc_text(f.data(), static_cast<int>(f.size())), want);
 }
 
 TEST(Writer, NamesCollisionsAndManifest) {

@@ -8,6 +8,7 @@
 // every manifest of the directory; `vecbench merge` (or rank 0) combines them into manifest.jsonl.
 #pragma once
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -74,13 +75,17 @@ inline std::string hashed_output_name(const std::string& rel, const std::string&
 }
 
 /// The text of one `.vc` file: np.savetxt's default layout, one value per line ("%.18e").
+/// std::to_chars with a precision is specified to give printf's text in the C locale, about 4x
+/// faster than snprintf (the writer thread shares the cores with the replicas); tested equal.
 inline std::string vc_text(const float* f, int dim) {
   std::string s;
   s.reserve(static_cast<std::size_t>(dim) * 26);
-  char buf[40];
+  char buf[64];
   for (int i = 0; i < dim; ++i) {
-    const int n = std::snprintf(buf, sizeof buf, "%.18e\n", static_cast<double>(f[i]));
-    s.append(buf, static_cast<std::size_t>(n));
+    const auto r =
+        std::to_chars(buf, buf + sizeof buf - 1, static_cast<double>(f[i]), std::chars_format::scientific, 18);
+    *r.ptr = '\n';
+    s.append(buf, static_cast<std::size_t>(r.ptr + 1 - buf));
   }
   return s;
 }
