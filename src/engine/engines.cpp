@@ -1,6 +1,8 @@
 // The engine functions of torchscript_model.hpp, without LibTorch: the oneDNN engine from its
 // weights file, `--engine none` on CPU devices and the model's stored metadata need no LibTorch;
 // everything else goes to libvecbench_torch.so, opened on first use (torch_plugin.hpp).
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <memory>
@@ -63,6 +65,26 @@ ModelFactory onednn_factory(const TorchModelOptions& opt) {
 }
 #endif
 
+#ifdef VECBENCH_WITH_CUDA
+/// GPUs the CUDA driver sees, asked without LibTorch (so that a CUDA build starts the oneDNN
+/// route on a machine without GPUs as fast as a CPU build): 0 when there is no driver or it says
+/// there is no device, -1 when it cannot tell (then LibTorch is asked).
+int driver_device_count() {
+  void* h = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h) return 0;  // no driver: no CUDA runtime can use a GPU here
+  using Init = int (*)(unsigned);
+  using Count = int (*)(int*);
+  auto init = reinterpret_cast<Init>(::dlsym(h, "cuInit"));
+  auto count = reinterpret_cast<Count>(::dlsym(h, "cuDeviceGetCount"));
+  if (!init || !count) return -1;
+  const int e = init(0);
+  if (e == 100) return 0;  // CUDA_ERROR_NO_DEVICE
+  int n = 0;
+  if (e != 0 || count(&n) != 0) return -1;
+  return n;
+}
+#endif
+
 }  // namespace
 
 std::vector<EngineKind> available_engines() {
@@ -119,6 +141,8 @@ nlohmann::json read_model_meta(const std::string& path) {
 
 int cuda_device_count() {
 #ifdef VECBENCH_WITH_CUDA
+  static const int driver = driver_device_count();
+  if (driver == 0) return 0;
   return torch_plugin().cuda_device_count();
 #else
   return 0;  // a CPU build: no LibTorch needed to know
