@@ -201,6 +201,9 @@ void add_vectorize(CLI::App& app, Cli& c, const std::string& exit_status) {
       "1-thread replica per core up to 4 cores (2- or 4-core replicas beyond), batch 4, decode threads for the cores "
       "left (at least 1); on GPUs torchscript, all GPUs, batch 32. Always fp32 (bf16, --fast-decode: opt-in). The "
       "first line names the route and where it came from.\n"
+      "LibTorch and OpenCV are opened only when the run needs them (the torchscript engine, CUDA, a model's first "
+      "onednn run; formats other than JPEG and PNG): libvecbench_torch.so and libvecbench_opencv.so next to this "
+      "executable, or $VECBENCH_TORCH_LIBRARY / $VECBENCH_OPENCV_LIBRARY.\n"
       "Output folder: one writer at a time (lock), one fingerprint (OUT/vecbench.json), each input once; see "
       "README 'Output folder'.\n" +
       exit_status);
