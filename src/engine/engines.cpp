@@ -104,9 +104,9 @@ ModelFactory torchscript_factory(const TorchModelOptions& opt) {
   if (opt.engine == EngineKind::none) {  // the input pipeline alone; the model file only gives the shapes
     const auto meta = read_model_meta(opt.path);
     const int dim = meta.value("feature_dim", 2048), size = meta.value("input_size", 299);
-    // A CUDA device decodes on the device as a real replica would (the library's engine none).
-    return [opt, dim, size](const VirtualDevice& dev) -> std::unique_ptr<Model> {
-      if (dev.is_cuda()) return torch_plugin().torchscript_factory(opt)(dev);
+    // A CUDA device decodes on the device as a real replica would (in libvecbench_torch.so).
+    return [dim, size](const VirtualDevice& dev) -> std::unique_ptr<Model> {
+      if (dev.is_cuda()) return torch_plugin().device_decode_factory(dim, size)(dev);
       return std::make_unique<NullModel>(dim, size);
     };
   }

@@ -19,7 +19,6 @@
 #include <mutex>
 
 #include "vecbench/core/error.hpp"
-#include "vecbench/engine/model_file.hpp"
 #include "vecbench/engine/null_model.hpp"
 #include "vecbench/engine/onednn_inception.hpp"
 #include "vecbench/engine/torchscript_model.hpp"
@@ -370,23 +369,22 @@ void read_inception_weights(const std::string& path, InceptionWeights& out) {
   }
 }
 
-/// Replicas of the TorchScript engine; with engine none (asked for CUDA devices only:
-/// engines.cpp), the input pipeline decoding on the device, zero features.
+/// Replicas of the TorchScript engine.
 ModelFactory plugin_factory(const TorchModelOptions& opt) {
-#ifdef VECBENCH_WITH_CUDA
-  if (opt.engine == EngineKind::none) {
-    std::string text;
-    if (!read_stored_zip_member(opt.path, "/extra/vecbench_meta.json", text))
-      load_module(opt.path, torch::Device("cpu"), &text);
-    const auto meta = parse_meta(text);
-    const int dim = meta.value("feature_dim", 2048), size = meta.value("input_size", 299);
-    return [dim, size](const VirtualDevice& dev) -> std::unique_ptr<Model> {
-      return std::make_unique<DeviceDecodeOnlyModel>(dev, dim, size);
-    };
-  }
-#endif
   return [opt](const VirtualDevice& dev) -> std::unique_ptr<Model> {
     return std::make_unique<TorchScriptModel>(dev, opt);
+  };
+}
+
+/// `--engine none` on CUDA devices (engines.cpp asks only for those): decoding on the device.
+ModelFactory device_decode_factory(int dim, int size) {
+  return [dim, size](const VirtualDevice& dev) -> std::unique_ptr<Model> {
+#ifdef VECBENCH_WITH_CUDA
+    return std::make_unique<DeviceDecodeOnlyModel>(dev, dim, size);
+#else
+    (void)dim, (void)size;
+    throw ReplicaError(dev.name() + ": this vecbench was built without CUDA");
+#endif
   };
 }
 
@@ -426,6 +424,7 @@ nlohmann::json plugin_backend_info() {
 TorchPluginApi make_api() {
   TorchPluginApi api;
   api.torchscript_factory = &plugin_factory;
+  api.device_decode_factory = &device_decode_factory;
   api.load_model_meta = &load_model_meta;
   api.read_inception_weights = &read_inception_weights;
   api.module_loads = &module_loads;

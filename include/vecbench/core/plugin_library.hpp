@@ -8,10 +8,13 @@
 #pragma once
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
 #include <string>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "vecbench/core/error.hpp"
@@ -35,38 +38,84 @@ inline std::vector<std::string> plugin_library_candidates(const std::string& nam
   return c;
 }
 
-/// Opens the first of `candidates` that loads and whose `entry(abi)` returns a table `accept`s;
-/// returns that table. Throws Error("cannot load <what> ...") listing every path tried and why.
-/// The library stays open for the life of the process (RTLD_LOCAL: its dependencies' symbols never
-/// take the place of the executable's).
-template <class Api, class Accept>
-const Api* open_plugin_library(const std::vector<std::string>& candidates, const char* entry, int abi, Accept accept,
-                               const std::string& what, std::string* opened_path) {
-  namespace fs = std::filesystem;
-  std::string tried;
-  for (const auto& path : candidates) {
+/// One of vecbench's own libraries, opened on the first get() (thread-safe) and kept open for
+/// the life of the process (RTLD_LOCAL: its dependencies' symbols never take the place of the
+/// executable's). `Api` is the library's table, with `abi` and `size` members; `entry(abi)` is
+/// the library's one exported function. A failure is remembered: later get()s throw the same
+/// Error without trying again (a run of many files that need a missing library tries once).
+template <class Api>
+class PluginLibrary {
+ public:
+  /// `name` (libvecbench_X.so), `env_var` naming a file that replaces the search, `entry`, the
+  /// caller's `abi`, `what` the error names ("cannot load <what>: ..."), `build_dir` searched last.
+  PluginLibrary(std::string name, const char* env_var, const char* entry, int abi, std::string what,
+                std::string build_dir)
+      : name_(std::move(name)),
+        env_var_(env_var),
+        entry_(entry),
+        abi_(abi),
+        what_(std::move(what)),
+        build_dir_(std::move(build_dir)) {}
+
+  /// The table; throws Error listing every path tried and why when no candidate opens.
+  const Api& get() {
+    if (const Api* a = api_.load(std::memory_order_acquire)) return *a;
+    std::lock_guard<std::mutex> lk(mu_);
+    if (const Api* a = api_.load(std::memory_order_acquire)) return *a;
+    if (!failure_.empty()) throw Error(failure_);
+    std::string tried;
+    for (const auto& path : plugin_library_candidates(name_, env_var_, build_dir_)) {
+      if (const Api* a = open(path, tried)) {
+        path_ = path;
+        api_.store(a, std::memory_order_release);
+        return *a;
+      }
+    }
+    failure_ = "cannot load " + what_ + ":" + tried;
+    throw Error(failure_);
+  }
+  /// The table when the library is already open, else null (opens nothing).
+  const Api* if_loaded() const { return api_.load(std::memory_order_acquire); }
+  /// The file it was opened from ("" while it is not open).
+  std::string path() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    return path_;
+  }
+
+ private:
+  /// The table of the library at `path`, or null with the reason appended to `tried`.
+  const Api* open(const std::string& path, std::string& tried) const {
     std::error_code ec;
-    if (!fs::exists(path, ec)) {
+    if (!std::filesystem::exists(path, ec)) {
       tried += "\n  " + path + ": no such file";
-      continue;
+      return nullptr;
     }
     void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) {
       const char* e = ::dlerror();
       tried += "\n  " + path + ": " + (e ? e : "cannot be loaded");
-      continue;
+      return nullptr;
     }
     using Entry = const Api* (*)(int);
-    auto f = reinterpret_cast<Entry>(::dlsym(h, entry));
-    const Api* api = f ? f(abi) : nullptr;
-    if (!api || !accept(*api)) {  // left open: a library's static objects may not survive dlclose
+    auto f = reinterpret_cast<Entry>(::dlsym(h, entry_));
+    const Api* a = f ? f(abi_) : nullptr;
+    if (!a || a->abi != abi_ || a->size != sizeof(Api)) {  // left open: static objects may not survive dlclose
       tried += "\n  " + path + ": another version of vecbench's library (rebuild)";
-      continue;
+      return nullptr;
     }
-    if (opened_path) *opened_path = path;
-    return api;
+    return a;
   }
-  throw Error("cannot load " + what + ":" + tried);
-}
+
+  const std::string name_;
+  const char* const env_var_;
+  const char* const entry_;
+  const int abi_;
+  const std::string what_;
+  const std::string build_dir_;
+  mutable std::mutex mu_;
+  std::atomic<const Api*> api_{nullptr};  ///< set once, never cleared: the library is never closed
+  std::string path_;
+  std::string failure_;  ///< the Error of the failed attempt, thrown again
+};
 
 }  // namespace vecbench

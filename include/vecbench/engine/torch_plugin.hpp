@@ -26,16 +26,18 @@ struct TorchModelOptions;
 struct InceptionWeights;
 
 /// Bumped whenever TorchPluginApi changes; a library of another version is refused.
-constexpr int kTorchPluginAbi = 1;
+constexpr int kTorchPluginAbi = 2;
 
 /// The functions of libvecbench_torch.so. Both sides are built from the same tree by the same
 /// compiler (C++ types cross the boundary); `abi` and `size` catch a stale library.
 struct TorchPluginApi {
   int abi = kTorchPluginAbi;
   std::size_t size = sizeof(TorchPluginApi);
-  /// Replicas of the TorchScript engine (and, on CUDA devices, of `--engine none` decoding on
-  /// the device): see torchscript_factory in torchscript_model.hpp.
+  /// Replicas of the TorchScript engine: see torchscript_factory in torchscript_model.hpp.
   ModelFactory (*torchscript_factory)(const TorchModelOptions& opt) = nullptr;
+  /// `--engine none` on CUDA devices: the input pipeline decoding on the device as a replica
+  /// would (`--decode gpu`), zero features of `feature_dim`; refused in a build without CUDA.
+  ModelFactory (*device_decode_factory)(int feature_dim, int input_size) = nullptr;
   /// Loads the TorchScript module of `path` (on the CPU) and returns its stored vecbench_meta.json
   /// (empty object if none); throws IoError naming the file when it is no TorchScript file.
   nlohmann::json (*load_model_meta)(const std::string& path) = nullptr;
