@@ -8,6 +8,8 @@
 # command once per round), figures are medians; writes results/whole-job/<UTC stamp>.md and .json.
 #   tools/bench_whole_job.sh                        # 3 rounds
 #   ROUNDS=5 OLD_VECBENCH=/tmp/old/vecbench tools/bench_whole_job.sh
+#     (OLD_VECBENCH may be a script: e.g. `exec ./build/vecbench "$@" --no-winograd` for "before"
+#     an engine change that a flag turns off)
 #   LARGE=DIR: also large photos (4-24 MP JPEG/PNG in DIR): the default command end to end against
 #     the decode ceiling (--engine none, every core decoding) and the model ceiling (synthetic
 #     input), each vecbench's own img/s; target end to end >= 0.9 / (1/decode + 1/model)
@@ -92,6 +94,8 @@ for r in $(seq 1 "$ROUNDS"); do
     measure old-default-60 "$WORK/p60" "$OLD" vectorize --images "$WORK/photos60.txt" --out "$WORK/p60" --model "$MODEL"
     measure old-default-100 "$WORK/p100" "$OLD" vectorize --images "$WORK/photos100.txt" --out "$WORK/p100" \
       --model "$MODEL"
+    measure old-default-100-vc "$WORK/pv100" "$OLD" vectorize --images "$WORK/photos100.txt" --out "$WORK/pv100" \
+      --model "$MODEL" --format vc
   fi
 done
 "$VB" vectorize --images synthetic:1 --out "$WORK/route" --format none > "$WORK/route.log" 2>&1

@@ -13,7 +13,7 @@ by = {}
 for r in runs:
     by.setdefault(r["name"], []).append(r)
 IMAGES = {"default-60": 60, "default-100": 100, "default-100-vc": 100, "seed-style-100-vc": 100,
-          "old-default-60": 60, "old-default-100": 100}
+          "old-default-60": 60, "old-default-100": 100, "old-default-100-vc": 100}
 
 
 def med(name, key):
@@ -61,6 +61,10 @@ if "default-100" in summary and "ort-b8-t2" in summary:  # the base set (BASE=0 
          startup, f"<= {0.5 + one_batch_s:.2f} s", startup is not None and startup <= 0.5 + one_batch_s),
         ("peak RSS of the default command (MB), max of 60 and 100 photos", rss, "<= 600 MB", rss <= 600),
     ]
+if "old-default-100-vc" in summary and "seed-style-100-vc" in summary:  # "before", for comparison
+    old_vc = summary["old-default-100-vc"]["img_per_s"] / summary["seed-style-100-vc"]["img_per_s"]
+    targets.append(("before (OLD_VECBENCH's default command, .vc) vs the seed-style run", old_vc, ">= 2.0x",
+                    old_vc >= 2.0))
 if "large-default" in summary:
     dec, mod = summary["large-decode"]["img_per_s"], summary["large-model"]["img_per_s"]
     combined = 1.0 / (1.0 / dec + 1.0 / mod)

@@ -10,12 +10,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <dnnl.hpp>
+#include <functional>
 #include <mutex>
 #include <numeric>
 #include <unordered_map>
 #include <utility>
 
 #include "vecbench/core/error.hpp"
+#include "vecbench/engine/winograd.hpp"
 
 namespace vecbench {
 
@@ -26,6 +28,8 @@ struct PackedWeightCache {
   };
   std::mutex mu;
   std::map<std::string, std::vector<Entry>> layers;  ///< by layer name
+  /// Layers run by the AVX2 Winograd kernels (engine/winograd.hpp), by layer name.
+  std::map<std::string, std::shared_ptr<const winograd::Filter>> winograd;
 };
 
 std::shared_ptr<PackedWeightCache> new_packed_weight_cache() { return std::make_shared<PackedWeightCache>(); }
@@ -36,7 +40,16 @@ using dnnl::algorithm;
 using dnnl::memory;
 using tag = dnnl::memory::format_tag;
 using dt = dnnl::memory::data_type;
-using Op = std::pair<dnnl::primitive, std::unordered_map<int, memory>>;
+using Args = std::unordered_map<int, memory>;
+/// One step of a forward pass: a oneDNN primitive, or a function of vecbench's own (`own`) that
+/// reads and writes the memories in `args` (listed for the arena's live ranges).
+struct Op {
+  Op(dnnl::primitive p, Args a) : prim(std::move(p)), args(std::move(a)) {}
+  Op(std::function<void()> f, Args a) : own(std::move(f)), args(std::move(a)) {}
+  dnnl::primitive prim;
+  std::function<void()> own;
+  Args args;
+};
 
 std::atomic<std::size_t> g_builds{0}, g_packs{0}, g_packed_bytes{0};
 
@@ -92,7 +105,7 @@ class ActivationArena {
   /// Places every buffer and points its views at their bytes; returns the arena's size.
   std::size_t place(const std::vector<Op>& ops) {
     for (std::size_t i = 0; i < ops.size(); ++i)
-      for (const auto& arg : ops[i].second) {
+      for (const auto& arg : ops[i].args) {
         const auto it = ids_.find(arg.second.get());
         if (it == ids_.end()) continue;
         Buf& b = bufs_[it->second];
@@ -166,8 +179,12 @@ class Graph {
     const bool avx512 = has_isa(dnnl::cpu_isa::avx512_core);
     fmt_ = avx512 ? tag::nChw16c : tag::nChw8c;
     act_dt_ = opt.precision == Precision::bf16 ? dt::bf16 : dt::f32;
+    // oneDNN 2.x has Winograd convolutions only in its AVX-512 code; on AVX2 the engine has its own
+    own_winograd_ = !avx512 && winograd::available();
+    threads_ = std::max(1, omp_get_max_threads());
     build();
     arena_bytes_ = arena_.place(ops_);
+    if (scratch_floats_) scratch_ = aligned_bytes(scratch_floats_ * sizeof(float) * static_cast<std::size_t>(threads_));
     ++g_builds;
   }
 
@@ -177,7 +194,12 @@ class Graph {
   void run(dnnl::stream& s, const float* in, float* out) {
     in_user_.set_data_handle(const_cast<float*>(in));
     out_user_.set_data_handle(out);
-    for (auto& op : ops_) op.first.execute(s, op.second);
+    for (auto& op : ops_) {
+      if (op.own)
+        op.own();
+      else
+        op.prim.execute(s, op.args);
+    }
     s.wait();
   }
 
@@ -206,6 +228,9 @@ class Graph {
                  int pw) {
     const int oc = static_cast<int>(l.shape[0]), ic = static_cast<int>(l.shape[1]);
     const int kh = static_cast<int>(l.shape[2]), kw = static_cast<int>(l.shape[3]);
+    if (opt_.winograd && own_winograd_ && act_dt_ == dt::f32 && kh == 3 && kw == 3 && stride == 1 && ph == pw &&
+        winograd_into(name, l, src, dst, ph))
+      return;
     memory::desc w_any({oc, ic, kh, kw}, act_dt_, tag::any);  // bf16: packed (and rounded) once, here
     memory::desc b_md({oc}, dt::f32, tag::x);
     dnnl::post_ops po;
@@ -245,6 +270,60 @@ class Graph {
       }
     }
     throw ReplicaError(wts_.source + ": layer " + name + ": oneDNN has no convolution for it");
+  }
+
+  /// Where `m` (an 8-channel blocked f32 activation, or a slice of one) keeps element (n, c, y, x);
+  /// false for any other layout.
+  static bool blocked8(const memory& m, winograd::BlockedTensor& t) {
+    const dnnl_memory_desc_t& d = m.get_desc().data;
+    const auto& b = d.format_desc.blocking;
+    if (d.ndims != 4 || d.data_type != dnnl_f32 || d.format_kind != dnnl_blocked || b.inner_nblks != 1 ||
+        b.inner_blks[0] != 8 || b.inner_idxs[0] != 1 || b.strides[3] != 8)
+      return false;
+    t.offset = d.offset0;
+    t.stride_n = b.strides[0], t.stride_cb = b.strides[1], t.stride_y = b.strides[2], t.stride_x = b.strides[3];
+    return true;
+  }
+
+  /// conv+bias+ReLU of a 3x3 stride-1 layer with the AVX2 Winograd kernels (CPUs where oneDNN
+  /// has no Winograd code); false where the kernels or the layouts don't fit (oneDNN runs it).
+  bool winograd_into(const std::string& name, const FoldedConv& l, const memory& src, const memory& dst, int pad) {
+    winograd::BlockedTensor in, out;
+    const auto dims = src.get_desc().dims();
+    winograd::ConvShape shape{n_,
+                              static_cast<int>(l.shape[1]),
+                              static_cast<int>(l.shape[0]),
+                              static_cast<int>(dims[2]),
+                              static_cast<int>(dims[3]),
+                              pad};
+    if (!winograd::worthwhile(shape) || !blocked8(src, in) || !blocked8(dst, out)) return false;
+    std::shared_ptr<const winograd::Filter> f;
+    {
+      auto& cache = *wts_.packed;
+      std::lock_guard<std::mutex> lk(cache.mu);
+      auto& slot = cache.winograd[name];
+      if (!slot) {
+        slot = winograd::make_filter(l.weight.data(), l.bias.data(), shape.out_c, shape.in_c);
+        ++g_packs;
+        g_packed_bytes += slot->bytes();
+      }
+      f = slot;
+    }
+    scratch_floats_ = std::max(scratch_floats_, winograd::scratch_floats(shape));
+    ops_.emplace_back(
+        [this, f, shape, in, out, src, dst]() mutable {
+          in.data = static_cast<float*>(src.get_data_handle());
+          out.data = static_cast<float*>(dst.get_data_handle());
+          const int blocks = winograd::block_count(shape), threads = std::min(threads_, blocks);
+#pragma omp parallel num_threads(threads)
+          {
+            const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+            winograd::run_blocks(*f, shape, in, out, blocks * t / nt, blocks * (t + 1) / nt,
+                                 static_cast<float*>(scratch_.get()) + scratch_floats_ * static_cast<std::size_t>(t));
+          }
+        },
+        Args{{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+    return true;
   }
 
   Act conv(const std::string& name, const Act& x, int stride = 1, int pad = -1) {
@@ -441,6 +520,10 @@ class Graph {
   ActivationArena arena_;  ///< every activation, placed after the build
   std::size_t arena_bytes_ = 0;
   std::vector<Op> ops_;
+  bool own_winograd_ = false;       ///< 3x3 stride-1 layers by engine/winograd.hpp (AVX2 CPUs)
+  int threads_ = 1;                 ///< OpenMP threads of this replica (its device's)
+  std::size_t scratch_floats_ = 0;  ///< per thread, for the largest Winograd layer
+  std::shared_ptr<void> scratch_;   ///< threads_ x scratch_floats_
 };
 
 class OneDnnInception : public Model {
@@ -521,7 +604,9 @@ nlohmann::json onednn_info() {
   j["version"] = std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
   const bool avx512 = has_isa(dnnl::cpu_isa::avx512_core);
   j["isa"] = avx512 ? "avx512_core" : has_isa(dnnl::cpu_isa::avx2) ? "avx2" : "older";
-  j["winograd"] = avx512;  // oneDNN 2.x has Winograd convolutions only in its AVX-512 code
+  // oneDNN 2.x has Winograd convolutions only in its AVX-512 code; on AVX2 the engine has its own
+  j["winograd"] = avx512 || winograd::available();
+  j["winograd_impl"] = avx512 ? "onednn" : winograd::available() ? "vecbench-avx2" : "none";
   j["bf16"] = has_isa(dnnl::cpu_isa::avx512_core_bf16);
   return j;
 }

@@ -1,0 +1,114 @@
+// The oneDNN engine's 3x3 stride-1 layers on one core: vecbench's AVX2 Winograd F(4x4, 3x3)
+// kernels (engine/winograd.hpp) against oneDNN's direct convolution (what the engine ran on
+// AVX2 CPUs before), same layout (nChw8c), same fused bias + ReLU. Counter `GFLOPs` is the
+// direct convolution's arithmetic per second, so the two are comparable.
+//   ./build/bench/vecbench_bench_winograd --benchmark_repetitions=3 --benchmark_report_aggregates_only
+#include <benchmark/benchmark.h>
+#include <omp.h>
+
+#include <cstdlib>
+#include <dnnl.hpp>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "vecbench/engine/winograd.hpp"
+
+using namespace vecbench;
+
+namespace {
+
+/// Inception-v3's 3x3 stride-1 layers: in channels, out channels, input size, padding.
+struct Layer {
+  const char* name;
+  int in_c, out_c, size, pad;
+};
+constexpr Layer kLayers[] = {
+    {"Conv2d_2a", 32, 32, 149, 0},        {"Conv2d_2b", 32, 64, 147, 1},        {"Conv2d_4a", 80, 192, 73, 0},
+    {"Mixed_5x.3x3dbl_2", 64, 96, 35, 1}, {"Mixed_5x.3x3dbl_3", 96, 96, 35, 1}, {"Mixed_7x.3x3dbl_2", 448, 384, 8, 1},
+};
+
+std::vector<float> random_floats(std::size_t n, float scale) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = nd(rng);
+  return v;
+}
+
+float* aligned(std::size_t n) { return static_cast<float*>(std::aligned_alloc(64, (n * 4 + 63) / 64 * 64)); }
+
+double direct_flops(const Layer& l, int batch) {
+  const double o = l.size + 2.0 * l.pad - 2;
+  return 2.0 * batch * l.in_c * l.out_c * o * o * 9;
+}
+
+void BM_Winograd(benchmark::State& st) {
+  const Layer& l = kLayers[st.range(0)];
+  const int batch = static_cast<int>(st.range(1));
+  if (!winograd::available()) return st.SkipWithError("no AVX2+FMA");
+  const winograd::ConvShape s{batch, l.in_c, l.out_c, l.size, l.size, l.pad};
+  // 64-byte aligned, as the engine's arena
+  const auto in_v = random_floats(static_cast<std::size_t>(batch) * l.in_c * l.size * l.size, 1.0f);
+  std::unique_ptr<float, decltype(&std::free)> in(aligned(in_v.size()), std::free),
+      out(aligned(static_cast<std::size_t>(batch) * l.out_c * s.out_h() * s.out_w()), std::free),
+      scratch(aligned(winograd::scratch_floats(s)), std::free);
+  std::copy(in_v.begin(), in_v.end(), in.get());
+  const auto w = random_floats(static_cast<std::size_t>(l.out_c) * l.in_c * 9, 0.05f);
+  const auto b = random_floats(static_cast<std::size_t>(l.out_c), 0.1f);
+  const auto f = winograd::make_filter(w.data(), b.data(), l.out_c, l.in_c);
+  winograd::BlockedTensor src{in.get(), 0, int64_t{l.in_c} * l.size * l.size, 8LL * l.size * l.size, 8LL * l.size, 8};
+  winograd::BlockedTensor dst{out.get(),       0, int64_t{l.out_c} * s.out_h() * s.out_w(), 8LL * s.out_h() * s.out_w(),
+                              8LL * s.out_w(), 8};
+  for (auto _ : st) winograd::run_blocks(*f, s, src, dst, 0, winograd::block_count(s), scratch.get());
+  st.SetLabel(l.name);
+  st.counters["GFLOPs"] = benchmark::Counter(direct_flops(l, batch), benchmark::Counter::kIsIterationInvariantRate,
+                                             benchmark::Counter::kIs1000);
+}
+
+void BM_OneDnnDirect(benchmark::State& st) {
+  const Layer& l = kLayers[st.range(0)];
+  const int batch = static_cast<int>(st.range(1));
+  omp_set_num_threads(1);
+  using tag = dnnl::memory::format_tag;
+  using dt = dnnl::memory::data_type;
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream strm(eng);
+  const int o = l.size + 2 * l.pad - 2;
+  dnnl::memory::desc src_md({batch, l.in_c, l.size, l.size}, dt::f32, tag::nChw8c);
+  dnnl::memory::desc dst_md({batch, l.out_c, o, o}, dt::f32, tag::nChw8c);
+  dnnl::memory::desc w_md({l.out_c, l.in_c, 3, 3}, dt::f32, tag::any), b_md({l.out_c}, dt::f32, tag::x);
+  dnnl::post_ops po;
+  po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(po);
+  dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_md,
+                                    w_md, b_md, dst_md, {1, 1}, {l.pad, l.pad}, {l.pad, l.pad});
+  dnnl::convolution_forward::primitive_desc pd(d, attr, eng);
+  auto w = random_floats(static_cast<std::size_t>(l.out_c) * l.in_c * 9, 0.05f);
+  dnnl::memory w_user({{l.out_c, l.in_c, 3, 3}, dt::f32, tag::oihw}, eng, w.data());
+  dnnl::memory w_packed(pd.weights_desc(), eng), src(src_md, eng), dst(dst_md, eng), bias(b_md, eng);
+  dnnl::reorder(w_user, w_packed).execute(strm, w_user, w_packed);
+  const auto in = random_floats(static_cast<std::size_t>(batch) * l.in_c * l.size * l.size, 1.0f);
+  std::copy(in.begin(), in.end(), static_cast<float*>(src.get_data_handle()));
+  dnnl::convolution_forward conv(pd);
+  for (auto _ : st) {
+    conv.execute(strm, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w_packed}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, dst}});
+    strm.wait();
+  }
+  st.SetLabel(std::string(l.name) + " " + pd.impl_info_str());
+  st.counters["GFLOPs"] = benchmark::Counter(direct_flops(l, batch), benchmark::Counter::kIsIterationInvariantRate,
+                                             benchmark::Counter::kIs1000);
+}
+
+void shapes(benchmark::internal::Benchmark* b) {
+  for (int i = 0; i < static_cast<int>(std::size(kLayers)); ++i)
+    for (int batch : {1, 4}) b->Args({i, batch});
+  b->Unit(benchmark::kMillisecond);
+}
+
+}  // namespace
+
+BENCHMARK(BM_Winograd)->Apply(shapes);
+BENCHMARK(BM_OneDnnDirect)->Apply(shapes);
+BENCHMARK_MAIN();

@@ -1,0 +1,77 @@
+// Winograd F(4x4, 3x3) convolutions for CPUs with AVX2 and FMA, where oneDNN 2.x has none (its
+// Winograd code is AVX-512 only): the oneDNN engine runs its 3x3 stride-1 layers with these
+// (src/engine/onednn_inception.cpp; results/PERFORMANCE.md, "Winograd on AVX2").
+//
+// Each 4x4 output tile is computed from a 6x6 input tile with 36 products per channel pair
+// instead of 144: the input tiles are transformed (B^T d B), multiplied by the transformed filters
+// (U = G g G^T, computed once in double precision) as 36 matrix products over channels, and
+// transformed back (A^T m A), with the bias and ReLU applied on the way out. Activations are in
+// oneDNN's 8-channel blocked layout (nChw8c), so one AVX2 register holds one pixel's 8 channels;
+// the destination may be a slice of a larger tensor (a concatenation's channels).
+//
+// Single-threaded by design: the caller splits the tiles into blocks (block_count) and runs blocks
+// on as many threads as it likes, each with its own scratch (scratch_floats). No LibTorch, OpenCV
+// or oneDNN here.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace vecbench::winograd {
+
+/// True when this CPU runs the kernels (AVX2 and FMA).
+bool available();
+
+/// A 4-D float tensor in a channel-blocked layout, 8 channels to a block (the innermost 8 floats):
+/// element (n, c, y, x) is at data[offset + n*stride_n + (c/8)*stride_cb + y*stride_y + x*stride_x + c%8].
+/// Strides and offset count floats; `data` is 32-byte aligned where offset is 0.
+struct BlockedTensor {
+  float* data = nullptr;
+  std::int64_t offset = 0;
+  std::int64_t stride_n = 0, stride_cb = 0, stride_y = 0, stride_x = 8;
+};
+
+/// One 3x3 stride-1 convolution + bias + ReLU.
+struct ConvShape {
+  int batch = 1;
+  int in_c = 0;   ///< a multiple of 8
+  int out_c = 0;  ///< a multiple of 16
+  int in_h = 0, in_w = 0;
+  int pad = 0;  ///< zeros on every side (0: "valid", 1: "same")
+  int out_h() const { return in_h + 2 * pad - 2; }
+  int out_w() const { return in_w + 2 * pad - 2; }
+};
+
+/// True when the kernels take `s` (channel counts, sizes).
+bool supports(const ConvShape& s);
+
+/// True where the kernels are faster than oneDNN's direct convolution (bench/bench_winograd.cpp):
+/// at least 16 tiles (a 13x13 output) per image. On Mixed_7b/c's 8x8 maps (4 tiles) the 36
+/// transformed filters (24 MB for 448 -> 384 channels) are read from memory for too few tiles.
+bool worthwhile(const ConvShape& s);
+
+/// A layer's filters transformed for the kernels (read-only once made; share it between threads
+/// and replicas).
+struct Filter {
+  int in_c = 0, out_c = 0;
+  std::shared_ptr<float> u;     ///< 36 transformed filters, each in panels of 16 output channels
+  std::shared_ptr<float> bias;  ///< out_c floats
+  std::size_t bytes() const;
+};
+
+/// Transforms OIHW 3x3 weights (out_c x in_c x 3 x 3 floats) and their bias (out_c floats).
+std::shared_ptr<const Filter> make_filter(const float* oihw, const float* bias, int out_c, int in_c);
+
+/// Tiles per block for shape `s` (sized to keep a block's work in the core's L2 cache).
+int block_tiles(const ConvShape& s);
+/// The number of blocks of tiles of `s` (the units of work: run them in any order, on any thread).
+int block_count(const ConvShape& s);
+/// Floats of scratch one thread needs for blocks of `s`.
+std::size_t scratch_floats(const ConvShape& s);
+
+/// Computes blocks [first, last) of dst = relu(conv3x3(src, f) + bias) for shape `s`. `scratch`:
+/// scratch_floats(s) floats, 32-byte aligned, owned by the calling thread.
+void run_blocks(const Filter& f, const ConvShape& s, const BlockedTensor& src, const BlockedTensor& dst, int first,
+                int last, float* scratch);
+
+}  // namespace vecbench::winograd
