@@ -296,7 +296,7 @@ class Graph {
                               static_cast<int>(dims[2]),
                               static_cast<int>(dims[3]),
                               pad};
-    if (!winograd::worthwhile(shape) || !blocked8(src, in) || !blocked8(dst, out)) return false;
+    if (!winograd::supports(shape) || !blocked8(src, in) || !blocked8(dst, out)) return false;
     std::shared_ptr<const winograd::Filter> f;
     {
       auto& cache = *wts_.packed;

@@ -194,8 +194,6 @@ bool supports(const ConvShape& s) {
          s.out_h() >= 1 && s.out_w() >= 1;
 }
 
-bool worthwhile(const ConvShape& s) { return supports(s) && tiles_y(s) * tiles_x(s) >= 16; }
-
 std::size_t Filter::bytes() const {
   return (static_cast<std::size_t>(kPos) * in_c * out_c + static_cast<std::size_t>(out_c)) * sizeof(float);
 }

@@ -136,12 +136,9 @@ TEST(Winograd, WritesIntoASliceOfAWiderTensorAndBlocksRunInAnyOrder) {
   EXPECT_LT(run_case(c, 2, true), 3e-5);
 }
 
-TEST(Winograd, TakesOnlyChannelCountsItsRegistersFitAndMapsLargeEnoughToPay) {
+TEST(Winograd, TakesOnlyChannelCountsItsRegistersFit) {
   EXPECT_TRUE(winograd::supports({1, 8, 16, 3, 3, 0}));
   EXPECT_FALSE(winograd::supports({1, 3, 32, 299, 299, 0})) << "in channels not a multiple of 8";
   EXPECT_FALSE(winograd::supports({1, 8, 24, 9, 9, 1})) << "out channels not a multiple of 16";
   EXPECT_FALSE(winograd::supports({1, 8, 16, 2, 2, 0})) << "no output";
-  EXPECT_TRUE(winograd::worthwhile({1, 80, 192, 73, 73, 0})) << "Conv2d_4a";
-  EXPECT_TRUE(winograd::worthwhile({1, 64, 96, 35, 35, 1})) << "Mixed_5b";
-  EXPECT_FALSE(winograd::worthwhile({4, 448, 384, 8, 8, 1})) << "Mixed_7b: 4 tiles per image";
 }

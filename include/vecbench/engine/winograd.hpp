@@ -45,11 +45,6 @@ struct ConvShape {
 /// True when the kernels take `s` (channel counts, sizes).
 bool supports(const ConvShape& s);
 
-/// True where the kernels are faster than oneDNN's direct convolution (bench/bench_winograd.cpp):
-/// at least 16 tiles (a 13x13 output) per image. On Mixed_7b/c's 8x8 maps (4 tiles) the 36
-/// transformed filters (24 MB for 448 -> 384 channels) are read from memory for too few tiles.
-bool worthwhile(const ConvShape& s);
-
 /// A layer's filters transformed for the kernels (read-only once made; share it between threads
 /// and replicas).
 struct Filter {
