@@ -60,7 +60,7 @@ void BM_Winograd(benchmark::State& st) {
   winograd::BlockedTensor src{in.get(), 0, int64_t{l.in_c} * l.size * l.size, 8LL * l.size * l.size, 8LL * l.size, 8};
   winograd::BlockedTensor dst{out.get(),       0, int64_t{l.out_c} * s.out_h() * s.out_w(), 8LL * s.out_h() * s.out_w(),
                               8LL * s.out_w(), 8};
-  for (auto _ : st) winograd::run_blocks(*f, s, src, dst, 0, winograd::block_count(s), scratch.get());
+  for (auto _ : st) winograd::run_units(*f, s, src, dst, 1, 0, winograd::block_count(s), scratch.get());
   st.SetLabel(l.name);
   st.counters["GFLOPs"] = benchmark::Counter(direct_flops(l, batch), benchmark::Counter::kIsIterationInvariantRate,
                                              benchmark::Counter::kIs1000);

@@ -172,8 +172,8 @@ struct Act {
 /// The primitives of one forward pass for one batch size, with their weights packed for them.
 class Graph {
  public:
-  Graph(const InceptionWeights& wts, const OneDnnOptions& opt, dnnl::engine& eng, int n)
-      : wts_(wts), opt_(opt), eng_(eng), n_(n) {
+  Graph(const InceptionWeights& wts, const OneDnnOptions& opt, dnnl::engine& eng, int n, int threads)
+      : wts_(wts), opt_(opt), eng_(eng), n_(n), threads_(std::max(1, threads)) {
     // One blocked layout for every activation: 16 channels per block where oneDNN runs AVX-512
     // code, 8 otherwise (AVX2). Every Inception-v3 channel count and concat offset is a multiple of 16.
     const bool avx512 = has_isa(dnnl::cpu_isa::avx512_core);
@@ -181,7 +181,6 @@ class Graph {
     act_dt_ = opt.precision == Precision::bf16 ? dt::bf16 : dt::f32;
     // oneDNN 2.x has Winograd convolutions only in its AVX-512 code; on AVX2 the engine has its own
     own_winograd_ = !avx512 && winograd::available();
-    threads_ = std::max(1, omp_get_max_threads());
     build();
     arena_bytes_ = arena_.place(ops_);
     if (scratch_floats_) scratch_ = aligned_bytes(scratch_floats_ * sizeof(float) * static_cast<std::size_t>(threads_));
@@ -314,12 +313,13 @@ class Graph {
         [this, f, shape, in, out, src, dst]() mutable {
           in.data = static_cast<float*>(src.get_data_handle());
           out.data = static_cast<float*>(dst.get_data_handle());
-          const int blocks = winograd::block_count(shape), threads = std::min(threads_, blocks);
+          const int groups = winograd::channel_groups(shape, threads_);
+          const int units = winograd::block_count(shape) * groups, threads = std::min(threads_, units);
 #pragma omp parallel num_threads(threads)
           {
             const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-            winograd::run_blocks(*f, shape, in, out, blocks * t / nt, blocks * (t + 1) / nt,
-                                 static_cast<float*>(scratch_.get()) + scratch_floats_ * static_cast<std::size_t>(t));
+            winograd::run_units(*f, shape, in, out, groups, units * t / nt, units * (t + 1) / nt,
+                                static_cast<float*>(scratch_.get()) + scratch_floats_ * static_cast<std::size_t>(t));
           }
         },
         Args{{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
@@ -521,7 +521,7 @@ class Graph {
   std::size_t arena_bytes_ = 0;
   std::vector<Op> ops_;
   bool own_winograd_ = false;       ///< 3x3 stride-1 layers by engine/winograd.hpp (AVX2 CPUs)
-  int threads_ = 1;                 ///< OpenMP threads of this replica (its device's)
+  int threads_ = 1;                 ///< OpenMP threads of this replica (its device's), for own kernels
   std::size_t scratch_floats_ = 0;  ///< per thread, for the largest Winograd layer
   std::shared_ptr<void> scratch_;   ///< threads_ x scratch_floats_
 };
@@ -571,7 +571,7 @@ class OneDnnInception : public Model {
     pad_in_.clear();
     pad_out_.clear();
     try {
-      graph_ = std::make_unique<Graph>(*w_, opt_, eng_, n);
+      graph_ = std::make_unique<Graph>(*w_, opt_, eng_, n, dev_.threads);
     } catch (const dnnl::error& e) {
       throw ReplicaError(w_->source + ": building the oneDNN network failed: " + e.what());
     }

@@ -1,15 +1,19 @@
 // Winograd F(4x4, 3x3) on AVX2 + FMA (see include/vecbench/engine/winograd.hpp).
 //
-// Only the functions marked VB_AVX2 use AVX2 instructions, and they run only where available()
-// says the CPU has them; the rest of this file (and every template it instantiates) is compiled
+// Only the functions marked VB_AVX2 use AVX2 instructions (built on x86 only), and they run only
+// where available() says the CPU has them; the rest of this file (and every template it instantiates) is compiled
 // for the baseline ISA, so no AVX2 code can leak into other translation units through the linker.
 #include "vecbench/engine/winograd.hpp"
 
+#if defined(__x86_64__) || defined(__i386__)
+#define VECBENCH_WINOGRAD_X86 1
 #include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cstdlib>
 #include <new>
+#include <stdexcept>
 
 namespace vecbench::winograd {
 
@@ -32,6 +36,7 @@ int tiles_y(const ConvShape& s) { return (s.out_h() + kTile - 1) / kTile; }
 int tiles_x(const ConvShape& s) { return (s.out_w() + kTile - 1) / kTile; }
 int tile_count(const ConvShape& s) { return s.batch * tiles_y(s) * tiles_x(s); }
 
+#ifdef VECBENCH_WINOGRAD_X86
 #define VB_AVX2 __attribute__((target("avx2,fma")))
 #define VB_AVX2_INLINE __attribute__((target("avx2,fma"), always_inline)) inline
 
@@ -144,12 +149,12 @@ VB_AVX2 void kernel_6x16(const float* a, std::size_t lda, const float* b, int k,
 /// A^T M A + bias, ReLU, into dst. V (rows x kPos x in_c) stays in L2 for every panel; the
 /// transformed filters stream through once per block.
 VB_AVX2 void multiply_and_output(const Filter& f, const ConvShape& s, const BlockedTensor& dst, int t0, int count,
-                                 int rows, const float* v, float* m) {
+                                 int rows, const float* v, float* m, std::size_t panel_first, std::size_t panel_last) {
   const std::size_t ic = static_cast<std::size_t>(f.in_c), oc = static_cast<std::size_t>(f.out_c);
   const std::size_t ldv = kPos * ic, ldm = kPos * kPanel;
   const int oh = s.out_h(), ow = s.out_w();
   const __m256 zero = _mm256_setzero_ps();
-  for (std::size_t j = 0; j < oc / kPanel; ++j) {
+  for (std::size_t j = panel_first; j < panel_last; ++j) {
     const float* uj = f.u.get() + j * ic * kPanel;
     for (int p = 0; p < kPos; ++p)
       for (int r = 0; r < rows; r += kRows)
@@ -175,18 +180,25 @@ VB_AVX2 void multiply_and_output(const Filter& f, const ConvShape& s, const Bloc
           output_1d(t[i], o);
           float* row = base + (at.y + i) * dst.stride_y + at.x * dst.stride_x;
           for (int x = 0; x < nx; ++x)
-            _mm256_storeu_ps(row + x * dst.stride_x, _mm256_max_ps(_mm256_add_ps(o[x], bias), zero));
+            // max(0, NaN) is NaN, as oneDNN's ReLU: a NaN stays visible
+            _mm256_storeu_ps(row + x * dst.stride_x, _mm256_max_ps(zero, _mm256_add_ps(o[x], bias)));
         }
       }
     }
   }
 }
 
+#endif  // VECBENCH_WINOGRAD_X86
+
 }  // namespace
 
 bool available() {
+#ifdef VECBENCH_WINOGRAD_X86
   static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return yes;
+#else
+  return false;
+#endif
 }
 
 bool supports(const ConvShape& s) {
@@ -246,17 +258,30 @@ std::size_t scratch_floats(const ConvShape& s) {
   return static_cast<std::size_t>(kPos) * block_tiles(s) * (s.in_c + kPanel);
 }
 
-void run_blocks(const Filter& f, const ConvShape& s, const BlockedTensor& src, const BlockedTensor& dst, int first,
-                int last, float* scratch) {
+int channel_groups(const ConvShape& s, int threads) {
+  const int blocks = block_count(s), panels = s.out_c / kPanel;
+  return std::clamp((std::max(threads, 1) + blocks - 1) / blocks, 1, panels);
+}
+
+void run_units(const Filter& f, const ConvShape& s, const BlockedTensor& src, const BlockedTensor& dst, int groups,
+               int first, int last, float* scratch) {
   const int per_block = block_tiles(s), tiles = tile_count(s);
+  const std::size_t panels = static_cast<std::size_t>(s.out_c / kPanel), g = static_cast<std::size_t>(groups);
   float* v = scratch;
   float* m = scratch + static_cast<std::size_t>(kPos) * per_block * s.in_c;
-  for (int b = first; b < last; ++b) {
+  int transformed = -1;  // the block whose tiles are in v
+#ifndef VECBENCH_WINOGRAD_X86
+  if (first < last) throw std::logic_error("winograd::run_units: no AVX2 kernels on this CPU (available() is false)");
+#else
+  for (int u = first; u < last; ++u) {
+    const int b = u / groups;
+    const std::size_t group = static_cast<std::size_t>(u % groups);
     const int t0 = b * per_block, count = std::min(per_block, tiles - t0);
     const int rows = (count + kRows - 1) / kRows * kRows;
-    transform_inputs(s, src, t0, count, rows, v);
-    multiply_and_output(f, s, dst, t0, count, rows, v, m);
+    if (b != transformed) transform_inputs(s, src, t0, count, rows, v), transformed = b;
+    multiply_and_output(f, s, dst, t0, count, rows, v, m, group * panels / g, (group + 1) * panels / g);
   }
+#endif
 }
 
 }  // namespace vecbench::winograd

@@ -1,8 +1,9 @@
 // Winograd F(4x4, 3x3) kernels (include/vecbench/engine/winograd.hpp) against a direct convolution
 // in double precision: the shapes of Inception-v3's 3x3 stride-1 layers (and small odd ones),
 // "valid" and "same" padding, output sizes that are not a multiple of the tile, a destination
-// that is a slice of a wider tensor (nothing outside the slice written), and blocks run in any
-// order or split between callers. The tolerance (largest error / largest output) is float
+// that is a slice of a wider tensor (nothing outside the slice written), a source at an offset,
+// and the work units (blocks of tiles in channel groups) run in any order or split between
+// threads, each with its own scratch. The tolerance (largest error / largest output) is float
 // rounding: F(4x4, 3x3) rounds about 10x more than a direct sum (here 3e-6 to 1e-5 on 72 to 4032
 // products per output), and a wrong transform or index is off by O(1).
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <memory>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "vecbench/engine/winograd.hpp"
@@ -49,14 +51,19 @@ struct Case {
   int out_total = 0, slice_at = 0;
 };
 
-/// Runs the kernels on random inputs and weights of O(1) size; returns the largest error relative
-/// to the largest output, and checks that nothing outside the destination slice changed.
-double run_case(const Case& k, unsigned seed, bool reverse_blocks) {
+/// How run_case runs the units: all in order on this thread, one at a time in reverse, or split
+/// between `threads` threads (channel groups as the engine chooses them for that many).
+enum class Order { forward, reverse, threads };
+
+/// Runs the kernels on random inputs and weights of O(1) size (the source 40 floats into its
+/// buffer); returns the largest error relative to the largest output, and checks that nothing
+/// outside the destination slice changed.
+double run_case(const Case& k, unsigned seed, Order order, int threads = 1) {
   const ConvShape& s = k.s;
   const int oh = s.out_h(), ow = s.out_w(), total = k.out_total ? k.out_total : s.out_c;
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd(0.0f, 1.0f);
-  const std::size_t in_n = static_cast<std::size_t>(s.batch) * s.in_c * s.in_h * s.in_w;
+  const std::size_t src_at = 40, in_n = static_cast<std::size_t>(s.batch) * s.in_c * s.in_h * s.in_w + src_at;
   const std::size_t out_n = static_cast<std::size_t>(s.batch) * total * oh * ow;
   Aligned in(in_n), out(out_n);
   for (std::size_t i = 0; i < in_n; ++i) in.get()[i] = std::abs(nd(rng));  // post-ReLU activations
@@ -65,18 +72,28 @@ double run_case(const Case& k, unsigned seed, bool reverse_blocks) {
   const float scale = 1.0f / std::sqrt(9.0f * s.in_c);
   for (auto& x : w) x = nd(rng) * scale;
   for (auto& x : b) x = nd(rng) * 0.5f;
-  const BlockedTensor src = dense(in.get(), s.in_c, s.in_h, s.in_w);
+  BlockedTensor src = dense(in.get(), s.in_c, s.in_h, s.in_w);
+  src.offset = static_cast<std::int64_t>(src_at);
   BlockedTensor dst = dense(out.get(), total, oh, ow);
   dst.offset = static_cast<std::int64_t>(k.slice_at / 8) * dst.stride_cb;
 
   const auto f = winograd::make_filter(w.data(), b.data(), s.out_c, s.in_c);
   EXPECT_EQ(f->bytes(), (36u * s.in_c * s.out_c + s.out_c) * sizeof(float));
-  Aligned scratch(winograd::scratch_floats(s));
-  const int blocks = winograd::block_count(s);
-  if (reverse_blocks) {
-    for (int i = blocks - 1; i >= 0; --i) winograd::run_blocks(*f, s, src, dst, i, i + 1, scratch.get());
+  const int groups = winograd::channel_groups(s, threads), units = winograd::block_count(s) * groups;
+  std::vector<Aligned> scratch;
+  for (int t = 0; t < threads; ++t) scratch.emplace_back(winograd::scratch_floats(s));
+  if (order == Order::reverse) {
+    for (int u = units - 1; u >= 0; --u) winograd::run_units(*f, s, src, dst, groups, u, u + 1, scratch[0].get());
+  } else if (order == Order::threads) {
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        winograd::run_units(*f, s, src, dst, groups, units * t / threads, units * (t + 1) / threads,
+                            scratch[static_cast<std::size_t>(t)].get());
+      });
+    for (auto& th : pool) th.join();
   } else {
-    winograd::run_blocks(*f, s, src, dst, 0, blocks, scratch.get());
+    winograd::run_units(*f, s, src, dst, groups, 0, units, scratch[0].get());
   }
 
   double max_err = 0, max_ref = 0;
@@ -123,17 +140,25 @@ TEST(Winograd, EqualsADirectConvolutionOnInceptionShapesAndOddSizes) {
       {{2, 448, 384, 8, 8, 1}},   // Mixed_7b's 3x3dbl_2, real size
   };
   for (const auto& c : cases) {
-    const double e = run_case(c, 1, false);
+    const double e = run_case(c, 1, Order::forward);
     EXPECT_LT(e, 3e-5) << c.s.in_c << "->" << c.s.out_c << " " << c.s.in_h << "x" << c.s.in_w << " pad " << c.s.pad;
   }
 }
 
-TEST(Winograd, WritesIntoASliceOfAWiderTensorAndBlocksRunInAnyOrder) {
+TEST(Winograd, WritesIntoASliceOfAWiderTensorAndUnitsRunInAnyOrderOnAnyThread) {
   if (!winograd::available()) GTEST_SKIP() << "this CPU has no AVX2+FMA";
   Case c{{2, 16, 32, 45, 43, 1}, 96, 48};  // channels 48..79 of 96, as a branch of a concatenation
   ASSERT_GT(winograd::block_count(c.s), 2) << "the case should span several blocks";
-  EXPECT_LT(run_case(c, 2, false), 3e-5);
-  EXPECT_LT(run_case(c, 2, true), 3e-5);
+  EXPECT_LT(run_case(c, 2, Order::forward), 3e-5);
+  EXPECT_LT(run_case(c, 2, Order::reverse), 3e-5);
+  EXPECT_LT(run_case(c, 2, Order::threads, 3), 3e-5);
+  // Mixed_7b's 8x8 maps at batch 1: one block, so 4 threads split its 384 output channels
+  Case small{{1, 448, 384, 8, 8, 1}, 768, 384};
+  ASSERT_EQ(winograd::block_count(small.s), 1);
+  EXPECT_EQ(winograd::channel_groups(small.s, 4), 4);
+  EXPECT_EQ(winograd::channel_groups(small.s, 1), 1);
+  EXPECT_LT(run_case(small, 3, Order::threads, 4), 3e-5);
+  EXPECT_LT(run_case(small, 3, Order::reverse, 4), 3e-5);  // 4 groups, one thread, last first
 }
 
 TEST(Winograd, TakesOnlyChannelCountsItsRegistersFit) {

@@ -9,9 +9,10 @@
 // oneDNN's 8-channel blocked layout (nChw8c), so one AVX2 register holds one pixel's 8 channels;
 // the destination may be a slice of a larger tensor (a concatenation's channels).
 //
-// Single-threaded by design: the caller splits the tiles into blocks (block_count) and runs blocks
-// on as many threads as it likes, each with its own scratch (scratch_floats). No LibTorch, OpenCV
-// or oneDNN here.
+// Single-threaded by design: the caller splits the work into units (blocks of tiles, each in
+// channel groups: run_units) and runs them on as many threads as it likes, each with its own
+// scratch (scratch_floats). No LibTorch, OpenCV or oneDNN here. On CPUs other than x86 the
+// kernels are not built: available() is false there.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -59,14 +60,20 @@ std::shared_ptr<const Filter> make_filter(const float* oihw, const float* bias, 
 
 /// Tiles per block for shape `s` (sized to keep a block's work in the core's L2 cache).
 int block_tiles(const ConvShape& s);
-/// The number of blocks of tiles of `s` (the units of work: run them in any order, on any thread).
+/// The number of blocks of tiles of `s`.
 int block_count(const ConvShape& s);
-/// Floats of scratch one thread needs for blocks of `s`.
+/// Into how many groups of output channels to split each block so that `threads` threads have
+/// work (1 where there are blocks enough; at most out_c / 16). Small maps (Mixed_7b/c's 8x8: 1
+/// block at batch 1) need it.
+int channel_groups(const ConvShape& s, int threads);
+/// Floats of scratch one thread needs for `s`.
 std::size_t scratch_floats(const ConvShape& s);
 
-/// Computes blocks [first, last) of dst = relu(conv3x3(src, f) + bias) for shape `s`. `scratch`:
-/// scratch_floats(s) floats, 32-byte aligned, owned by the calling thread.
-void run_blocks(const Filter& f, const ConvShape& s, const BlockedTensor& src, const BlockedTensor& dst, int first,
-                int last, float* scratch);
+/// Computes units [first, last) of dst = relu(conv3x3(src, f) + bias) for shape `s`, where unit u
+/// is block u / groups, channel group u % groups: block_count(s) * groups units in all, to be run
+/// in any order, on any thread. A thread's consecutive units of one block transform its input
+/// once. `scratch`: scratch_floats(s) floats, 32-byte aligned, owned by the calling thread.
+void run_units(const Filter& f, const ConvShape& s, const BlockedTensor& src, const BlockedTensor& dst, int groups,
+               int first, int last, float* scratch);
 
 }  // namespace vecbench::winograd
