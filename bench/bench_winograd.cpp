@@ -2,16 +2,16 @@
 // kernels (engine/winograd.hpp) against oneDNN's direct convolution (what the engine ran on
 // AVX2 CPUs before), same layout (nChw8c), same fused bias + ReLU. Counter `GFLOPs` is the
 // direct convolution's arithmetic per second, so the two are comparable.
-//   ./build/bench/vecbench_bench_winograd --benchmark_repetitions=3 --benchmark_report_aggregates_only
+//   ./build/bench/vecbench_bench_winograd --benchmark_repetitions=5
+//     --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
-#include <cstdlib>
 #include <dnnl.hpp>
-#include <memory>
 #include <random>
 #include <vector>
 
+#include "vecbench/core/aligned.hpp"
 #include "vecbench/engine/winograd.hpp"
 
 using namespace vecbench;
@@ -36,8 +36,6 @@ std::vector<float> random_floats(std::size_t n, float scale) {
   return v;
 }
 
-float* aligned(std::size_t n) { return static_cast<float*>(std::aligned_alloc(64, (n * 4 + 63) / 64 * 64)); }
-
 double direct_flops(const Layer& l, int batch) {
   const double o = l.size + 2.0 * l.pad - 2;
   return 2.0 * batch * l.in_c * l.out_c * o * o * 9;
@@ -50,9 +48,9 @@ void BM_Winograd(benchmark::State& st) {
   const winograd::ConvShape s{batch, l.in_c, l.out_c, l.size, l.size, l.pad};
   // 64-byte aligned, as the engine's arena
   const auto in_v = random_floats(static_cast<std::size_t>(batch) * l.in_c * l.size * l.size, 1.0f);
-  std::unique_ptr<float, decltype(&std::free)> in(aligned(in_v.size()), std::free),
-      out(aligned(static_cast<std::size_t>(batch) * l.out_c * s.out_h() * s.out_w()), std::free),
-      scratch(aligned(winograd::scratch_floats(s)), std::free);
+  const AlignedFloats in = aligned_floats(in_v.size()),
+                      out = aligned_floats(static_cast<std::size_t>(batch) * l.out_c * s.out_h() * s.out_w()),
+                      scratch = aligned_floats(winograd::scratch_floats(s));
   std::copy(in_v.begin(), in_v.end(), in.get());
   const auto w = random_floats(static_cast<std::size_t>(l.out_c) * l.in_c * 9, 0.05f);
   const auto b = random_floats(static_cast<std::size_t>(l.out_c), 0.1f);

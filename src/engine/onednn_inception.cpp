@@ -180,7 +180,7 @@ class Graph {
     fmt_ = avx512 ? tag::nChw16c : tag::nChw8c;
     act_dt_ = opt.precision == Precision::bf16 ? dt::bf16 : dt::f32;
     // oneDNN 2.x has Winograd convolutions only in its AVX-512 code; on AVX2 the engine has its own
-    own_winograd_ = !avx512 && winograd::available();
+    own_winograd_ = opt.winograd && !avx512 && winograd::available();
     build();
     arena_bytes_ = arena_.place(ops_);
     if (scratch_floats_) scratch_ = aligned_bytes(scratch_floats_ * sizeof(float) * static_cast<std::size_t>(threads_));
@@ -227,7 +227,7 @@ class Graph {
                  int pw) {
     const int oc = static_cast<int>(l.shape[0]), ic = static_cast<int>(l.shape[1]);
     const int kh = static_cast<int>(l.shape[2]), kw = static_cast<int>(l.shape[3]);
-    if (opt_.winograd && own_winograd_ && act_dt_ == dt::f32 && kh == 3 && kw == 3 && stride == 1 && ph == pw &&
+    if (own_winograd_ && act_dt_ == dt::f32 && kh == 3 && kw == 3 && stride == 1 && ph == pw &&
         winograd_into(name, l, src, dst, ph))
       return;
     memory::desc w_any({oc, ic, kh, kw}, act_dt_, tag::any);  // bf16: packed (and rounded) once, here
@@ -309,12 +309,12 @@ class Graph {
       f = slot;
     }
     scratch_floats_ = std::max(scratch_floats_, winograd::scratch_floats(shape));
+    const int groups = winograd::channel_groups(shape, threads_);
+    const int units = winograd::block_count(shape) * groups, threads = std::min(threads_, units);
     ops_.emplace_back(
-        [this, f, shape, in, out, src, dst]() mutable {
+        [this, f, shape, in, out, src, dst, groups, units, threads]() mutable {
           in.data = static_cast<float*>(src.get_data_handle());
           out.data = static_cast<float*>(dst.get_data_handle());
-          const int groups = winograd::channel_groups(shape, threads_);
-          const int units = winograd::block_count(shape) * groups, threads = std::min(threads_, units);
 #pragma omp parallel num_threads(threads)
           {
             const int t = omp_get_thread_num(), nt = omp_get_num_threads();
@@ -520,7 +520,7 @@ class Graph {
   ActivationArena arena_;  ///< every activation, placed after the build
   std::size_t arena_bytes_ = 0;
   std::vector<Op> ops_;
-  bool own_winograd_ = false;       ///< 3x3 stride-1 layers by engine/winograd.hpp (AVX2 CPUs)
+  bool own_winograd_ = false;       ///< opt.winograd on AVX2 CPUs: 3x3 stride-1 layers by engine/winograd.hpp
   int threads_ = 1;                 ///< OpenMP threads of this replica (its device's), for own kernels
   std::size_t scratch_floats_ = 0;  ///< per thread, for the largest Winograd layer
   std::shared_ptr<void> scratch_;   ///< threads_ x scratch_floats_

@@ -5,14 +5,14 @@
 // for the baseline ISA, so no AVX2 code can leak into other translation units through the linker.
 #include "vecbench/engine/winograd.hpp"
 
+#include "vecbench/core/aligned.hpp"
+
 #if defined(__x86_64__) || defined(__i386__)
 #define VECBENCH_WINOGRAD_X86 1
 #include <immintrin.h>
 #endif
 
 #include <algorithm>
-#include <cstdlib>
-#include <new>
 #include <stdexcept>
 
 namespace vecbench::winograd {
@@ -24,13 +24,6 @@ constexpr int kIn = 6;      // inputs per tile side (kTile + 3 - 1)
 constexpr int kPos = 36;    // kIn * kIn transformed positions
 constexpr int kRows = 6;    // rows of the matrix-product micro-kernel (tiles)
 constexpr int kPanel = 16;  // its columns (output channels): two AVX2 registers
-
-std::shared_ptr<float> aligned_floats(std::size_t n) {
-  const std::size_t bytes = (std::max<std::size_t>(n, 1) * sizeof(float) + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, bytes);
-  if (!p) throw std::bad_alloc();
-  return std::shared_ptr<float>(static_cast<float*>(p), std::free);
-}
 
 int tiles_y(const ConvShape& s) { return (s.out_h() + kTile - 1) / kTile; }
 int tiles_x(const ConvShape& s) { return (s.out_w() + kTile - 1) / kTile; }

@@ -9,12 +9,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <memory>
 #include <random>
 #include <thread>
 #include <vector>
 
+#include "vecbench/core/aligned.hpp"
 #include "vecbench/engine/winograd.hpp"
 
 using namespace vecbench;
@@ -23,15 +23,8 @@ using winograd::ConvShape;
 
 namespace {
 
-struct Aligned {
-  explicit Aligned(std::size_t n) : p(static_cast<float*>(std::aligned_alloc(64, (n * 4 + 63) / 64 * 64)), std::free) {}
-  std::unique_ptr<float, decltype(&std::free)> p;
-  float* get() const { return p.get(); }
-};
-
 /// A dense nChw8c tensor of c channels (c a multiple of 8).
 BlockedTensor dense(float* data, int c, int h, int w) {
-  (void)c;
   BlockedTensor t;
   t.data = data;
   t.stride_x = 8;
@@ -65,7 +58,7 @@ double run_case(const Case& k, unsigned seed, Order order, int threads = 1) {
   std::normal_distribution<float> nd(0.0f, 1.0f);
   const std::size_t src_at = 40, in_n = static_cast<std::size_t>(s.batch) * s.in_c * s.in_h * s.in_w + src_at;
   const std::size_t out_n = static_cast<std::size_t>(s.batch) * total * oh * ow;
-  Aligned in(in_n), out(out_n);
+  const AlignedFloats in = aligned_floats(in_n), out = aligned_floats(out_n);
   for (std::size_t i = 0; i < in_n; ++i) in.get()[i] = std::abs(nd(rng));  // post-ReLU activations
   for (std::size_t i = 0; i < out_n; ++i) out.get()[i] = -7.0f;            // a sentinel
   std::vector<float> w(static_cast<std::size_t>(s.out_c) * s.in_c * 9), b(static_cast<std::size_t>(s.out_c));
@@ -80,8 +73,8 @@ double run_case(const Case& k, unsigned seed, Order order, int threads = 1) {
   const auto f = winograd::make_filter(w.data(), b.data(), s.out_c, s.in_c);
   EXPECT_EQ(f->bytes(), (36u * s.in_c * s.out_c + s.out_c) * sizeof(float));
   const int groups = winograd::channel_groups(s, threads), units = winograd::block_count(s) * groups;
-  std::vector<Aligned> scratch;
-  for (int t = 0; t < threads; ++t) scratch.emplace_back(winograd::scratch_floats(s));
+  std::vector<AlignedFloats> scratch;
+  for (int t = 0; t < threads; ++t) scratch.push_back(aligned_floats(winograd::scratch_floats(s)));
   if (order == Order::reverse) {
     for (int u = units - 1; u >= 0; --u) winograd::run_units(*f, s, src, dst, groups, u, u + 1, scratch[0].get());
   } else if (order == Order::threads) {

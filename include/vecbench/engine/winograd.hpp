@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <memory>
 
+#include "vecbench/core/aligned.hpp"
+
 namespace vecbench::winograd {
 
 /// True when this CPU runs the kernels (AVX2 and FMA).
@@ -50,8 +52,8 @@ bool supports(const ConvShape& s);
 /// and replicas).
 struct Filter {
   int in_c = 0, out_c = 0;
-  std::shared_ptr<float> u;     ///< 36 transformed filters, each in panels of 16 output channels
-  std::shared_ptr<float> bias;  ///< out_c floats
+  AlignedFloats u;     ///< 36 transformed filters, each in panels of 16 output channels
+  AlignedFloats bias;  ///< out_c floats
   std::size_t bytes() const;
 };
 
