@@ -58,19 +58,27 @@ class Executor {
   /// The figures of a repetition's trace; the first repetition's is written to env.trace_dir.
   TraceFigures record_trace(const Trace& t, std::size_t index, int rep, int rank) const;
   const MemorySink& reference(ResizeMode m, const MemorySink& got);
+  bool is_reference_run(const nlohmann::json& p) const;
 
   const Experiment& e_;
   const ExperimentEnv& env_;
   std::ostream& log_;
   const Distribution* dist_;
   std::map<ResizeMode, std::unique_ptr<ImageSource>> sources_;
-  /// The sequential reference features per resize mode: the first repetition of a
-  /// `sequential cpu batch 1` run of the matrix, or else an extra untimed pass.
+  /// The reference features per resize mode (sequential, one CPU device, batch 1, TorchScript,
+  /// fp32): the first repetition of a matrix run that is exactly that, or else an extra untimed
+  /// pass with the reference factory.
   std::map<ResizeMode, std::unique_ptr<MemorySink>> refs_;
 };
 
-bool is_reference_run(const nlohmann::json& p) {
-  return p["strategy"] == "sequential" && p["devices"] == "cpu" && p["batch"] == 1 && p["threads"] == 0;
+/// A matrix run stands in for the reference pass only when it runs exactly what that pass runs:
+/// sequential on one CPU device at batch 1, the TorchScript engine in fp32 as exported. Any
+/// other engine or precision (a oneDNN or bf16 experiment) is checked against the reference
+/// pass, never against its own sequential run.
+bool Executor::is_reference_run(const nlohmann::json& p) const {
+  return p["strategy"] == "sequential" && p["devices"] == "cpu" && p["batch"] == 1 && p["threads"] == 0 &&
+         e_.engine == EngineKind::torchscript && e_.precision == Precision::fp32 && !e_.channels_last &&
+         !e_.cuda_graphs;
 }
 
 // Only the inputs that `got` has and the reference lacks are run (a rank of a multi-process run
@@ -86,7 +94,8 @@ const MemorySink& Executor::reference(ResizeMode m, const MemorySink& got) {
     RunSettings s;
     s.warmup_batches = 1;
     s.stop = env_.stop;
-    log_ << "vecbench: reference pass (sequential, cpu, batch 1) over " << missing.size() << " inputs\n";
+    log_ << "vecbench: reference pass (sequential, cpu, batch 1, torchscript fp32) over " << missing.size()
+         << " inputs\n";
     const auto factory = env_.make_reference_factory ? env_.make_reference_factory() : env_.make_factory();
     DeviceOptions ro;
     ro.cpu_cores = env_.cpu_cores;
@@ -185,7 +194,12 @@ LocalOutcome Executor::run_local(PlannedRun& p, std::size_t index, int rep) {
                           {"warmup_batches", e_.warmup_batches},
                           {"batch", s.batch_size}};
     if (e_.verify && is_reference_run(params) && !refs_[rm]) refs_[rm] = std::move(mem_p);
-    if (e_.verify) out.verification = verify_features(mem, reference(rm, mem));
+    if (e_.verify) {
+      out.verification = verify_features(mem, reference(rm, mem));
+      out.verification->reference_engine = to_string(EngineKind::torchscript);
+      out.verification->reference_precision = to_string(Precision::fp32);
+      out.verification->reference_batch = 1;
+    }
   }
   return out;
 }

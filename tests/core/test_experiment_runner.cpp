@@ -260,6 +260,44 @@ TEST(ExperimentRunner, FeaturesOffTheReferenceFailTheRun) {
   EXPECT_DOUBLE_EQ(*g.runs[0].verification->rel_tolerance, rel_tolerance(EngineKind::torchscript, Precision::bf16));
 }
 
+TEST(ExperimentRunner, AnotherEngineOrPrecisionIsCheckedAgainstTheFp32TorchScriptReferenceNotItself) {
+  // The matrix holds `sequential cpu batch 1`, but the experiment's engine and precision are not
+  // the reference's: that run must not verify itself (and the others against it). The stub's
+  // "engine" is 3 % off the reference factory's features, as bf16 is off fp32.
+  for (const auto& [engine, precision] :
+       {std::pair<std::string, std::string>{"onednn", "bf16"}, {"onednn", "fp32"}, {"torchscript", "bf16"}}) {
+    Env t({}, 0.03);
+    const Experiment e = experiment({{"engine", engine},
+                                     {"precision", precision},
+                                     {"matrix", {{"strategy", {"sequential", "data-parallel"}}, {"devices", {"cpu"}}}},
+                                     {"repetitions", 1}});
+    const ResultFile f = run_experiment(e, t.env);
+    ASSERT_EQ(f.runs.size(), 2u);
+    for (const auto& r : f.runs) {
+      ASSERT_TRUE(r.verification) << r.id;
+      EXPECT_NEAR(r.verification->max_rel_diff, 0.03, 1e-4) << engine << " " << precision << " " << r.id;
+      EXPECT_EQ(r.verification->reference_engine, std::optional<std::string>("torchscript"));
+      EXPECT_EQ(r.verification->reference_precision, std::optional<std::string>("fp32"));
+      EXPECT_EQ(r.verification->reference_batch, std::optional<std::int64_t>(1));
+      // fp32 allows 1e-4: 3 % off fails; bf16 allows 10 %.
+      EXPECT_EQ(r.status, precision == "fp32" ? RunStatus::failed : RunStatus::ok) << r.id << " " << r.reason;
+    }
+    EXPECT_NE(t.log.str().find("reference pass (sequential, cpu, batch 1, torchscript fp32)"), std::string::npos)
+        << t.log.str();
+  }
+  // A TorchScript fp32 matrix's own `sequential cpu batch 1` run is the reference: no extra pass.
+  Env same;
+  const ResultFile g =
+      run_experiment(experiment({{"matrix", {{"strategy", {"sequential", "data-parallel"}}, {"devices", {"cpu"}}}},
+                                 {"repetitions", 1}}),
+                     same.env);
+  EXPECT_EQ(same.log.str().find("reference pass"), std::string::npos) << same.log.str();
+  for (const auto& r : g.runs) {
+    EXPECT_EQ(r.status, RunStatus::ok) << r.reason;
+    EXPECT_EQ(r.verification->reference_engine, std::optional<std::string>("torchscript"));
+  }
+}
+
 TEST(ExperimentRunner, ExternalCommandsAreMeasuredOrSkippedWithTheReason) {
   Env t;
   const Experiment e = experiment({{"repetitions", 2},

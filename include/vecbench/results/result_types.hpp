@@ -197,12 +197,20 @@ struct Verification {
   /// The largest max_rel_diff the run's engine and precision may show (experiment/verify.hpp);
   /// a run over it is `failed` (optional; absent in files written before it was checked).
   std::optional<double> rel_tolerance = std::nullopt;
+  /// What the reference ran (always TorchScript, fp32, batch 1: experiment_runner.cpp); absent in
+  /// files written before it was recorded.
+  std::optional<std::string> reference_engine = std::nullopt;
+  std::optional<std::string> reference_precision = std::nullopt;
+  std::optional<std::int64_t> reference_batch = std::nullopt;
 };
 constexpr auto field_table(const Verification&) {
   using V = Verification;
   return std::make_tuple(field("reference", &V::reference), field("compared_images", &V::compared_images),
                          field("max_abs_diff", &V::max_abs_diff), field("max_rel_diff", &V::max_rel_diff),
-                         field("rel_tolerance", &V::rel_tolerance, Need::optional, Emit::when_set));
+                         field("rel_tolerance", &V::rel_tolerance, Need::optional, Emit::when_set),
+                         field("reference_engine", &V::reference_engine, Need::optional, Emit::when_set),
+                         field("reference_precision", &V::reference_precision, Need::optional, Emit::when_set),
+                         field("reference_batch", &V::reference_batch, Need::optional, Emit::when_set));
 }
 
 /// How a run ended.
