@@ -10,6 +10,7 @@
 #include "vecbench/app/commands.hpp"
 #include "vecbench/app/route.hpp"
 #include "vecbench/core/sha256.hpp"
+#include "vecbench/core/weights_note.hpp"
 #include "vecbench/engine/torchscript_model.hpp"
 #include "vecbench/experiment/experiment_runner.hpp"
 #include "vecbench/input/inputs.hpp"
@@ -46,6 +47,8 @@ nlohmann::json full_meta(int argc, char** argv, const std::string& model) {
   }
   auto mm = read_model_meta(model);
   mm["path"] = model;
+  const std::string note = weights_note(mm.value("weight_source", std::string()));
+  if (!note.empty()) mm["weights_note"] = note;
   m["model"] = mm;
   return m;
 }
@@ -117,7 +120,8 @@ ExperimentOutcome run_and_save(Experiment e, const std::string& origin, const st
       dist.comm().barrier();
     }
   }
-  std::cerr << "vecbench: experiment '" << e.name << "' (" << origin << "), model " << model << "\n";
+  std::cerr << "vecbench: experiment '" << e.name << "' (" << origin << "), model " << model
+            << (mm.contains("weights_note") ? " (" + mm["weights_note"].get<std::string>() + ")" : "") << "\n";
   ExperimentOutcome o;
   o.path = result_path(results_dir, e.name);      // named before the run: its traces go beside it
   if (dist.active() && !dist.comm().connected())  // one file per shard: vecbench merge --results

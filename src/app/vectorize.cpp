@@ -11,6 +11,7 @@
 #include "vecbench/app/commands.hpp"
 #include "vecbench/app/route.hpp"
 #include "vecbench/core/sha256.hpp"
+#include "vecbench/core/weights_note.hpp"
 #include "vecbench/dist/job_progress.hpp"
 #include "vecbench/dist/merge_manifests.hpp"
 #include "vecbench/dist/rank_gather.hpp"
@@ -224,7 +225,8 @@ std::string start_line(const VectorizeArgs& a, const std::string& route_origin, 
        << "), " << todo << " to do, " << (share - todo) << " already done";
   if (dist.active())
     line << " (" << dist.size() << " " << (dist.comm().connected() ? "ranks, " + dist.mode() : "shards") << ")";
-  line << "; model " << meta.value("arch", "?") << " (" << meta.value("weight_source", "?") << "), resize "
+  const std::string weights = meta.value("weight_source", "?"), note = weights_note(weights);
+  line << "; model " << meta.value("arch", "?") << " (" << (note.empty() ? weights : note) << "), resize "
        << to_string(in.resize)
        << (in.decode_where == DecodeWhere::gpu  ? ", JPEG decode gpu (nvJPEG)"
            : in.jpeg_decoder == JpegDecoder::tf ? ", JPEG decode tf"

@@ -78,6 +78,11 @@ TEST(ReportMarkdown, TablesSpeedupEfficiencyAndStages) {
   EXPECT_NE(md.find("host: `ref-box`; CPU: Golden CPU @ 3.0GHz (8 cores); GPUs: none"), std::string::npos) << md;
   EXPECT_NE(md.find("libtorch 1.13.1"), std::string::npos);
   EXPECT_NE(md.find("model: arch tf2015, weights seed:0"), std::string::npos);
+  // Synthetic weights are said to be so, with the way to real ones.
+  EXPECT_NE(md.find("- **synthetic weights (seed 0): not Inception's trained features; for real ones export a model "
+                    "with tools/export_inception.py --from-tf"),
+            std::string::npos)
+      << md;
   // Scaling tables: speedup over the best batch=1 sequential run (10 img/s), efficiency.
   EXPECT_NE(md.find("### Scaling: `data-parallel`"), std::string::npos);
   EXPECT_NE(md.find("| devices | config | img/s median (min-max) | speedup | vs | efficiency | "

@@ -108,6 +108,12 @@ TEST(Shards, RunResultFilesMergeIntoOneWithPerShardAndTotalFigures) {
   ASSERT_TRUE(one.runs[0].samples[0].ranks.has_value());
   EXPECT_EQ(one.runs[0].samples[0].ranks->count, 2);
   EXPECT_EQ(one.runs[0].samples[0].images, 3);
+  // The default model's record and the run's header say its weights are synthetic.
+  EXPECT_NE(one.meta.model.value("weights_note", "").find("synthetic weights (seed 0): not Inception's"),
+            std::string::npos)
+      << one.meta.model.dump();
+  EXPECT_NE(sh("cat " + (d / "r0.log").string()).out.find("(synthetic weights (seed 0): not Inception's"),
+            std::string::npos);
   const auto r = sh(kExe + " merge --results " + files[0] + " " + files[1] + " --out " + (d / "merged.json").string());
   ASSERT_EQ(r.rc, 0) << r.out;
   const ResultFile m = load_result(d / "merged.json");

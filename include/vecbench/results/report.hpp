@@ -18,6 +18,7 @@
 
 #include "vecbench/core/fs_util.hpp"
 #include "vecbench/core/metrics.hpp"
+#include "vecbench/core/weights_note.hpp"
 #include "vecbench/results/baseline.hpp"
 #include "vecbench/results/report_trace.hpp"
 #include "vecbench/results/result.hpp"
@@ -81,11 +82,12 @@ inline std::string meta_markdown(const ResultFile& f) {
   for (const auto& a : m.argv) argv += (argv.empty() ? "" : " ") + a;
   std::string sha = json_text(m.model, "weight_sha256");
   if (sha.size() > 12) sha = sha.substr(0, 12) + "...";
+  const std::string note = weights_note(json_text(m.model, "weight_source"));
   return "- date: " + m.date_utc + "; host: `" + m.host + "`; CPU: " + m.cpu_model + " (" +
          std::to_string(m.cpu_cores) + " cores); GPUs: " + (gpus.empty() ? "none" : gpus) + "\n" +
          "- versions: " + versions + "\n" + "- model: arch " + json_text(m.model, "arch") + ", weights " +
-         json_text(m.model, "weight_source") + " (sha256 " + sha + "), path `" + json_text(m.model, "path") + "`\n" +
-         (argv.empty() ? "" : "- command: `" + argv + "`\n");
+         json_text(m.model, "weight_source") + " (sha256 " + sha + "), path `" + json_text(m.model, "path") + "`" +
+         (note.empty() ? "" : "\n- **" + note + "**") + "\n" + (argv.empty() ? "" : "- command: `" + argv + "`\n");
 }
 
 inline std::string verification_text(const RunResult& r) {

@@ -1,0 +1,18 @@
+// What a model's weight source means for its features, said wherever a model is named (the first
+// line of `vectorize`, `run`'s header, a result file's model record, the report): the build's
+// default model has synthetic weights, whose features are not Inception's.
+#pragma once
+#include <string>
+
+namespace vecbench {
+
+/// "synthetic weights (seed N): not Inception's trained features; ..." for a weight source
+/// "seed:N" (tools/export_inception.py --seed), else "" (weights from a checkpoint or a TF graph).
+inline std::string weights_note(const std::string& weight_source) {
+  if (weight_source.rfind("seed:", 0) != 0) return "";
+  return "synthetic weights (seed " + weight_source.substr(5) +
+         "): not Inception's trained features; for real ones export a model with "
+         "tools/export_inception.py --from-tf GRAPH.pb or --weights FILE and pass --model";
+}
+
+}  // namespace vecbench
