@@ -28,6 +28,7 @@ SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 echo "setup: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
+# The package lists once per run: .ci/run has just updated them.
+[ "${VECBENCH_APT_UPDATED:-0}" = 1 ] || $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 echo "setup: done"

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The README's test command: set up, build (Release), run the whole ctest suite, the CUDA build
-# (linked, its suite run without a GPU), the sanitizer builds of the pipeline tests, and the
-# short regression stage. Exits non-zero on any failure.
+# The README's test command: set up, build (Release), run the whole ctest suite in parallel, the
+# CUDA build (linked, the tests whose code differs in it run without a GPU), the sanitizer builds
+# of the core tests, and the short regression stage. Exits non-zero on any failure, and prints
+# each stage's time at the end (results/ci/stage-times.md).
 #   tools/test.sh            everything
 #   STAGES="ctest" tools/test.sh     only some stages (setup format layers build ctest cuda-build sanitizers regression)
+#   CTEST_ARGS="-L core" tools/test.sh   arguments for the ctest stage (labels: tests/CMakeLists.txt)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STAGES=${STAGES:-"setup format layers build ctest cuda-build sanitizers regression"}
@@ -11,7 +13,15 @@ BUILD=${BUILD:-build}
 JOBS=${JOBS:-$(nproc)}
 has() { [[ " $STAGES " == *" $1 "* ]]; }
 t0=$(date +%s)
-stage() { echo; echo "=== $1 ($(( $(date +%s) - t0 )) s)"; }
+times=()
+current="" t_stage=$t0
+stage() {  # stage NAME: closes the previous stage's clock and opens NAME's
+  local now
+  now=$(date +%s)
+  [ -n "$current" ] && times+=("$current $(( now - t_stage ))")
+  current=$1 t_stage=$now
+  echo; echo "=== $1 ($(( now - t0 )) s)"
+}
 
 if has setup; then
   stage setup
@@ -28,10 +38,16 @@ if has build; then
 fi
 if has ctest; then
   stage ctest
-  (cd "$BUILD" && ctest --output-on-failure -j1)
+  # In parallel: tests labelled mpi or timing are RUN_SERIAL (tests/CMakeLists.txt).
+  # shellcheck disable=SC2086
+  (cd "$BUILD" && ctest --output-on-failure -j"$JOBS" ${CTEST_ARGS:-})
 fi
-# The CUDA build (PyPI's torch 2.11 / CUDA 13.0 and nvJPEG), linked, with the whole suite run on it.
-if has cuda-build; then stage cuda-build; tools/cuda_build.sh "$BUILD-cuda"; fi
+# The CUDA build (PyPI's torch 2.11 / CUDA 13.0 and nvJPEG), linked, with the tests whose code
+# differs in it run on it (tools/cuda_build.sh says which and why).
+if has cuda-build; then stage cuda-build; MAIN_BUILD="$BUILD" tools/cuda_build.sh "$BUILD-cuda"; fi
 if has sanitizers; then stage sanitizers; tools/sanitizers.sh; fi
 if has regression; then stage regression; tools/regression.sh "$BUILD"; fi
 stage "all stages passed"
+echo "stage times (s):"
+for t in "${times[@]}"; do printf '  %-12s %5s\n' ${t% *} ${t##* }; done
+printf '  %-12s %5s\n' total $(( $(date +%s) - t0 ))
