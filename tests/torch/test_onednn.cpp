@@ -152,7 +152,7 @@ TEST(OneDnn, ReadsTheFusedExport) {
   ts.path = kModel;
   const auto ref = run_engine(src, ts, "cpu", 1);
   TorchModelOptions od;
-  od.path = std::string(VECBENCH_BINARY_DIR) + "/models/inception_tf2015_seed0_fused.pt";
+  od.path = std::string(VECBENCH_DEFAULT_FUSED_MODEL);
   od.engine = EngineKind::onednn;
   expect_same(*run_engine(src, od, "cpu", 1), *ref, src.size(), "fused export");
 }

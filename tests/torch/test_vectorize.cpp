@@ -324,7 +324,7 @@ TEST(Vectorize, CtrlCDrainsFlushesAndResumes) {
 TEST(Model, FusedPrepackedExportGivesTheSameFeatures) {
   // tools/export_inception.py --fuse prepacked (built next to the default model): conv+BN+ReLU as
   // prepacked oneDNN convolutions, channels_last; same features within 1e-4, any batch size.
-  const std::string fused = std::string(VECBENCH_BINARY_DIR) + "/models/inception_tf2015_seed0_fused.pt";
+  const std::string fused = std::string(VECBENCH_DEFAULT_FUSED_MODEL);
   const auto meta = read_model_meta(fused);
   EXPECT_EQ(meta.value("fuse", ""), "prepacked");
   EXPECT_FALSE(meta.value("optimize_after_load", true));
