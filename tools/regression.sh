@@ -2,7 +2,8 @@
 # The CI regression stage: run experiments/ci.json and compare it with results/baseline/ci.json
 # on machine-independent ratios (each strategy's throughput over `sequential` in the same file,
 # repetition by repetition), never on absolute times. Fails (exit 1) when a ratio is
-# significantly (Mann-Whitney, p < 0.05) and substantially (> THRESHOLD) worse.
+# significantly (Mann-Whitney, p < 0.05) and substantially (> THRESHOLD) worse; a run measured
+# on a busy machine is UNKNOWN, said and not failed.
 #   tools/regression.sh [BUILD_DIR]            check
 #   tools/regression.sh [BUILD_DIR] --refresh  run and make the result the new baseline
 set -euo pipefail
@@ -19,4 +20,13 @@ if [ "${2:-}" = "--refresh" ]; then
   echo "regression: baseline refreshed: results/baseline/ci.json (commit it)"
   exit 0
 fi
-"$BUILD/vecbench" compare results/baseline/ci.json "$new" --normalize-by strategy=sequential --threshold "$THRESHOLD"
+# Exit 3: no run SLOWER, but a run was measured while other processes or the hypervisor took
+# part of the machine (its validity verdict): the question cannot be answered there, which is
+# not a regression; said loudly, not failed.
+rc=0
+"$BUILD/vecbench" compare results/baseline/ci.json "$new" --normalize-by strategy=sequential --threshold "$THRESHOLD" || rc=$?
+if [ "$rc" = 3 ]; then
+  echo "regression: UNKNOWN: measured on a busy machine (see the notes above): not judged"
+  exit 0
+fi
+exit "$rc"

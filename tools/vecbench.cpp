@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "vecbench/app/build_info.hpp"
 #include "vecbench/app/commands.hpp"
 #include "vecbench/core/host.hpp"
 #include "vecbench/dist/distribution_mode.hpp"
@@ -362,9 +363,12 @@ int main(int argc, char** argv) {
       "Exit status: 0 all ok; 1 usage error (a bad option value names the option) or fatal error; 2 some inputs "
       "failed, the rest is done; 3 the output folder refused the run (another writer holds its lock, or it holds "
       "vectors of another fingerprint; nothing was written); 130 interrupted. run: 1 a run in error or off its "
-      "reference beyond its tolerance. compare: 0 no regression, 1 a run is SLOWER, 2 nothing could be compared.";
+      "reference beyond its tolerance. compare: 0 no regression, 1 a run is SLOWER, 2 nothing could be compared, 3 "
+      "none SLOWER but a run was measured noisy (UNKNOWN).";
   app.footer(exit_status);
-  app.set_version_flag("--version", std::string("vecbench ") + VECBENCH_VERSION + " (" + VECBENCH_GIT_SHA + ")");
+  const BuildInfo build = build_info();
+  app.set_version_flag("--version", std::string("vecbench ") + VECBENCH_VERSION + " (" + build.git_sha +
+                                        (build.git_dirty ? ", dirty" : "") + ", " + build.build_type + ")");
   Cli c;
   add_vectorize(app, c, exit_status);
   add_tool_commands(app, c);

@@ -7,8 +7,10 @@
 #include <iostream>
 #include <sstream>
 
+#include "vecbench/app/build_info.hpp"
 #include "vecbench/app/commands.hpp"
 #include "vecbench/app/route.hpp"
+#include "vecbench/core/machine_load.hpp"
 #include "vecbench/core/sha256.hpp"
 #include "vecbench/core/weights_note.hpp"
 #include "vecbench/engine/torchscript_model.hpp"
@@ -28,7 +30,16 @@ const char* const kQuickExperiment =
     ;
 
 nlohmann::json full_meta(int argc, char** argv, const std::string& model) {
-  nlohmann::json m = base_meta(argc, argv, VECBENCH_VERSION, VECBENCH_GIT_SHA, VECBENCH_SOURCE_DIR);
+  const BuildInfo build = build_info();
+  nlohmann::json m = base_meta(argc, argv, VECBENCH_VERSION, build.git_sha, build.git_dirty);
+  Environment env;
+  env.build_type = build.build_type;
+  env.compiler_flags = build.compiler_flags;
+  env.binary_git_sha = build.git_sha;
+  env.binary_git_dirty = build.git_dirty;
+  env.cpu_isa = cpu_isa();
+  env.load_avg_before = load_average();
+  m["environment"] = env;
   const auto b = backend_info();
   m["gpus"] = b["gpus"];
   m["versions"] = {{"libtorch", b["libtorch"]},
@@ -135,6 +146,7 @@ ExperimentOutcome run_and_save(Experiment e, const std::string& origin, const st
     o.exit_code = std::stoi(dist.comm().broadcast(""));  // rank 0's exit status
     return o;
   }
+  if (o.result.meta.environment) o.result.meta.environment->load_avg_after = load_average();
   const nlohmann::json j = o.result;
   atomic_write(o.path, j.dump(2) + "\n");      // first: a run never loses what it measured
   (void)result_from_json(j, o.path.string());  // then: it must match the schema it claims

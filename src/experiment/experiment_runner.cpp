@@ -10,10 +10,12 @@
 #include <sstream>
 
 #include "vecbench/core/host.hpp"
+#include "vecbench/core/machine_load.hpp"
 #include "vecbench/dist/rank_gather.hpp"
 #include "vecbench/experiment/external.hpp"
 #include "vecbench/experiment/plan.hpp"
 #include "vecbench/experiment/schedule.hpp"
+#include "vecbench/experiment/validity.hpp"
 #include "vecbench/experiment/verify.hpp"
 #include "vecbench/output/writer.hpp"
 #include "vecbench/results/run_json.hpp"
@@ -30,7 +32,15 @@ struct LocalOutcome {
   std::string error;                         ///< multi-process: this rank's error, reported by rank 0
   std::optional<Verification> verification;  ///< first repetition, verify on: against the reference
   std::optional<TraceFigures> trace;         ///< traced: the figures of this process's trace
+  std::optional<LoadShares> load;            ///< what other processes and steal took meanwhile
 };
+
+/// The machine's load during a repetition, into its sample.
+void record_load(Sample& s, const std::optional<LoadShares>& load) {
+  if (!load) return;
+  s.foreign_cpu_share = load->foreign_cpu;
+  s.steal_share = load->steal;
+}
 
 class Executor {
  public:
@@ -105,7 +115,10 @@ const MemorySink& Executor::reference(ResizeMode m, const MemorySink& got) {
 }
 
 void Executor::run_external(PlannedRun& p, int rep) {
+  LoadProbe probe;  // the peer is a child process: its CPU time counts as this process's own
+  probe.start();
   const ExternalOutcome o = vecbench::run_external(e_.external[*p.external]);
+  const auto load = probe.stop();
   if (!o.ok) {
     p.result.status = RunStatus::skipped;
     p.result.reason = o.reason;
@@ -118,6 +131,7 @@ void Executor::run_external(PlannedRun& p, int rep) {
   s.images = static_cast<std::int64_t>(o.images);
   s.wall_s = o.wall_s;
   s.images_per_s = o.images_per_s;
+  record_load(s, load);
   p.result.samples.push_back(s);
   p.result.effective["output"] = o.line;  // the peer's own account of what it ran (last repetition's)
   log_ << o.images_per_s << " img/s\n";
@@ -178,8 +192,11 @@ LocalOutcome Executor::run_local(PlannedRun& p, std::size_t index, int rep) {
   const int rank = dist_ ? dist_->rank() : 0;
   std::unique_ptr<Trace> trace;
   if (!env_.trace_dir.empty()) s.trace = (trace = std::make_unique<Trace>(rank, trace_process_name(p, rank))).get();
+  LoadProbe probe;
+  probe.start();
   out.stats = dist_ ? dist_->run(strategy, src, todo, devs, env_.make_factory(), tee, s, env_.input_size, &out.chunks)
                     : run_strategy(strategy, src, todo, devs, env_.make_factory(), tee, s, env_.input_size);
+  out.load = probe.stop();
   if (trace) out.trace = record_trace(*trace, index, rep, rank);
   if (writer) writer->finish();
   std::error_code ec;
@@ -234,6 +251,7 @@ void Executor::run_matrix(PlannedRun& p, std::size_t index, int rep) {
     if (g->verification.is_object()) verification = verification_from_json(g->verification, "rank verifications");
   }
   if (local.trace) sample.trace = local.trace;  // several processes: rank 0's own trace
+  record_load(sample, local.load);              // several processes: rank 0's machine
   p.result.samples.push_back(sample);
   if (rep == 0 && e_.verify && verification) p.result.verification = verification;
   log_ << sample.images_per_s << " img/s"
@@ -288,6 +306,7 @@ ResultFile assemble(const Experiment& e, const ExperimentEnv& env, const Distrib
     }
     summarize_run(r);
     if (!p.external) judge_verification(r, tolerance);
+    r.validity = judge_validity(r);
     f.runs.push_back(std::move(r));
   }
   return f;

@@ -52,7 +52,10 @@ void to_json(json& j, const Meta& m) {
             {"gpus", m.gpus},
             {"versions", m.versions},
             {"model", m.model}});
+  if (m.environment) j["environment"] = *m.environment;
 }
+void to_json(json& j, const Environment& e) { j = detail::fields_to_json(e); }
+void to_json(json& j, const Validity& v) { j = detail::fields_to_json(v); }
 void to_json(json& j, const DeviceSample& d) { j = detail::fields_to_json(d); }
 void to_json(json& j, const RankSample& r) { j = detail::fields_to_json(r); }
 void to_json(json& j, const RanksInfo& r) { j = detail::fields_to_json(r); }
@@ -73,6 +76,7 @@ void to_json(json& j, const RunResult& r) {
        {"reason", r.reason},  {"effective", r.effective}, {"samples", r.samples},
        {"summary", r.summary}};
   j["verification"] = r.verification ? json(*r.verification) : json(nullptr);
+  if (r.validity) j["validity"] = *r.validity;
 }
 void to_json(json& j, const ResultFile& f) {
   j = {{"schema_version", f.schema_version},
@@ -203,7 +207,7 @@ struct ResultReader {
   }
   void read(const json& v, const std::string& p, Verification& o) const { read_fields(v, p, o); }
   void read(const json& v, const std::string& p, RunResult& o) const {
-    object(v, p, {"id", "params", "status", "reason", "effective", "samples", "summary", "verification"});
+    object(v, p, {"id", "params", "status", "reason", "effective", "samples", "summary", "verification", "validity"});
     field(v, p, "id", o.id);
     if (o.id.empty()) fail(at(p, "id"), "must not be empty");
     object(o.params = sub(v, p, "params"), at(p, "params"));
@@ -223,13 +227,17 @@ struct ResultReader {
     field(v, p, "summary", o.summary);
     if (v.contains("verification") && !v["verification"].is_null())
       field(v, p, "verification", o.verification.emplace());
+    if (v.contains("validity") && !v["validity"].is_null())
+      read_fields(v["validity"], at(p, "validity"), o.validity.emplace());
   }
   void read(const json& v, const std::string& p, Meta& o) const {
     object(v, p);
     o.extra = v;
     for (const char* k : {"argv", "vecbench_version", "git_sha", "git_dirty", "date_utc", "host", "cpu_model",
-                          "cpu_cores", "gpus", "versions", "model"})
+                          "cpu_cores", "gpus", "versions", "model", "environment"})
       o.extra.erase(k);
+    if (v.contains("environment") && !v["environment"].is_null())
+      read_fields(v["environment"], at(p, "environment"), o.environment.emplace());
     fields(true, v, p, "vecbench_version", o.vecbench_version, "git_sha", o.git_sha, "date_utc", o.date_utc, "host",
            o.host, "cpu_model", o.cpu_model, "cpu_cores", o.cpu_cores);
     fields(false, v, p, "argv", o.argv, "gpus", o.gpus);

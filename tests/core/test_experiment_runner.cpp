@@ -7,6 +7,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "vecbench/core/machine_load.hpp"
 #include "vecbench/experiment/experiment_runner.hpp"
 #include "vecbench/experiment/plan.hpp"
 #include "vecbench/experiment/schedule.hpp"
@@ -179,6 +180,16 @@ TEST(ExperimentRunner, InterleavesRepetitionsAndSummarizesEachRun) {
     ASSERT_TRUE(r.verification);
     EXPECT_EQ(r.verification->compared_images, 12);
     EXPECT_LT(r.verification->max_rel_diff, 1e-6);
+    // Each run has its validity verdict, each repetition the machine's load while it ran.
+    ASSERT_TRUE(r.validity);
+    EXPECT_TRUE(r.validity->verdict == "valid" || r.validity->verdict == "noisy") << r.validity->verdict;
+    EXPECT_EQ(r.validity->verdict == "noisy", !r.validity->causes.empty());
+    if (read_cpu_times())
+      for (const auto& s : r.samples) {
+        ASSERT_TRUE(s.foreign_cpu_share && s.steal_share);
+        EXPECT_GE(*s.foreign_cpu_share, 0.0);
+        EXPECT_LE(*s.foreign_cpu_share, 1.0);
+      }
   }
   // A1 B1 A2 B2 in the log.
   const std::string log = t.log.str();

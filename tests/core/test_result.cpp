@@ -255,6 +255,34 @@ TEST(ResultIo, FieldTablesMatchTheSchema) {
   expect_table_matches_schema<vecbench::GpuInfo>(schema, "/$defs/meta/properties/gpus/items");
   expect_table_matches_schema<vecbench::TraceFigures>(schema, "/$defs/trace_figures");
   expect_table_matches_schema<vecbench::DeviceShare>(schema, "/$defs/trace_figures/properties/devices/items");
+  expect_table_matches_schema<vecbench::Environment>(schema, "/$defs/meta/properties/environment");
+  expect_table_matches_schema<vecbench::Validity>(schema, "/$defs/run/properties/validity");
+}
+
+TEST(ResultIo, EnvironmentValidityAndLoadRoundTripAndOlderFilesStillRead) {
+  vecbench::ResultFile f = vecbench::load_result(kGolden / "base.json");  // written before these existed
+  EXPECT_FALSE(f.meta.environment.has_value());
+  EXPECT_FALSE(f.runs[0].validity.has_value());
+  EXPECT_FALSE(vecbench::is_noisy(f.runs[0]));
+  f.meta.environment = vecbench::Environment{
+      "Release", "-O3", "abc123def456", true, {"avx2", "avx512f"}, {0.5, 0.25, 0.125}, {1.5, 0.5, 0.25}};
+  f.runs[0].validity = vecbench::Validity{"noisy", "other processes took 30.0 % of the CPU > 10.0 %", {"foreign_cpu"}};
+  f.runs[0].samples[0].foreign_cpu_share = 0.3;
+  f.runs[0].samples[0].steal_share = 0.0;
+  TempDir dir("result_environment");
+  vecbench::save_result(dir.path / "r.json", f);
+  const json j = read_json(dir.path / "r.json");
+  EXPECT_EQ(j["meta"]["environment"]["cpu_isa"], json({"avx2", "avx512f"}));
+  EXPECT_EQ(j["runs"][0]["validity"]["causes"], json({"foreign_cpu"}));
+  EXPECT_EQ(j["runs"][0]["samples"][0]["foreign_cpu_share"], 0.3);
+  EXPECT_FALSE(j["runs"][1].contains("validity"));
+  const vecbench::ResultFile g = vecbench::load_result(dir.path / "r.json");
+  EXPECT_EQ(json(g).dump(), json(f).dump());
+  ASSERT_TRUE(g.meta.environment.has_value());
+  EXPECT_TRUE(g.meta.environment->binary_git_dirty);
+  EXPECT_TRUE(vecbench::is_noisy(g.runs[0]));
+  EXPECT_TRUE(vecbench::is_noisy(g.runs[0], /*busy_only=*/true));
+  EXPECT_NE(vecbench::status_text(g.runs[0]).find("ok (NOISY: other processes took 30.0 %"), std::string::npos);
 }
 
 // The same agreement for the optional multi-process keys (sample.ranks, written by MPI runs,

@@ -108,6 +108,14 @@ TEST(Shards, RunResultFilesMergeIntoOneWithPerShardAndTotalFigures) {
   ASSERT_TRUE(one.runs[0].samples[0].ranks.has_value());
   EXPECT_EQ(one.runs[0].samples[0].ranks->count, 2);
   EXPECT_EQ(one.runs[0].samples[0].images, 3);
+  // The environment record: the binary's build (compiled in), the CPU's ISA, the load around it.
+  ASSERT_TRUE(one.meta.environment.has_value());
+  EXPECT_FALSE(one.meta.environment->build_type.empty());
+  EXPECT_EQ(one.meta.git_sha, one.meta.environment->binary_git_sha);
+  EXPECT_NE(one.meta.environment->binary_git_sha, "");
+  EXPECT_EQ(one.meta.environment->load_avg_before.size(), 3u);
+  EXPECT_EQ(one.meta.environment->load_avg_after.size(), 3u);
+  ASSERT_TRUE(one.runs[0].validity.has_value());
   // The default model's record and the run's header say its weights are synthetic.
   EXPECT_NE(one.meta.model.value("weights_note", "").find("synthetic weights (seed 0): not Inception's"),
             std::string::npos)

@@ -93,6 +93,7 @@ struct RunComparison {
   double p_value = std::nan("");       ///< two-sided Mann-Whitney U p; NaN when not tested
   Verdict verdict = Verdict::unknown;  ///< see CompareOptions
   std::string note;                    ///< why UNKNOWN; empty otherwise
+  bool noisy = false;                  ///< UNKNOWN because a run (or its reference) was judged noisy
 };
 
 /// All of a comparison.
@@ -214,6 +215,20 @@ inline RunComparison compare_run(const ResultFile& bf, const RunResult& b, const
     c.new_reference = rn ? rn->id : "";
   }
   if (!c.note.empty()) return c;
+  // A run judged noisy (experiment/validity.hpp) supports no verdict either way. Normalized by a
+  // reference run of the same file, the ratios' own spread is what the U test weighs, so there
+  // only a busy machine (other processes, steal) makes it UNKNOWN.
+  const bool busy_only = !filter.empty();
+  for (const auto& [run, side] : {std::pair<const RunResult*, const char*>{&b, "base run"},
+                                  {&n, "new run"},
+                                  {rb, "base reference run"},
+                                  {rn, "new reference run"}})
+    if (run && is_noisy(*run, busy_only) && c.note.empty())
+      c.note = std::string(side) + " noisy: " + run->validity->reason;
+  if (!c.note.empty()) {
+    c.noisy = true;
+    return c;
+  }
   c.base_values = compared_values(b, rb, metric);
   c.new_values = compared_values(n, rn, metric);
   c.base = stats::summarize(c.base_values);
@@ -296,16 +311,18 @@ inline const char* verdict_word(Verdict v, bool speed) {
 }
 
 /// Exit status of `vecbench compare`: 1 when any run is SLOWER (significant and beyond the
-/// threshold), 2 when nothing could be compared (no run is in both files), else 0. A file that
-/// cannot be read also exits 2 (the CLI's error path), so scripts can tell a regression from a
-/// broken comparison.
+/// threshold), 2 when nothing could be compared (no run is in both files), 3 when none is SLOWER
+/// but some run is UNKNOWN because it was measured noisy (the machine was busy: measure again
+/// on a quiet one), else 0. A file that cannot be read also exits 2 (the CLI's error path), so
+/// scripts can tell a regression from a broken comparison and from an unanswerable one.
 constexpr int kCompareRegression = 1;
 constexpr int kCompareUnusable = 2;
+constexpr int kCompareNoisy = 3;
 inline int compare_exit_code(const CompareReport& r) {
   if (r.runs.empty()) return kCompareUnusable;
-  return std::any_of(r.runs.begin(), r.runs.end(), [](const RunComparison& c) { return c.verdict == Verdict::slower; })
-             ? kCompareRegression
-             : 0;
+  auto any = [&](auto pred) { return std::any_of(r.runs.begin(), r.runs.end(), pred); };
+  if (any([](const RunComparison& c) { return c.verdict == Verdict::slower; })) return kCompareRegression;
+  return any([](const RunComparison& c) { return c.noisy; }) ? kCompareNoisy : 0;
 }
 
 /// The comparison as markdown: a table (run, base, new, change, spread, p, verdict), a geomean

@@ -12,7 +12,6 @@
 
 #include "vecbench/core/device.hpp"
 #include "vecbench/core/host.hpp"
-#include "vecbench/core/subprocess.hpp"
 
 namespace vecbench {
 
@@ -29,31 +28,16 @@ inline std::string cpu_model() {
   return "unknown";
 }
 
-/// Output of a shell command (trailing blanks cut), or "" if it fails.
-inline std::string shell_output(const std::string& cmd) {
-  CommandResult r = run_command(cmd, Stderr::discard);
-  if (!r.ok()) return "";
-  while (!r.output.empty() && (r.output.back() == '\n' || r.output.back() == ' ')) r.output.pop_back();
-  return r.output;
-}
-
-/// Whether the source tree has uncommitted changes (null if git or the tree is not there).
-inline nlohmann::json git_dirty(const std::string& source_dir) {
-  const CommandResult r =
-      run_command("git -C '" + source_dir + "' status --porcelain --untracked-files=no", Stderr::discard);
-  if (!r.ok()) return nullptr;
-  return !r.output.empty();
-}
-
-/// The common part of "meta"; the caller adds versions of its backends and the model.
+/// The common part of "meta"; the caller adds versions of its backends, the model and the
+/// environment record. `git_sha` and `git_dirty` are the binary's own (compiled in at build time:
+/// app/build_info.hpp), never read from the checkout, which may hold another commit by now.
 inline nlohmann::json base_meta(int argc, char** argv, const std::string& version, const std::string& git_sha,
-                                const std::string& source_dir) {
+                                bool git_dirty) {
   nlohmann::json m;
   m["argv"] = std::vector<std::string>(argv, argv + argc);
   m["vecbench_version"] = version;
-  const std::string live = shell_output("git -C '" + source_dir + "' rev-parse --short=12 HEAD");
-  m["git_sha"] = live.empty() ? git_sha : live;
-  m["git_dirty"] = git_dirty(source_dir);
+  m["git_sha"] = git_sha;
+  m["git_dirty"] = git_dirty;
   m["date_utc"] = utc_now_iso();
   m["host"] = host_name();
   m["cpu_model"] = cpu_model();

@@ -44,7 +44,7 @@ class RunTablePrinter : public ResultPrinter {
         const std::string v = param_string(p, k);
         return v.empty() ? std::string("-") : v;
       };
-      const std::string status = std::string(to_string(r.status)) + (r.reason.empty() ? "" : ": " + r.reason);
+      const std::string status = status_text(r);
       std::snprintf(buf, sizeof buf, "| %s | %s | %s | %s | %s | %.2f | %.1f%% | %s | %s | %s |\n",
                     param_string(p, "strategy").c_str(), cell("devices").c_str(), cell("batch").c_str(),
                     cell("threads").c_str(), cell("resize").c_str(), m.median, m.rel_spread * 100, vs_s, rel_s,

@@ -130,7 +130,7 @@ inline std::string externals_markdown(const ResultFile& f) {
                     format_number("%.2f", t.max) + ")"
               : "n/a") +
           " | " + (ok && best ? format_number("%.2fx", t.median / best->summary.images_per_s.median) : "n/a") + " | " +
-          to_string(r->status) + (r->reason.empty() ? "" : ": " + md_cell(r->reason)) + " |\n";
+          md_cell(status_text(*r)) + " |\n";
   }
   if (best)
     md += "\nBest matrix run: `" + best->id + "` (" + format_number("%.2f", best->summary.images_per_s.median) +
@@ -176,7 +176,7 @@ inline std::string scaling_markdown(const ResultFile& f) {
                                               format_number("%.2f", t.max) + ")"
                                         : "n/a") +
             " | " + speedup + " | " + vs + " | " + eff + " | " + md_cell(verification_text(*r)) + " | " +
-            to_string(r->status) + (r->reason.empty() ? "" : ": " + md_cell(r->reason)) + " |\n";
+            md_cell(status_text(*r)) + " |\n";
     }
     md += "\n";
   }

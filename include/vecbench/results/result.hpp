@@ -29,6 +29,8 @@ namespace vecbench {
 json summary_to_json(const stats::Summary& s);
 void to_json(json& j, const GpuInfo& g);
 void to_json(json& j, const Meta& m);
+void to_json(json& j, const Environment& e);
+void to_json(json& j, const Validity& v);
 void to_json(json& j, const DeviceSample& d);
 void to_json(json& j, const RankSample& r);
 void to_json(json& j, const RanksInfo& r);

@@ -47,20 +47,40 @@ constexpr auto field_table(const GpuInfo&) {
   return std::make_tuple(field("name", &GpuInfo::name), field("memory_bytes", &GpuInfo::memory_bytes));
 }
 
+/// How the binary was built and what state the machine was in (google/benchmark's context,
+/// LoadGen's log): meta.environment, written by `vecbench run` (absent in older files).
+struct Environment {
+  std::string build_type;               ///< CMAKE_BUILD_TYPE the binary was built with, e.g. "Release"
+  std::string compiler_flags;           ///< the C++ flags of that build type
+  std::string binary_git_sha;           ///< the commit the binary was built from (compiled in)
+  bool binary_git_dirty = false;        ///< its work tree had uncommitted changes at build time
+  std::vector<std::string> cpu_isa;     ///< avx2, avx512f, avx512_bf16, avx512_vnni, amx_tile ... present
+  std::vector<double> load_avg_before;  ///< 1/5/15-minute load averages before the runs (empty: unknown)
+  std::vector<double> load_avg_after;   ///< the same after them
+};
+constexpr auto field_table(const Environment&) {
+  using E = Environment;
+  return std::make_tuple(field("build_type", &E::build_type), field("compiler_flags", &E::compiler_flags),
+                         field("binary_git_sha", &E::binary_git_sha), field("binary_git_dirty", &E::binary_git_dirty),
+                         field("cpu_isa", &E::cpu_isa), field("load_avg_before", &E::load_avg_before),
+                         field("load_avg_after", &E::load_avg_after));
+}
+
 /// Where and how the experiment ran. Keys not listed here are kept verbatim in `extra`.
 struct Meta {
-  std::vector<std::string> argv;   ///< command line of the run (optional in the file)
-  std::string vecbench_version;    ///< e.g. "0.1.0"
-  std::string git_sha;             ///< source revision, or "unknown"
-  bool git_dirty = false;          ///< the work tree had uncommitted changes (optional)
-  std::string date_utc;            ///< start time, ISO 8601 UTC ("2026-11-30T07:00:00Z")
-  std::string host;                ///< host name
-  std::string cpu_model;           ///< CPU model string
-  std::int64_t cpu_cores = 0;      ///< logical CPU cores available to the process
-  std::vector<GpuInfo> gpus;       ///< GPUs seen (optional, empty when none)
-  json versions = json::object();  ///< library name -> version string or null (optional)
-  json model = nullptr;            ///< {"path","arch","weight_source","weight_sha256"} or null
-  json extra = json::object();     ///< any other meta keys, kept as given
+  std::vector<std::string> argv;                          ///< command line of the run (optional in the file)
+  std::string vecbench_version;                           ///< e.g. "0.1.0"
+  std::string git_sha;                                    ///< source revision, or "unknown"
+  bool git_dirty = false;                                 ///< the work tree had uncommitted changes (optional)
+  std::string date_utc;                                   ///< start time, ISO 8601 UTC ("2026-11-30T07:00:00Z")
+  std::string host;                                       ///< host name
+  std::string cpu_model;                                  ///< CPU model string
+  std::int64_t cpu_cores = 0;                             ///< logical CPU cores available to the process
+  std::vector<GpuInfo> gpus;                              ///< GPUs seen (optional, empty when none)
+  json versions = json::object();                         ///< library name -> version string or null (optional)
+  json model = nullptr;                                   ///< {"path","arch","weight_source","weight_sha256"} or null
+  std::optional<Environment> environment = std::nullopt;  ///< build and machine state (optional)
+  json extra = json::object();                            ///< any other meta keys, kept as given
 };
 
 /// The experiment configuration: as given, and as resolved by the runner.
@@ -148,6 +168,11 @@ struct Sample {
   /// `file` is the trace written for this repetition, relative to the result file's folder
   /// (optional; absent when the run was not traced).
   std::optional<TraceFigures> trace = std::nullopt;
+  // ---- the machine during the repetition (core/machine_load.hpp; optional, Linux) -------------
+  /// CPU time other processes took while it ran, as a share of the machine's capacity (all cores).
+  std::optional<double> foreign_cpu_share = std::nullopt;
+  /// Time the hypervisor stole, as a share of the machine's capacity.
+  std::optional<double> steal_share = std::nullopt;
 };
 /// The trace figures (core/trace_figures.hpp) as written in a sample's `trace`.
 constexpr auto field_table(const DeviceShare&) {
@@ -177,7 +202,9 @@ constexpr auto field_table(const Sample&) {
       field("setup_s", &S::setup_s, opt, Emit::always, "s", Better::lower),
       field("device_decoded", &S::device_decoded, opt, Emit::when_set, "images"),
       field("device_decode_fallbacks", &S::device_decode_fallbacks, opt, Emit::when_set, "images"),
-      field("ranks", &S::ranks, opt, Emit::when_set), field("trace", &S::trace, opt, Emit::when_set));
+      field("ranks", &S::ranks, opt, Emit::when_set), field("trace", &S::trace, opt, Emit::when_set),
+      field("foreign_cpu_share", &S::foreign_cpu_share, opt, Emit::when_set, "fraction"),
+      field("steal_share", &S::steal_share, opt, Emit::when_set, "fraction"));
 }
 
 /// Medians and spreads over a run's samples (filled by summarize_run).
@@ -242,6 +269,17 @@ inline std::optional<RunStatus> parse_run_status(const std::string& s) {
   return std::nullopt;
 }
 
+/// Whether a run's figures can be taken at face value (experiment/validity.hpp decides).
+struct Validity {
+  std::string verdict;              ///< "valid" or "noisy"
+  std::string reason;               ///< noisy: what was over its threshold, with the figures; valid: the figures
+  std::vector<std::string> causes;  ///< noisy: "spread", "foreign_cpu", "steal" (those over their thresholds)
+};
+constexpr auto field_table(const Validity&) {
+  return std::make_tuple(field("verdict", &Validity::verdict), field("reason", &Validity::reason),
+                         field("causes", &Validity::causes));
+}
+
 /// One point of the experiment's parameter grid.
 struct RunResult {
   std::string id;                            ///< "key=value ..." of params; unique within a file
@@ -252,7 +290,25 @@ struct RunResult {
   std::vector<Sample> samples;               ///< one per repetition (empty when skipped)
   RunSummary summary;                        ///< see summarize_run
   std::optional<Verification> verification;  ///< null when not verified
+  std::optional<Validity> validity;          ///< ok runs of files since it was judged; absent before
 };
+
+/// Whether `run` was judged noisy (a run without a verdict, as in older files, is not); with
+/// `busy_only`, only for a busy machine (other processes or steal), not for its spread alone.
+inline bool is_noisy(const RunResult& run, bool busy_only = false) {
+  if (!run.validity || run.validity->verdict != "noisy") return false;
+  if (!busy_only) return true;
+  const auto& c = run.validity->causes;
+  return std::find(c.begin(), c.end(), "foreign_cpu") != c.end() || std::find(c.begin(), c.end(), "steal") != c.end();
+}
+
+/// A run's status as tables show it: "ok", "failed: why", "ok (NOISY: why)" for a noisy run.
+inline std::string status_text(const RunResult& r) {
+  std::string s = to_string(r.status);
+  if (!r.reason.empty()) s += ": " + r.reason;
+  if (is_noisy(r)) s += " (NOISY: " + r.validity->reason + ")";
+  return s;
+}
 
 /// A whole result file.
 struct ResultFile {
