@@ -14,6 +14,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "vecbench/core/fs_util.hpp"
@@ -71,6 +72,41 @@ inline std::string json_text(const json& j, const char* key) {
   return j[key].is_string() ? j[key].get<std::string>() : j[key].dump();
 }
 
+/// The environment record and the machine's load over the runs, or "" for files without one.
+inline std::string environment_markdown(const ResultFile& f) {
+  if (!f.meta.environment) return "";
+  const Environment& e = *f.meta.environment;
+  auto list = [](const auto& v, const char* sep, const char* fmt) {
+    std::string s;
+    for (const auto& x : v) {
+      if constexpr (std::is_arithmetic_v<std::decay_t<decltype(x)>>)
+        s += (s.empty() ? "" : sep) + format_number(fmt, x);
+      else
+        s += (s.empty() ? "" : sep) + x;
+    }
+    return s.empty() ? std::string("unknown") : s;
+  };
+  double foreign = -1, steal = -1;
+  std::size_t runs = 0, noisy = 0;
+  for (const RunResult& r : f.runs) {
+    runs += r.validity.has_value();
+    noisy += is_noisy(r);
+    for (const Sample& s : r.samples) {
+      if (s.foreign_cpu_share) foreign = std::max(foreign, *s.foreign_cpu_share);
+      if (s.steal_share) steal = std::max(steal, *s.steal_share);
+    }
+  }
+  std::string load = "- machine: other processes took at most " +
+                     (foreign < 0 ? std::string("n/a") : format_number("%.1f", 100 * foreign) + " %") +
+                     " of the CPU in any repetition, steal at most " +
+                     (steal < 0 ? std::string("n/a") : format_number("%.1f", 100 * steal) + " %") + "; load average " +
+                     list(e.load_avg_before, " / ", "%.2f") + " before, " + list(e.load_avg_after, " / ", "%.2f") +
+                     " after (1/5/15 min, this run's own threads included); validity: " + std::to_string(noisy) +
+                     " of " + std::to_string(runs) + " runs noisy\n";
+  return "- build: " + e.build_type + " (" + e.compiler_flags + "), binary " + e.binary_git_sha +
+         (e.binary_git_dirty ? " (dirty tree)" : "") + "; CPU ISA: " + list(e.cpu_isa, ", ", "%g") + "\n" + load;
+}
+
 inline std::string meta_markdown(const ResultFile& f) {
   const Meta& m = f.meta;
   std::string gpus;
@@ -87,7 +123,8 @@ inline std::string meta_markdown(const ResultFile& f) {
          std::to_string(m.cpu_cores) + " cores); GPUs: " + (gpus.empty() ? "none" : gpus) + "\n" +
          "- versions: " + versions + "\n" + "- model: arch " + json_text(m.model, "arch") + ", weights " +
          json_text(m.model, "weight_source") + " (sha256 " + sha + "), path `" + json_text(m.model, "path") + "`" +
-         (note.empty() ? "" : "\n- **" + note + "**") + "\n" + (argv.empty() ? "" : "- command: `" + argv + "`\n");
+         (note.empty() ? "" : "\n- **" + note + "**") + "\n" + environment_markdown(f) +
+         (argv.empty() ? "" : "- command: `" + argv + "`\n");
 }
 
 inline std::string verification_text(const RunResult& r) {
