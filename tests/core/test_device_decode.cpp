@@ -94,7 +94,7 @@ std::vector<VirtualDevice> cpu_devs(const std::string& spec) {
   return expand_devices(spec, o);
 }
 
-RunSettings settings(int batch) {
+RunSettings decode_settings(int batch) {
   RunSettings s;
   s.batch_size = batch;
   s.prefetch_batches = 2;
@@ -168,12 +168,12 @@ TEST(DeviceDecode, EveryStrategyDeliversTheSameFeaturesAsHostDecoding) {
     EncodedSource src(13, {10});
     MemorySink want(13), got(13);
     run_strategy("sequential", ref, all_indices(ref.size()), cpu_devs("cpu"), vecbench::testing::stub_factory(o), want,
-                 settings(1), o.input_size);
+                 decode_settings(1), o.input_size);
     auto factory = [&](const VirtualDevice& d) -> std::unique_ptr<Model> {
       return std::make_unique<DecodingStub>(d, o, ref, std::set<std::size_t>{4, 10});
     };
     const RunStats st = run_strategy(strategy, src, all_indices(src.size()), cpu_devs("cpu/2"), factory, got,
-                                     settings(3), o.input_size);
+                                     decode_settings(3), o.input_size);
     for (std::size_t i = 0; i < 13; ++i) {
       EXPECT_EQ(got.times_seen(i), 1) << strategy << " input " << i;
       if (i == 10) {
@@ -196,9 +196,9 @@ TEST(DeviceDecode, AHostReplicaDecodesEncodedSlotsOnTheHost) {
   EncodedSource src(6);
   MemorySink want(6), got(6);
   run_strategy("sequential", ref, all_indices(6), cpu_devs("cpu"), vecbench::testing::stub_factory(o), want,
-               settings(2), o.input_size);
+               decode_settings(2), o.input_size);
   const RunStats st = run_strategy("data-parallel", src, all_indices(6), cpu_devs("cpu/2"),
-                                   vecbench::testing::stub_factory(o), got, settings(2), o.input_size);
+                                   vecbench::testing::stub_factory(o), got, decode_settings(2), o.input_size);
   for (std::size_t i = 0; i < 6; ++i) EXPECT_EQ(got.features(i), want.features(i)) << i;
   EXPECT_EQ(st.device_decoded, 0u);
   EXPECT_EQ(st.device_decode_fallbacks, 3u);

@@ -25,7 +25,7 @@
 using namespace vecbench;
 
 namespace {
-fs::path tmpdir(const std::string& name) { return vecbench::testing::fresh_temp_dir(name); }
+fs::path store_dir(const std::string& name) { return vecbench::testing::fresh_temp_dir(name); }
 
 using vecbench::testing::NamedSource;
 
@@ -95,7 +95,7 @@ TEST(Fingerprint, TfJpegDecodeIsItsOwnFingerprintAndExactKeepsTheOldFields) {
 }
 
 TEST(Store, ASecondWriterIsRefusedNamingTheHolderAndTouchesNothing) {
-  const fs::path d = tmpdir("lock");
+  const fs::path d = store_dir("lock");
   SyntheticSource src(4);
   OutputWriter a(src, options(d, OutputFormat::shards));
   write_all(a, {0, 1});
@@ -120,7 +120,7 @@ TEST(Store, ASecondWriterIsRefusedNamingTheHolderAndTouchesNothing) {
   EXPECT_TRUE(fs::exists(d / "shard-00000.npy"));
   EXPECT_FALSE(fs::exists(d / "shard-00001.npy"));
 
-  const fs::path e = tmpdir("lock_ranks");
+  const fs::path e = store_dir("lock_ranks");
   auto r0 = options(e, OutputFormat::shards);
   r0.rank = 0;
   OutputWriter rank0(src, r0);
@@ -139,7 +139,7 @@ TEST(Store, ASecondWriterIsRefusedNamingTheHolderAndTouchesNothing) {
 }
 
 TEST(Store, TheLockGoesWithAKilledProcess) {
-  const fs::path d = tmpdir("lock_kill");
+  const fs::path d = store_dir("lock_kill");
   SyntheticSource src(2);
   const pid_t child = ::fork();
   if (child == 0) {
@@ -158,7 +158,7 @@ TEST(Store, TheLockGoesWithAKilledProcess) {
 }
 
 TEST(Store, AnotherFingerprintIsRefusedNamingTheFieldsUnlessReplaced) {
-  const fs::path d = tmpdir("fp");
+  const fs::path d = store_dir("fp");
   SyntheticSource src(3);
   {
     OutputWriter w(src, options(d, OutputFormat::npy));
@@ -199,7 +199,7 @@ TEST(Store, AnotherFingerprintIsRefusedNamingTheFieldsUnlessReplaced) {
 }
 
 TEST(Store, AFolderWrittenBeforeFingerprintsIsRefused) {
-  const fs::path d = tmpdir("legacy");
+  const fs::path d = store_dir("legacy");
   std::ofstream(d / "manifest.jsonl") << R"({"input":"synthetic:0","output":"synthetic:0.npy","status":"ok"})"
                                          "\n";
   SyntheticSource src(1);
@@ -214,7 +214,7 @@ TEST(Store, AFolderWrittenBeforeFingerprintsIsRefused) {
 }
 
 TEST(Store, ACutManifestLineIsRepairedAndEveryInputWrittenOnce) {
-  const fs::path d = tmpdir("cutline");
+  const fs::path d = store_dir("cutline");
   SyntheticSource src(10);
   {
     OutputWriter w(src, options(d, OutputFormat::shards));
@@ -234,7 +234,7 @@ TEST(Store, ACutManifestLineIsRepairedAndEveryInputWrittenOnce) {
 }
 
 TEST(Store, MissingTruncatedOrOrphanedDataIsRedone) {
-  const fs::path d = tmpdir("redo");
+  const fs::path d = store_dir("redo");
   SyntheticSource src(4);
   {
     OutputWriter w(src, options(d, OutputFormat::npy));
@@ -247,7 +247,7 @@ TEST(Store, MissingTruncatedOrOrphanedDataIsRedone) {
     OutputWriter w(src, options(d, OutputFormat::npy));
     EXPECT_EQ(w.pending(), (std::vector<std::size_t>{1, 2, 3}));
   }
-  const fs::path s = tmpdir("redo_shards");
+  const fs::path s = store_dir("redo_shards");
   {
     OutputWriter w(src, options(s, OutputFormat::shards));
     write_all(w, {0, 1, 2, 3});  // shard-00000: 0, 1; shard-00001: 2, 3
@@ -268,7 +268,7 @@ TEST(Store, MissingTruncatedOrOrphanedDataIsRedone) {
 }
 
 TEST(Store, NamesAreUniqueByConstructionAcrossRunsAndLongNamesAreShortened) {
-  const fs::path d = tmpdir("names");
+  const fs::path d = store_dir("names");
   NamedSource first({"/data/_up_/a.jpg"}, "/data");
   {
     OutputWriter w(first, options(d, OutputFormat::npy));
@@ -297,7 +297,7 @@ TEST(Store, NamesAreUniqueByConstructionAcrossRunsAndLongNamesAreShortened) {
 }
 
 TEST(Store, AListIsKeyedByCanonicalPathsAndDuplicatesAreDropped) {
-  const fs::path d = tmpdir("canon");
+  const fs::path d = store_dir("canon");
   fs::create_directories(d / "rel" / "img");
   for (const char* n : {"a.jpg", "b.jpg"}) std::ofstream(d / "rel" / "img" / n) << "x";
   fs::create_symlink(d / "rel" / "img" / "a.jpg", d / "rel" / "img" / "link.jpg");
@@ -321,7 +321,7 @@ TEST(Store, AListIsKeyedByCanonicalPathsAndDuplicatesAreDropped) {
 }
 
 TEST(Store, MergeRefusesToMixFingerprintsAndLeavesOtherLinesOut) {
-  const fs::path d = tmpdir("mergefp");
+  const fs::path d = store_dir("mergefp");
   SyntheticSource src(2);
   {
     OutputWriter a(src, options(d / "a", OutputFormat::npy));
@@ -395,7 +395,7 @@ TEST(Progress, CountsEveryOutcomeAndPrintsPlainLinesAsItGoes) {
 }
 
 TEST(ModelFile, AStoredZipMemberIsReadWithoutLibTorch) {
-  const fs::path d = tmpdir("zip");
+  const fs::path d = store_dir("zip");
   const std::string py = std::string(VECBENCH_PYTHON).empty() ? "python3" : VECBENCH_PYTHON;
   const std::string make =
       py +

@@ -42,7 +42,7 @@ class SleepySource : public SyntheticSource {
   double sleep_s_;
 };
 
-std::vector<VirtualDevice> devs(const std::string& spec) {
+std::vector<VirtualDevice> trace_devs(const std::string& spec) {
   DeviceOptions o;
   o.cpu_cores = 4;
   return expand_devices(spec, o);
@@ -67,7 +67,7 @@ TracedRun traced_run(const std::string& strategy, const ImageSource& src, const 
                      Trace& t, int batch, int decoders = 2) {
   MemorySink sink(src.size());
   TracedRun r;
-  r.stats = run_strategy(strategy, src, all_indices(src.size()), devs(spec), stub_factory(o), sink,
+  r.stats = run_strategy(strategy, src, all_indices(src.size()), trace_devs(spec), stub_factory(o), sink,
                          traced(t, batch, decoders), o.input_size);
   r.figures = trace_figures(t);
   return r;
@@ -249,9 +249,9 @@ TEST(TraceSpans, AFailingReplicaEndsTheTracedRunWithoutDeadlock) {
   for (const std::string s : {"data-parallel", "mirrored", "sharded", "naive"}) {
     Trace t;
     MemorySink sink(src.size());
-    EXPECT_THROW(
-        run_strategy(s, src, all_indices(src.size()), devs("cpu/2"), stub_factory(o), sink, traced(t, 2), o.input_size),
-        ReplicaError)
+    EXPECT_THROW(run_strategy(s, src, all_indices(src.size()), trace_devs("cpu/2"), stub_factory(o), sink, traced(t, 2),
+                              o.input_size),
+                 ReplicaError)
         << s;
     EXPECT_GT(t.count(SpanKind::forward), 0u) << s;
   }
