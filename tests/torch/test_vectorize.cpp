@@ -351,7 +351,7 @@ TEST(Tune, PrintsTheWinningCommandLineAndSavesAProfileTheNextRunUsesAndNames) {
   const fs::path d = tmpdir("tune");
   const std::string env = "VECBENCH_PROFILE_DIR=" + (d / "profiles").string() + " ";
   const auto r =
-      run(env + VECBENCH_EXE + " tune --images synthetic:4 --budget 40 --save --results " + d.string() + " 2>&1");
+      run(env + VECBENCH_EXE + " tune --images synthetic:4 --budget 12 --save --results " + d.string() + " 2>&1");
   ASSERT_EQ(r.rc, 0) << r.out;
   const auto at = r.out.find("best: ");
   ASSERT_NE(at, std::string::npos) << r.out;
