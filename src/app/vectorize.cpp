@@ -339,6 +339,15 @@ int cmd_vectorize(const VectorizeArgs& args) {
                      " to " + std::to_string(st.decode_threads) + " threads (--decode-threads N fixes the count)\n"
               << std::flush;
   writer.finish();
+  if (const std::size_t unwritten = std::min(writer.write_failures(), st.images_ok)) {
+    // Computed but not stored (disk full, permissions): failed inputs, not ok ones, and said once.
+    st.images_ok -= unwritten;
+    st.images_failed += unwritten;
+    std::cerr << "vecbench: " + (dist.active() ? dist.label() + ": " : std::string()) + std::to_string(unwritten) +
+                     " outputs not written (" + writer.first_write_error() +
+                     "): counted as failed; a rerun does them once there is room\n"
+              << std::flush;
+  }
   if (trace) write_vectorize_trace(*trace, a.trace_file, dist, a.quiet);
   const auto tot = finish_vectorize(dist, st, chunks, stop_flag(), a.out, w.format != OutputFormat::none, *source);
   if (po.remote) job.drain();  // rank 0: the other ranks' last counts, sent before the gather

@@ -31,11 +31,14 @@ inline void atomic_write(const fs::path& path, const void* data, std::size_t siz
   {
     std::FILE* f = std::fopen(tmp.c_str(), "wb");
     if (!f) throw IoError(path.string(), std::string("cannot create file: ") + std::strerror(errno));
+    errno = 0;
     const bool ok = std::fwrite(data, 1, size, f) == size && std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
-    std::fclose(f);
-    if (!ok) {
+    const int err = errno;
+    const bool closed = std::fclose(f) == 0;
+    if (!ok || !closed) {
       fs::remove(tmp, ec);
-      throw IoError(tmp.string(), "write failed (disk full?)");
+      throw IoError(path.string(),
+                    std::string("write failed: ") + (err != 0 ? std::strerror(err) : "short write (disk full?)"));
     }
   }
   fs::rename(tmp, path, ec);

@@ -162,6 +162,7 @@ class OutputWriter : public ResultSink {
           else
             npy::save_f32(opt_.out_dir / names_[index], f, {static_cast<std::size_t>(dim)});
         } catch (const IoError& e) {  // this input's file alone: the run goes on
+          note_write_failure(e.what());
           record_error(index, src_.name(index) + ": cannot write its output: " + e.what());
           return;
         }
@@ -188,6 +189,10 @@ class OutputWriter : public ResultSink {
     if (manifest_) manifest_->sync();
   }
   std::size_t failed() const { return failed_; }
+  /// Inputs whose vector was computed but could not be written (disk full, permissions): the run
+  /// counts them as failed, not ok. The first such error's text, for the summary.
+  std::size_t write_failures() const { return write_failures_; }
+  const std::string& first_write_error() const { return first_write_error_; }
   /// Inputs written with a decoder warning (lenient decoding).
   std::size_t warned() const { return warned_; }
   /// Shard files in OUT that no manifest line points at (left out of every reader).
@@ -209,6 +214,11 @@ class OutputWriter : public ResultSink {
     return manifest_text(j);
   }
 
+  void note_write_failure(const std::string& what, std::size_t inputs = 1) {
+    write_failures_ += inputs;
+    if (first_write_error_.empty()) first_write_error_ = what;
+  }
+
   void record_error(std::size_t index, const std::string& message) {
     ++failed_;
     if (!opt_.quiet)
@@ -225,7 +235,15 @@ class OutputWriter : public ResultSink {
       std::snprintf(name, sizeof name, "shard-%05zu.npy", next_shard_++);
     else
       std::snprintf(name, sizeof name, "shard-r%04d-%05zu.npy", opt_.rank, next_shard_++);
-    npy::save_f32(opt_.out_dir / name, rows_.data(), {row_index_.size(), static_cast<std::size_t>(dim_)});
+    try {
+      npy::save_f32(opt_.out_dir / name, rows_.data(), {row_index_.size(), static_cast<std::size_t>(dim_)});
+    } catch (const IoError& e) {  // the shard's inputs fail, each with the cause; the run goes on
+      note_write_failure(e.what(), row_index_.size());
+      for (std::size_t i : row_index_) record_error(i, src_.name(i) + ": cannot write its shard: " + e.what());
+      rows_.clear();
+      row_index_.clear();
+      return;
+    }
     std::string lines;
     for (std::size_t r = 0; r < row_index_.size(); ++r) lines += ok_line(row_index_[r], {{"shard", name}, {"row", r}});
     manifest_->append(lines);  // one write for the shard's lines, after the shard is in place
@@ -345,6 +363,8 @@ class OutputWriter : public ResultSink {
   std::unique_ptr<ManifestAppender> manifest_;
   std::mutex m_;
   std::size_t failed_ = 0;
+  std::size_t write_failures_ = 0;
+  std::string first_write_error_;
   std::size_t warned_ = 0;
   std::size_t orphans_ = 0;
   std::size_t next_shard_ = 0;
