@@ -240,6 +240,19 @@ std::string start_line(const VectorizeArgs& a, const std::string& route_origin, 
   return line.str();
 }
 
+/// Outputs computed but not stored (disk full, permissions) are failed inputs, not ok ones: moved
+/// from `st`'s ok count to its failed count, and said once.
+void count_unwritten_outputs(const OutputWriter& writer, const Distribution& dist, RunStats& st) {
+  const std::size_t unwritten = std::min(writer.write_failures(), st.images_ok);
+  if (unwritten == 0) return;
+  st.images_ok -= unwritten;
+  st.images_failed += unwritten;
+  std::cerr << "vecbench: " + (dist.active() ? dist.label() + ": " : std::string()) + std::to_string(unwritten) +
+                   " outputs not written (" + writer.first_write_error() +
+                   "): counted as failed; a rerun does them once there is room\n"
+            << std::flush;
+}
+
 /// Rank 0's summary line (stdout) and notes (stderr) at the end of the job.
 void print_totals(const VectorizeArgs& a, const Distribution& dist, const VectorizeTotals& tot,
                   const ImageSource& source, std::size_t todo, std::size_t share, const OutputWriter& writer,
@@ -339,15 +352,7 @@ int cmd_vectorize(const VectorizeArgs& args) {
                      " to " + std::to_string(st.decode_threads) + " threads (--decode-threads N fixes the count)\n"
               << std::flush;
   writer.finish();
-  if (const std::size_t unwritten = std::min(writer.write_failures(), st.images_ok)) {
-    // Computed but not stored (disk full, permissions): failed inputs, not ok ones, and said once.
-    st.images_ok -= unwritten;
-    st.images_failed += unwritten;
-    std::cerr << "vecbench: " + (dist.active() ? dist.label() + ": " : std::string()) + std::to_string(unwritten) +
-                     " outputs not written (" + writer.first_write_error() +
-                     "): counted as failed; a rerun does them once there is room\n"
-              << std::flush;
-  }
+  count_unwritten_outputs(writer, dist, st);
   if (trace) write_vectorize_trace(*trace, a.trace_file, dist, a.quiet);
   const auto tot = finish_vectorize(dist, st, chunks, stop_flag(), a.out, w.format != OutputFormat::none, *source);
   if (po.remote) job.drain();  // rank 0: the other ranks' last counts, sent before the gather
