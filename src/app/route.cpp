@@ -7,6 +7,7 @@
 
 #include "vecbench/core/fs_util.hpp"
 #include "vecbench/core/host.hpp"
+#include "vecbench/core/machine_load.hpp"
 #include "vecbench/core/sha256.hpp"
 
 namespace vecbench {
@@ -33,23 +34,10 @@ RouteChoice default_route(const RouteFacts& f) {
   return r;
 }
 
-std::string cpu_model_name() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) {
-      const auto colon = line.find(':');
-      if (colon == std::string::npos) break;
-      const auto start = line.find_first_not_of(" \t", colon + 1);
-      return start == std::string::npos ? "unknown" : line.substr(start);
-    }
-  return "unknown";
-}
-
 MachineKey machine_key(const std::string& model_sha256, int cuda_devices) {
   MachineKey k;
   k.host = host_name();
-  k.cpu_model = cpu_model_name();
+  k.cpu_model = cpu_model();
   k.gpu_model = cuda_devices > 0 ? std::to_string(cuda_devices) + " GPU" : "none";
   k.model_sha256 = model_sha256;
   return k;

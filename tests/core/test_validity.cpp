@@ -65,6 +65,10 @@ TEST(MachineLoad, LoadAverageAndIsaFromTheirFiles) {
       "processor\t: 1\nflags\t\t: fpu\n";
   EXPECT_EQ(cpu_isa(write_file(d.path / "cpuinfo", cpuinfo)),
             (std::vector<std::string>{"avx2", "fma", "avx512f", "avx512_vnni", "amx_tile"}));
+  // The same reader gives the model name the results and the tune profiles record.
+  EXPECT_EQ(cpu_model((d.path / "cpuinfo").string()), "Some CPU");
+  EXPECT_EQ(cpu_model((d.path / "missing").string()), "unknown");
+  EXPECT_TRUE(cpu_isa((d.path / "missing").string()).empty());
 }
 
 TEST(MachineLoad, AProbeOnThisMachineGivesSharesBetweenZeroAndOne) {

@@ -38,9 +38,6 @@ struct RouteFacts {
 /// The defaults for these facts: every field set.
 RouteChoice default_route(const RouteFacts& f);
 
-/// The CPU's model name (/proc/cpuinfo "model name"; "unknown" if none).
-std::string cpu_model_name();
-
 /// The key of this machine for a model whose weights have `model_sha256`.
 MachineKey machine_key(const std::string& model_sha256, int cuda_devices);
 

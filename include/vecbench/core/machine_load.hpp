@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cstdint>
 #include <fstream>
 #include <optional>
@@ -99,24 +98,44 @@ inline std::vector<double> load_average(const std::string& path = "/proc/loadavg
   return v;
 }
 
+/// The value of the first /proc/cpuinfo line whose key is `key` ("model name", "flags"), blanks
+/// around it cut; nullopt where there is none. The one reader of that file: the result's CPU, the
+/// tune profile's machine key and the ISA list agree.
+inline std::optional<std::string> cpuinfo_value(const std::string& key, const std::string& path = "/proc/cpuinfo") {
+  std::ifstream f(path);
+  std::string line;
+  while (std::getline(f, line)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string k = line.substr(0, colon);
+    k.erase(k.find_last_not_of(" \t") + 1);
+    if (k != key) continue;
+    const auto start = line.find_first_not_of(" \t", colon + 1);
+    return start == std::string::npos ? std::string() : line.substr(start);
+  }
+  return std::nullopt;
+}
+
+/// The CPU's model name (/proc/cpuinfo "model name"; "unknown" if none).
+inline std::string cpu_model(const std::string& path = "/proc/cpuinfo") {
+  const auto v = cpuinfo_value("model name", path);
+  return v && !v->empty() ? *v : "unknown";
+}
+
 /// The vector ISA extensions of this CPU that decide which kernels run (from /proc/cpuinfo's
 /// flags, in this order): avx2, fma, avx512f, avx512_bf16, avx512_vnni, avx512_fp16, avx_vnni,
 /// amx_tile, amx_bf16, amx_int8. Empty where unknown.
 inline std::vector<std::string> cpu_isa(const std::string& path = "/proc/cpuinfo") {
-  std::ifstream f(path);
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("flags", 0) != 0) continue;
-    std::istringstream in(line.substr(line.find(':') == std::string::npos ? 0 : line.find(':') + 1));
-    std::vector<std::string> have;
-    for (std::string w; in >> w;) have.push_back(w);
-    std::vector<std::string> out;
-    for (const char* k : {"avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "avx512_fp16", "avx_vnni", "amx_tile",
-                          "amx_bf16", "amx_int8"})
-      if (std::find(have.begin(), have.end(), k) != have.end()) out.emplace_back(k);
-    return out;
-  }
-  return {};
+  const auto flags = cpuinfo_value("flags", path);
+  if (!flags) return {};
+  std::istringstream in(*flags);
+  std::vector<std::string> have;
+  for (std::string w; in >> w;) have.push_back(w);
+  std::vector<std::string> out;
+  for (const char* k : {"avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "avx512_fp16", "avx_vnni", "amx_tile",
+                        "amx_bf16", "amx_int8"})
+    if (std::find(have.begin(), have.end(), k) != have.end()) out.emplace_back(k);
+  return out;
 }
 
 }  // namespace vecbench

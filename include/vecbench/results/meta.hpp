@@ -12,21 +12,11 @@
 
 #include "vecbench/core/device.hpp"
 #include "vecbench/core/host.hpp"
+#include "vecbench/core/machine_load.hpp"
 
 namespace vecbench {
 
 inline std::string utc_now_iso() { return utc_stamp("%Y-%m-%dT%H:%M:%SZ"); }
-
-inline std::string cpu_model() {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("model name", 0) == 0) {
-      const auto c = line.find(':');
-      return c == std::string::npos ? line : line.substr(c + 2);
-    }
-  return "unknown";
-}
 
 /// The common part of "meta"; the caller adds versions of its backends, the model and the
 /// environment record. `git_sha` and `git_dirty` are the binary's own (compiled in at build time:
