@@ -72,6 +72,7 @@ struct Cli {
   std::string info_model = default_model();
   std::string run_path, results_dir = "results", run_model;
   int run_reps = 0;
+  int run_max_reps = 0;
   bool run_no_trace = false;
   std::string trace_path;
   std::string tune_images, tune_model;
@@ -237,8 +238,18 @@ void add_tool_commands(CLI::App& app, Cli& c) {
   c.run->add_option("experiment", c.run_path, "Experiment JSON (experiments/*.json)");
   c.run->add_option("--results", c.results_dir, "Results directory")->capture_default_str();
   c.run->add_option("--model", c.run_model, "Override the experiment's model");
-  c.run->add_option("--repetitions", c.run_reps, "Override the experiment's repetitions, 1..10000")
-      ->check(CLI::Range(1, 10000));
+  c.run
+      ->add_option("--repetitions", c.run_reps,
+                   "Run each run exactly this many times, 1..1000 (overrides the experiment's repetitions and "
+                   "turns its adaptive repetitions off)")
+      ->check(CLI::Range(1, 1000));
+  c.run
+      ->add_option("--max-repetitions", c.run_max_reps,
+                   "Adaptive repetitions: add repetitions to a run, interleaved and within the time budget, until "
+                   "its median's confidence interval (at least 90 %: 5 repetitions or more) is within "
+                   "+-target_median_ci_pct (default 3 %) or it has this many, 1..1000 (overrides the experiment's "
+                   "max_repetitions)")
+      ->check(CLI::Range(1, 1000));
   c.run->add_flag("--no-trace", c.run_no_trace,
                   "Do not trace the runs (default: every repetition is traced for the busy/starved/blocked and "
                   "forward-overlap figures of its sample, and the first repetition of each run is written as Chrome "
@@ -343,7 +354,8 @@ int dispatch(CLI::App& app, Cli& c, int argc, char** argv) {
   if (*c.info) return cmd_model_info(c.info_model);
   if (*c.tune) return cmd_tune(c.tune_images, c.tune_model, c.tune_budget, c.results_dir, c.tune_save, argc, argv);
   if (*c.run)
-    return close_distribution(cmd_run(c.run_path, c.results_dir, c.run_model, c.run_reps, argc, argv, !c.run_no_trace));
+    return close_distribution(
+        cmd_run(c.run_path, c.results_dir, c.run_model, {c.run_reps, c.run_max_reps}, argc, argv, !c.run_no_trace));
   if (*c.trace_sum) return cmd_trace_summarize(c.trace_path);
   if (*c.cmp) return run_compare(c);
   if (*c.rep) return run_report(c);

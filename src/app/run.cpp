@@ -39,8 +39,13 @@ nlohmann::json full_meta(int argc, char** argv, const std::string& model) {
   env.binary_git_dirty = build.git_dirty;
   env.cpu_isa = cpu_isa();
   env.load_avg_before = load_average();
-  m["environment"] = env;
   const auto b = backend_info();
+  if (b.contains("aten_cpu_capability")) env.engine_isa["torchscript"] = b["aten_cpu_capability"].get<std::string>();
+  if (b.contains("onednn")) {
+    env.engine_isa["onednn"] = b["onednn"].value("isa", std::string("unknown"));
+    env.engine_isa["onednn_winograd"] = b["onednn"].value("winograd_impl", std::string("unknown"));
+  }
+  m["environment"] = env;
   m["gpus"] = b["gpus"];
   m["versions"] = {{"libtorch", b["libtorch"]},
                    {"cuda", b["cuda"]},
@@ -160,11 +165,19 @@ ExperimentOutcome run_and_save(Experiment e, const std::string& origin, const st
 
 }  // namespace
 
-int cmd_run(const std::string& path, const std::string& results_dir, const std::string& model_override, int reps,
-            int argc, char** argv, bool trace) {
+int cmd_run(const std::string& path, const std::string& results_dir, const std::string& model_override,
+            RepetitionOverride reps, int argc, char** argv, bool trace) {
   Experiment e = path.empty() ? parse_experiment(nlohmann::json::parse(kQuickExperiment), "embedded quick.json")
                               : load_experiment(path);
-  if (reps > 0) e.repetitions = reps;
+  if (reps.fixed > 0) {
+    e.repetitions = reps.fixed;
+    e.max_repetitions = 0;
+  }
+  if (reps.adaptive > 0) {
+    if (reps.adaptive < e.repetitions)
+      throw ConfigError("--max-repetitions", "must be >= the repetitions (" + std::to_string(e.repetitions) + ")");
+    e.max_repetitions = reps.adaptive;
+  }
   return run_and_save(std::move(e), path.empty() ? "embedded quick.json" : path, results_dir, model_override, argc,
                       argv, trace)
       .exit_code;

@@ -4,6 +4,7 @@
 #include "vecbench/engine/torch_plugin.hpp"
 
 #include <ATen/Parallel.h>
+#include <ATen/Version.h>
 #include <torch/script.h>
 #include <torch/version.h>
 
@@ -418,6 +419,12 @@ nlohmann::json plugin_backend_info() {
   }
 #endif
   j["parallel_info"] = at::get_parallel_info();
+  // The ISA of ATen's own CPU kernels, as its build summary says it ("CPU capability usage: AVX2").
+  const std::string config = at::show_config(), key = "CPU capability usage: ";
+  const auto at_key = config.find(key);
+  j["aten_cpu_capability"] = at_key == std::string::npos
+                                 ? "unknown"
+                                 : config.substr(at_key + key.size(), config.find('\n', at_key) - at_key - key.size());
   return j;
 }
 

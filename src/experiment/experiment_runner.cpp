@@ -312,6 +312,57 @@ ResultFile assemble(const Experiment& e, const ExperimentEnv& env, const Distrib
   return f;
 }
 
+/// Whether a run's median is known to +-target: its confidence interval (stats::median_ci) is at
+/// least a 90 % one (5 samples or more: with fewer, the whole range covers the median with 75 %
+/// or 87.5 % only) and half its width is within `target` of the median.
+bool median_known(const RunResult& r, double target) {
+  std::vector<double> ips;
+  for (const Sample& smp : r.samples) ips.push_back(smp.images_per_s);
+  const stats::MedianCi ci = stats::median_ci(ips);
+  return ci.level >= 0.9 && ci.rel_half <= target;
+}
+
+/// The runs that get one more repetition in this adaptive round: ok, short of the maximum, and
+/// with their median's confidence interval wider than the target (stats::median_ci). Rank 0
+/// decides for every rank (the others do not hold the samples).
+std::vector<std::size_t> adaptive_round(const Experiment& e, const std::vector<PlannedRun>& runs, Comm* comm) {
+  std::vector<std::size_t> need;
+  if (!comm || comm->rank() == 0)
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      const RunResult& r = runs[i].result;
+      if (r.status != RunStatus::ok || r.samples.empty() ||
+          r.samples.size() >= static_cast<std::size_t>(max_repetitions(e)))
+        continue;
+      if (!median_known(r, e.target_median_ci_pct / 100.0)) need.push_back(i);
+    }
+  if (!comm) return need;
+  std::string msg;
+  for (std::size_t i : need) msg += std::to_string(i) + ",";
+  msg = comm->broadcast(msg);
+  need.clear();
+  std::istringstream in(msg);
+  for (std::string tok; std::getline(in, tok, ',');)
+    if (!tok.empty()) need.push_back(std::stoul(tok));
+  return need;
+}
+
+/// The stopping record of each ok run with adaptive repetitions; `halted` is the scheduler's
+/// action that ended the adaptive rounds early (go: they ended by themselves).
+void record_stopping(const Experiment& e, std::vector<PlannedRun>& runs, StepAction halted) {
+  if (max_repetitions(e) <= e.repetitions) return;
+  for (PlannedRun& p : runs) {
+    RunResult& r = p.result;
+    if (r.status != RunStatus::ok || r.samples.empty()) continue;
+    const double target = e.target_median_ci_pct / 100.0;
+    Stopping s{"target", e.repetitions, max_repetitions(e), target};
+    if (!median_known(r, target))
+      s.rule = r.samples.size() >= static_cast<std::size_t>(max_repetitions(e)) ? "max_repetitions"
+               : halted == StepAction::interrupted                              ? "interrupted"
+                                                                                : "time_budget";
+    r.stopping = s;
+  }
+}
+
 }  // namespace
 
 ResultFile run_experiment(const Experiment& e, const ExperimentEnv& env) {
@@ -328,30 +379,50 @@ ResultFile run_experiment(const Experiment& e, const ExperimentEnv& env) {
                         }));
   // Several processes: rank 0 decides what every rank does next (they must agree).
   Comm* comm = ex.dist() ? &ex.dist()->comm() : nullptr;
+  if (!ex.talk()) comm = nullptr;
   std::size_t step = 0;
-  for (const Step& st : order) {
+  const bool adaptive = max_repetitions(e) > e.repetitions;
+  const std::string of = "/" + std::to_string(e.repetitions) + (adaptive ? "+" : "");
+  // One step: returns the scheduler's action (go: it ran). `optional`: an adaptive repetition,
+  // which the budget or a stop ends without marking the run skipped.
+  auto run_step = [&](std::size_t run, int rep, bool optional) {
     ++step;
-    PlannedRun& p = runs[st.run];
+    PlannedRun& p = runs[run];
     StepAction action = sched.decide(p.result);
-    if (ex.talk()) action = parse_step_action(comm->broadcast(to_string(action)));
+    if (comm) action = parse_step_action(comm->broadcast(to_string(action)));
     if (action != StepAction::go) {
-      sched.record(action, p.result, st.rep);
-      continue;
+      if (!optional) sched.record(action, p.result, rep);
+      return action;
     }
-    if (p.external && ex.talk() && comm->rank() != 0) continue;  // external commands run on rank 0 only
-    log << "[" << step << "/" << order.size() << "] " << p.result.id << " rep " << st.rep + 1 << "/" << e.repetitions
-        << " ... " << std::flush;
+    if (p.external && comm && comm->rank() != 0) return action;  // external commands run on rank 0 only
+    log << "[" << step << (optional ? "" : "/" + std::to_string(order.size())) << "] " << p.result.id << " rep "
+        << rep + 1 << of << " ... " << std::flush;
     try {
       if (p.external)
-        ex.run_external(p, st.rep);
+        ex.run_external(p, rep);
       else
-        ex.run_matrix(p, st.run, st.rep);
+        ex.run_matrix(p, run, rep);
     } catch (const std::exception& err) {
       p.result.status = RunStatus::error;
       p.result.reason = err.what();
       log << "error: " << err.what() << "\n";
     }
+    return action;
+  };
+  for (const Step& st : order) run_step(st.run, st.rep, false);
+  StepAction halted = StepAction::go;
+  for (int rep = e.repetitions; adaptive && rep < max_repetitions(e) && halted == StepAction::go; ++rep) {
+    const auto need = adaptive_round(e, runs, comm);
+    if (need.empty()) break;
+    log << "vecbench: adaptive repetition " << rep + 1 << ": " << need.size() << " runs' median not yet within +-"
+        << e.target_median_ci_pct << " %\n";
+    for (std::size_t i : need) {
+      const StepAction a = run_step(i, rep, true);
+      if (a == StepAction::budget || a == StepAction::interrupted) halted = a;
+      if (halted != StepAction::go) break;
+    }
   }
+  record_stopping(e, runs, halted);
   std::error_code ec;
   fs::remove_all(env.work_dir, ec);
   return assemble(e, env, ex.dist(), runs);

@@ -69,6 +69,7 @@ void to_json(json& j, const RunSummary& s) {
     for (const auto& [k, v] : s.latency_ms) j["latency_ms"][k] = summary_to_json(v);
   }
   if (!s.stage_s_per_image.empty()) j["stage_s_per_image"] = s.stage_s_per_image;
+  if (s.images_per_s_median_ci) j["images_per_s_median_ci"] = detail::fields_to_json(*s.images_per_s_median_ci);
 }
 void to_json(json& j, const Verification& v) { j = detail::fields_to_json(v); }
 void to_json(json& j, const RunResult& r) {
@@ -77,6 +78,7 @@ void to_json(json& j, const RunResult& r) {
        {"summary", r.summary}};
   j["verification"] = r.verification ? json(*r.verification) : json(nullptr);
   if (r.validity) j["validity"] = *r.validity;
+  if (r.stopping) j["stopping"] = detail::fields_to_json(*r.stopping);
 }
 void to_json(json& j, const ResultFile& f) {
   j = {{"schema_version", f.schema_version},
@@ -201,13 +203,17 @@ struct ResultReader {
   void read(const json& v, const std::string& p, TraceFigures& o) const { read_fields(v, p, o); }
   void read(const json& v, const std::string& p, Sample& o) const { read_fields(v, p, o); }
   void read(const json& v, const std::string& p, RunSummary& o) const {
-    object(v, p, {"images_per_s", "wall_s", "latency_ms", "stage_s_per_image"});
+    object(v, p, {"images_per_s", "wall_s", "latency_ms", "stage_s_per_image", "images_per_s_median_ci"});
     fields(true, v, p, "images_per_s", o.images_per_s, "wall_s", o.wall_s);
     fields(false, v, p, "latency_ms", o.latency_ms, "stage_s_per_image", o.stage_s_per_image);
+    if (v.contains("images_per_s_median_ci") && !v["images_per_s_median_ci"].is_null())
+      read_fields(v["images_per_s_median_ci"], at(p, "images_per_s_median_ci"), o.images_per_s_median_ci.emplace());
   }
   void read(const json& v, const std::string& p, Verification& o) const { read_fields(v, p, o); }
   void read(const json& v, const std::string& p, RunResult& o) const {
-    object(v, p, {"id", "params", "status", "reason", "effective", "samples", "summary", "verification", "validity"});
+    object(v, p,
+           {"id", "params", "status", "reason", "effective", "samples", "summary", "verification", "validity",
+            "stopping"});
     field(v, p, "id", o.id);
     if (o.id.empty()) fail(at(p, "id"), "must not be empty");
     object(o.params = sub(v, p, "params"), at(p, "params"));
@@ -229,6 +235,8 @@ struct ResultReader {
       field(v, p, "verification", o.verification.emplace());
     if (v.contains("validity") && !v["validity"].is_null())
       read_fields(v["validity"], at(p, "validity"), o.validity.emplace());
+    if (v.contains("stopping") && !v["stopping"].is_null())
+      read_fields(v["stopping"], at(p, "stopping"), o.stopping.emplace());
   }
   void read(const json& v, const std::string& p, Meta& o) const {
     object(v, p);

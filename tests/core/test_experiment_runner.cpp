@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <memory>
 #include <sstream>
 
 #include "vecbench/core/machine_load.hpp"
@@ -331,4 +332,52 @@ TEST(ExperimentRunner, ExternalCommandsAreMeasuredOrSkippedWithTheReason) {
   EXPECT_EQ(f.runs[3].status, RunStatus::skipped);
   EXPECT_NE(f.runs[3].reason.find("no match for /img_per_s="), std::string::npos) << f.runs[3].reason;
   EXPECT_EQ(t.log.str().find("external:fails rep 2"), std::string::npos) << "a skipped peer is not run again";
+}
+
+// Adaptive repetitions (max_repetitions above repetitions): a steady peer stops once its median's
+// interval is a 90 % one within the target (5 repetitions), a jumpy one runs to the maximum, a
+// fixed count gets no stopping record; the budget ends the extra rounds without skipping runs.
+TEST(ExperimentRunner, AdaptiveRepetitionsStopAtTheTargetTheMaximumOrTheBudget) {
+  const auto dir = vecbench::testing::fresh_temp_dir("adaptive");
+  const std::string counter = (dir / "n").string();
+  const nlohmann::json peers = {
+      {{"name", "steady"}, {"command", "echo img_per_s=10"}},
+      {{"name", "jumpy"},
+       {"command", "n=$(cat " + counter + " 2>/dev/null || echo 0); echo $((n+1)) > " + counter +
+                       "; [ $((n % 2)) = 0 ] && echo img_per_s=10 || echo img_per_s=20"}}};
+  Env t;
+  const ResultFile f = run_experiment(
+      experiment({{"repetitions", 2}, {"max_repetitions", 7}, {"verify", false}, {"external", peers}}), t.env);
+  ASSERT_EQ(f.runs.size(), 3u);
+  const RunResult &steady = f.runs[1], &jumpy = f.runs[2];
+  ASSERT_EQ(steady.samples.size(), 5u) << t.log.str();
+  ASSERT_TRUE(steady.stopping);
+  EXPECT_EQ(steady.stopping->rule, "target");
+  EXPECT_EQ(steady.stopping->min_repetitions, 2);
+  EXPECT_EQ(steady.stopping->max_repetitions, 7);
+  EXPECT_DOUBLE_EQ(steady.stopping->target_rel_half, 0.03);
+  EXPECT_DOUBLE_EQ(steady.summary.images_per_s_median_ci->level, 1.0 - 2.0 / 32.0);
+  EXPECT_EQ(jumpy.samples.size(), 7u);
+  EXPECT_EQ(jumpy.stopping->rule, "max_repetitions");
+  EXPECT_NE(t.log.str().find("rep 7/2+"), std::string::npos) << t.log.str();
+
+  Env fixed;
+  const ResultFile g =
+      run_experiment(experiment({{"repetitions", 2}, {"verify", false}, {"external", peers}}), fixed.env);
+  EXPECT_EQ(g.runs[2].samples.size(), 2u);
+  EXPECT_FALSE(g.runs[2].stopping) << "a fixed count is not adaptive";
+
+  Env budget;  // the clock passes the budget once the 2 x 3 fixed steps are decided
+  auto calls = std::make_shared<int>(0);
+  budget.env.elapsed_s = [calls] { return ++*calls <= 6 ? 0.0 : 1e9; };
+  const ResultFile b = run_experiment(
+      experiment(
+          {{"repetitions", 2}, {"max_repetitions", 7}, {"time_budget_s", 100}, {"verify", false}, {"external", peers}}),
+      budget.env);
+  for (const RunResult& r : b.runs) {
+    EXPECT_EQ(r.status, RunStatus::ok) << r.id << ": extra repetitions are optional";
+    EXPECT_EQ(r.samples.size(), 2u) << r.id;
+    EXPECT_EQ(r.stopping->rule, "time_budget") << r.id;
+  }
+  EXPECT_THROW(experiment({{"repetitions", 3}, {"max_repetitions", 2}}), ConfigError);
 }

@@ -250,3 +250,28 @@ TEST(ReportMarkdown, ExternalCommandsGetTheirOwnTableBesideTheBestRun) {
   EXPECT_LT(dl, miss);
   EXPECT_NE(md.find("Best matrix run: `strategy=data-parallel` (21.00 img/s)."), std::string::npos) << md;
 }
+
+// The report's environment lines: how the binary was built, the CPU's ISA and what each engine's
+// kernels chose, the machine's load and how many runs were noisy.
+TEST(Report, EnvironmentLinesSayTheBuildTheKernelsAndTheLoad) {
+  ResultFile f = golden_base();
+  EXPECT_EQ(detail::environment_markdown(f), "") << "older files have no record";
+  Environment e;
+  e.build_type = "Release";
+  e.compiler_flags = "-O3";
+  e.binary_git_sha = "abc123";
+  e.cpu_isa = {"avx2", "avx512f"};
+  e.load_avg_before = {0.25, 0.5, 1.0};
+  e.engine_isa = {{"torchscript", "AVX2"}, {"onednn", "avx512_core"}, {"onednn_winograd", "onednn"}};
+  f.meta.environment = e;
+  f.runs[0].validity = Validity{"noisy", "spread 20 %", {"spread"}};
+  f.runs[0].samples[0].foreign_cpu_share = 0.125;
+  const std::string md = detail::environment_markdown(f);
+  EXPECT_NE(md.find("- build: Release (-O3), binary abc123; CPU ISA: avx2, avx512f; kernels: onednn avx512_core, "
+                    "onednn_winograd onednn, torchscript AVX2\n"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("other processes took at most 12.5 % of the CPU"), std::string::npos) << md;
+  EXPECT_NE(md.find("load average 0.25 / 0.50 / 1.00 before, unknown after"), std::string::npos) << md;
+  EXPECT_NE(md.find("validity: 1 of 1 runs noisy"), std::string::npos) << md;
+}

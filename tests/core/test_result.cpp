@@ -264,18 +264,26 @@ TEST(ResultIo, EnvironmentValidityAndLoadRoundTripAndOlderFilesStillRead) {
   EXPECT_FALSE(f.meta.environment.has_value());
   EXPECT_FALSE(f.runs[0].validity.has_value());
   EXPECT_FALSE(vecbench::is_noisy(f.runs[0]));
-  f.meta.environment = vecbench::Environment{
-      "Release", "-O3", "abc123def456", true, {"avx2", "avx512f"}, {0.5, 0.25, 0.125}, {1.5, 0.5, 0.25}};
+  f.meta.environment = vecbench::Environment{"Release",           "-O3",
+                                             "abc123def456",      true,
+                                             {"avx2", "avx512f"}, {0.5, 0.25, 0.125},
+                                             {1.5, 0.5, 0.25},    {{"torchscript", "AVX2"}, {"onednn", "avx512_core"}}};
   f.runs[0].validity = vecbench::Validity{"noisy", "other processes took 30.0 % of the CPU > 10.0 %", {"foreign_cpu"}};
   f.runs[0].samples[0].foreign_cpu_share = 0.3;
   f.runs[0].samples[0].steal_share = 0.0;
+  f.runs[0].stopping = vecbench::Stopping{"max_repetitions", 3, 9, 0.03};
+  vecbench::summarize_run(f.runs[0]);  // the median's interval, as a run since it is written
   TempDir dir("result_environment");
   vecbench::save_result(dir.path / "r.json", f);
   const json j = read_json(dir.path / "r.json");
   EXPECT_EQ(j["meta"]["environment"]["cpu_isa"], json({"avx2", "avx512f"}));
+  EXPECT_EQ(j["meta"]["environment"]["engine_isa"]["onednn"], "avx512_core");
   EXPECT_EQ(j["runs"][0]["validity"]["causes"], json({"foreign_cpu"}));
   EXPECT_EQ(j["runs"][0]["samples"][0]["foreign_cpu_share"], 0.3);
   EXPECT_FALSE(j["runs"][1].contains("validity"));
+  EXPECT_EQ(j["runs"][0]["stopping"]["rule"], "max_repetitions");
+  EXPECT_EQ(j["runs"][0]["summary"]["images_per_s_median_ci"]["level"], 1.0 - 2.0 / 32.0);  // 5 samples
+  EXPECT_FALSE(j["runs"][1].contains("stopping"));
   const vecbench::ResultFile g = vecbench::load_result(dir.path / "r.json");
   EXPECT_EQ(json(g).dump(), json(f).dump());
   ASSERT_TRUE(g.meta.environment.has_value());

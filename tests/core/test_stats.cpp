@@ -7,6 +7,7 @@
 
 #include "vecbench/core/stats.hpp"
 
+namespace stats = vecbench::stats;
 using vecbench::stats::mann_whitney_min_p;
 using vecbench::stats::mann_whitney_u;
 
@@ -80,4 +81,32 @@ TEST(StatsSummary, MedianAndSpread) {
   EXPECT_EQ(s.count, 5u);
   EXPECT_EQ(vecbench::stats::summarize({}).count, 0u);
   EXPECT_TRUE(std::isnan(vecbench::stats::summarize({}).median));
+}
+
+// The median's confidence interval from order statistics, against the binomial coverage worked
+// by hand: [x_(j), x_(n+1-j)] covers the median with 1 - 2 P(Bin(n, 1/2) < j).
+TEST(StatsMedianCi, OrderStatisticsAndTheirCoverage) {
+  EXPECT_TRUE(std::isnan(stats::median_ci({5.0}).rel_half)) << "one value has no interval";
+  const auto three = stats::median_ci({12.0, 10.0, 11.0});  // whole range: 1 - 2/8
+  EXPECT_DOUBLE_EQ(three.low, 10.0);
+  EXPECT_DOUBLE_EQ(three.high, 12.0);
+  EXPECT_DOUBLE_EQ(three.level, 0.75);
+  EXPECT_DOUBLE_EQ(three.rel_half, 1.0 / 11.0);
+  EXPECT_DOUBLE_EQ(stats::median_ci({1, 2, 3, 4, 5}).level, 1.0 - 2.0 / 32.0);
+  // 8 values: j = 2 would cover 1 - 2 * 9/256 = 93.0 % < 95 %, so still the whole range.
+  const auto eight = stats::median_ci({8, 1, 7, 2, 6, 3, 5, 4});
+  EXPECT_DOUBLE_EQ(eight.low, 1.0);
+  EXPECT_DOUBLE_EQ(eight.level, 1.0 - 2.0 / 256.0);
+  // 9 values: j = 2 covers 1 - 2 * 10/512 = 96.1 %: one outlier on each side is dropped.
+  const auto nine = stats::median_ci({100, 2, 3, 4, 5, 6, 7, 8, -50});
+  EXPECT_DOUBLE_EQ(nine.low, 2.0);
+  EXPECT_DOUBLE_EQ(nine.high, 8.0);
+  EXPECT_DOUBLE_EQ(nine.level, 1.0 - 20.0 / 512.0);
+  EXPECT_DOUBLE_EQ(nine.rel_half, 3.0 / 5.0);
+  // 12 values: j = 3 (1 - 2 * 79/4096 = 96.1 %).
+  std::vector<double> twelve;
+  for (int i = 1; i <= 12; ++i) twelve.push_back(i);
+  EXPECT_DOUBLE_EQ(stats::median_ci(twelve).low, 3.0);
+  EXPECT_DOUBLE_EQ(stats::median_ci(twelve).level, 1.0 - 2.0 * 79.0 / 4096.0);
+  EXPECT_DOUBLE_EQ(stats::median_ci({1, 2, 3, 4, 5, 6, 7, 8, 9}, 0.99).low, 1.0) << "a higher level widens it";
 }

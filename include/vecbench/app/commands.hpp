@@ -101,9 +101,14 @@ int cmd_predecode(const std::string& images, const std::string& out, const std::
 int cmd_devices(const std::vector<std::string>& specs);
 /// `vecbench model info`: the export's metadata of a model file.
 int cmd_model_info(const std::string& path);
+/// `vecbench run`'s repetition overrides (0: the experiment's).
+struct RepetitionOverride {
+  int fixed = 0;     ///< --repetitions: exactly this many, adaptive off
+  int adaptive = 0;  ///< --max-repetitions: adaptive up to this many
+};
 /// `vecbench run`: an experiment file (empty: the embedded quick.json); writes its result file.
-int cmd_run(const std::string& path, const std::string& results_dir, const std::string& model_override, int reps,
-            int argc, char** argv, bool trace = true);
+int cmd_run(const std::string& path, const std::string& results_dir, const std::string& model_override,
+            RepetitionOverride reps, int argc, char** argv, bool trace = true);
 /// `vecbench trace summarize`: the busy / starved / blocked table of a trace file, per process.
 int cmd_trace_summarize(const std::string& path);
 /// `vecbench tune`: searches routes within a time budget and prints the winning command line;

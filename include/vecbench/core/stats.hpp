@@ -42,6 +42,40 @@ inline Summary summarize(const std::vector<double>& v) {
   return s;
 }
 
+/// A distribution-free confidence interval of the median: [x_(j), x_(n+1-j)] of the sorted
+/// values, whose coverage is 1 - 2 P(Binomial(n, 1/2) < j). `j` is the largest index whose
+/// coverage reaches `level`; with fewer than 6 values no pair reaches 95 % and the interval is
+/// the whole range at its own, lower, coverage (`level` says which: 75 % for 3 values).
+struct MedianCi {
+  double low = std::nan("");
+  double high = std::nan("");
+  double level = std::nan("");     ///< the coverage actually reached, in (0, 1)
+  double rel_half = std::nan("");  ///< (high - low) / 2 / |median|: nvbench's stdrel, for the median
+};
+
+inline MedianCi median_ci(std::vector<double> v, double level = 0.95) {
+  MedianCi ci;
+  const std::size_t n = v.size();
+  if (n < 2) return ci;
+  std::sort(v.begin(), v.end());
+  // cdf[k] = P(Binomial(n, 1/2) <= k), from the pmf by the ratio C(n, k+1) / C(n, k).
+  std::vector<double> cdf(n + 1);
+  double pmf = std::pow(0.5, static_cast<double>(n)), acc = 0.0;
+  for (std::size_t k = 0; k <= n; ++k) {
+    acc += pmf;
+    cdf[k] = acc;
+    pmf *= static_cast<double>(n - k) / static_cast<double>(k + 1);
+  }
+  std::size_t j = 1;  // 1-based: the interval [x_(j), x_(n+1-j)]
+  while (j + 1 <= n / 2 && 1.0 - 2.0 * cdf[j] >= level) ++j;
+  ci.low = v[j - 1];
+  ci.high = v[n - j];
+  ci.level = 1.0 - 2.0 * cdf[j - 1];
+  const double med = median(v);
+  ci.rel_half = med != 0.0 ? (ci.high - ci.low) / 2.0 / std::fabs(med) : 0.0;
+  return ci;
+}
+
 /// Result of a two-sided Mann-Whitney U (Wilcoxon rank-sum) test.
 struct MannWhitney {
   double u = std::nan("");        ///< U of the first sample: pairs (a_i, b_j) with a_i > b_j, ties 1/2

@@ -41,8 +41,14 @@ struct Experiment {
     std::vector<std::string> resize = {"default"};  ///< "default" = the model's own mode
   };
   std::vector<Matrix> matrices = {Matrix{}};
-  int warmup_batches = 3;                           ///< untimed forwards per replica before each repetition
-  int repetitions = 3;                              ///< timed repetitions of each run
+  int warmup_batches = 3;  ///< untimed forwards per replica before each repetition
+  int repetitions = 3;     ///< timed repetitions of each run (the minimum when adaptive)
+  /// Adaptive repetitions (nvbench's stdrel, on the median): above `repetitions`, a run gets more
+  /// repetitions, interleaved, until its median's confidence interval (stats::median_ci, at least
+  /// 90 %: 5 repetitions or more) is within +-`target_median_ci_pct` % or it has this many, within
+  /// the time budget; 0 = `repetitions` (a fixed count).
+  int max_repetitions = 0;
+  double target_median_ci_pct = 3.0;                ///< the adaptive target: half the CI's width over the median, %
   bool interleave = true;                           ///< A B C A B C (drift hits all alike) instead of A A B B
   double time_budget_s = 0;                         ///< runs not started within it are "skipped"; 0 = none
   int decode_threads = 1;                           ///< data-parallel decode threads
@@ -205,6 +211,15 @@ inline void parse_run_settings(const nlohmann::json& j, Experiment& e) {
   };
   int_in("warmup_batches", e.warmup_batches, 0, 1000);
   int_in("repetitions", e.repetitions, 1, 1000);
+  int_in("max_repetitions", e.max_repetitions, 0, 1000);
+  if (e.max_repetitions != 0 && e.max_repetitions < e.repetitions)
+    throw ConfigError("max_repetitions",
+                      "must be 0 (fixed count) or >= repetitions (" + std::to_string(e.repetitions) + ")");
+  if (j.contains("target_median_ci_pct")) {
+    e.target_median_ci_pct = get_as<double>(j["target_median_ci_pct"], "target_median_ci_pct");
+    if (!(e.target_median_ci_pct > 0.0 && e.target_median_ci_pct <= 100.0))
+      throw ConfigError("target_median_ci_pct", "must be in (0, 100] %");
+  }
   int_in("decode_threads", e.decode_threads, 1, 256);
   int_in("prefetch_batches", e.prefetch_batches, 1, 4096);
   if (j.contains("interleave")) e.interleave = get_as<bool>(j["interleave"], "interleave");
@@ -225,14 +240,14 @@ inline Experiment parse_experiment(const nlohmann::json& j, const std::string& o
   Experiment e;
   e.raw = j;
   try {
-    detail::check_keys(j, "", {"name",           "description",    "model",
-                               "optimize",       "precision",      "channels_last",
-                               "cuda_graphs",    "memory_cap_gb",  "engine",
-                               "winograd",       "images",         "matrix",
-                               "warmup_batches", "repetitions",    "interleave",
-                               "time_budget_s",  "decode_threads", "prefetch_batches",
-                               "output_format",  "verify",         "seed_timing_lines",
-                               "external"});
+    detail::check_keys(j, "", {"name",           "description",     "model",
+                               "optimize",       "precision",       "channels_last",
+                               "cuda_graphs",    "memory_cap_gb",   "engine",
+                               "winograd",       "images",          "matrix",
+                               "warmup_batches", "repetitions",     "interleave",
+                               "time_budget_s",  "decode_threads",  "prefetch_batches",
+                               "output_format",  "verify",          "seed_timing_lines",
+                               "external",       "max_repetitions", "target_median_ci_pct"});
     if (!j.contains("name")) throw ConfigError("name", "required");
     e.name = get_as<std::string>(j["name"], "name");
     if (e.name.empty() || e.name.find_first_of("/\\") != std::string::npos || e.name[0] == '.')
@@ -256,6 +271,9 @@ inline Experiment parse_experiment(const nlohmann::json& j, const std::string& o
   }
   return e;
 }
+
+/// The most repetitions a run of `e` may get (its fixed count when not adaptive).
+inline int max_repetitions(const Experiment& e) { return std::max(e.repetitions, e.max_repetitions); }
 
 inline Experiment load_experiment(const std::string& path) {
   std::ifstream in(path);

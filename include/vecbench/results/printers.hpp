@@ -20,15 +20,17 @@ class ResultPrinter {
   virtual void print(const ResultFile& result, std::ostream& out) const = 0;
 };
 
-/// The end-of-run table (markdown): one row per run, with its speed against the best sequential
-/// run of the same batch, resize and input (external peers: none), and its verification.
+/// The end-of-run table (markdown): one row per run, with its median's confidence interval and
+/// repetitions, its speed against the best sequential run of the same batch, resize and input
+/// (external peers: none), and its verification.
 class RunTablePrinter : public ResultPrinter {
  public:
   void print(const ResultFile& result, std::ostream& out) const override {
     std::string s =
-        "| strategy | devices | batch | threads | resize | img/s (median) | spread | vs sequential | max rel diff | "
-        "status |\n"
-        "|---|---|---|---|---|---|---|---|---|---|\n";
+        "| strategy | devices | batch | threads | resize | img/s (median) | median CI | reps | spread | vs sequential "
+        "| "
+        "max rel diff | status |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
     char buf[512];
     for (const RunResult& r : result.runs) {
       const auto& p = r.params;
@@ -44,11 +46,15 @@ class RunTablePrinter : public ResultPrinter {
         const std::string v = param_string(p, k);
         return v.empty() ? std::string("-") : v;
       };
+      // The median's confidence interval: +-half its width, and its level (stats::median_ci).
+      char ci_s[48] = "-";
+      if (const auto& ci = r.summary.images_per_s_median_ci)
+        std::snprintf(ci_s, sizeof ci_s, "+-%.1f%% (%.0f%%)", 100 * ci->rel_half, 100 * ci->level);
       const std::string status = status_text(r);
-      std::snprintf(buf, sizeof buf, "| %s | %s | %s | %s | %s | %.2f | %.1f%% | %s | %s | %s |\n",
+      std::snprintf(buf, sizeof buf, "| %s | %s | %s | %s | %s | %.2f | %s | %zu | %.1f%% | %s | %s | %s |\n",
                     param_string(p, "strategy").c_str(), cell("devices").c_str(), cell("batch").c_str(),
-                    cell("threads").c_str(), cell("resize").c_str(), m.median, m.rel_spread * 100, vs_s, rel_s,
-                    status.c_str());
+                    cell("threads").c_str(), cell("resize").c_str(), m.median, ci_s, r.samples.size(),
+                    m.rel_spread * 100, vs_s, rel_s, status.c_str());
       s += buf;
     }
     out << s;

@@ -103,8 +103,11 @@ inline std::string environment_markdown(const ResultFile& f) {
                      list(e.load_avg_before, " / ", "%.2f") + " before, " + list(e.load_avg_after, " / ", "%.2f") +
                      " after (1/5/15 min, this run's own threads included); validity: " + std::to_string(noisy) +
                      " of " + std::to_string(runs) + " runs noisy\n";
+  std::string chose;
+  for (const auto& [engine, isa] : e.engine_isa) chose += (chose.empty() ? "; kernels: " : ", ") + engine + " " + isa;
   return "- build: " + e.build_type + " (" + e.compiler_flags + "), binary " + e.binary_git_sha +
-         (e.binary_git_dirty ? " (dirty tree)" : "") + "; CPU ISA: " + list(e.cpu_isa, ", ", "%g") + "\n" + load;
+         (e.binary_git_dirty ? " (dirty tree)" : "") + "; CPU ISA: " + list(e.cpu_isa, ", ", "%g") + chose + "\n" +
+         load;
 }
 
 inline std::string meta_markdown(const ResultFile& f) {

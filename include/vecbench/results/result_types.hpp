@@ -57,13 +57,18 @@ struct Environment {
   std::vector<std::string> cpu_isa;     ///< avx2, avx512f, avx512_bf16, avx512_vnni, amx_tile ... present
   std::vector<double> load_avg_before;  ///< 1/5/15-minute load averages before the runs (empty: unknown)
   std::vector<double> load_avg_after;   ///< the same after them
+  /// The ISA each engine's kernels chose on this machine: "torchscript" (ATen's CPU capability),
+  /// "onednn" (oneDNN's), "onednn_winograd" (whose Winograd: "onednn", "vecbench-avx2", "none");
+  /// empty in files written before it was recorded.
+  std::map<std::string, std::string> engine_isa;
 };
 constexpr auto field_table(const Environment&) {
   using E = Environment;
   return std::make_tuple(field("build_type", &E::build_type), field("compiler_flags", &E::compiler_flags),
                          field("binary_git_sha", &E::binary_git_sha), field("binary_git_dirty", &E::binary_git_dirty),
                          field("cpu_isa", &E::cpu_isa), field("load_avg_before", &E::load_avg_before),
-                         field("load_avg_after", &E::load_avg_after));
+                         field("load_avg_after", &E::load_avg_after),
+                         field("engine_isa", &E::engine_isa, Need::optional, Emit::when_set));
 }
 
 /// Where and how the experiment ran. Keys not listed here are kept verbatim in `extra`.
@@ -213,7 +218,34 @@ struct RunSummary {
   stats::Summary wall_s;                             ///< of Sample::wall_s, seconds
   std::map<std::string, stats::Summary> latency_ms;  ///< per percentile key, ms (optional)
   std::map<std::string, double> stage_s_per_image;   ///< per stage: median of stage_s/images, s
+  /// The 95 % (or, under 6 samples, the whole-range) confidence interval of images_per_s's
+  /// median (stats::median_ci); absent with fewer than 2 samples and in older files.
+  std::optional<stats::MedianCi> images_per_s_median_ci;
 };
+constexpr auto field_table(const stats::MedianCi&) {
+  using C = stats::MedianCi;
+  return std::make_tuple(field("low", &C::low, Need::required, Emit::always, "images/s"),
+                         field("high", &C::high, Need::required, Emit::always, "images/s"),
+                         field("level", &C::level, Need::required, Emit::always, "fraction"),
+                         field("rel_half", &C::rel_half, Need::required, Emit::always, "fraction"));
+}
+
+/// Why a run with adaptive repetitions (experiment `max_repetitions` above `repetitions`) stopped
+/// adding them, nvbench's stdrel criterion on the median: `target` (the median's confidence
+/// interval, half its width over the median, reached the target), `max_repetitions`,
+/// `time_budget` or `interrupted`.
+struct Stopping {
+  std::string rule;
+  std::int64_t min_repetitions = 0;
+  std::int64_t max_repetitions = 0;
+  double target_rel_half = 0.0;  ///< the target, a fraction of the median (0.03: +-3 %)
+};
+constexpr auto field_table(const Stopping&) {
+  using S = Stopping;
+  return std::make_tuple(field("rule", &S::rule), field("min_repetitions", &S::min_repetitions),
+                         field("max_repetitions", &S::max_repetitions),
+                         field("target_rel_half", &S::target_rel_half, Need::required, Emit::always, "fraction"));
+}
 
 /// Output check of a run against a reference strategy.
 struct Verification {
@@ -291,6 +323,7 @@ struct RunResult {
   RunSummary summary;                        ///< see summarize_run
   std::optional<Verification> verification;  ///< null when not verified
   std::optional<Validity> validity;          ///< ok runs of files since it was judged; absent before
+  std::optional<Stopping> stopping;          ///< runs with adaptive repetitions; absent otherwise
 };
 
 /// Whether `run` was judged noisy (a run without a verdict, as in older files, is not); with
@@ -346,6 +379,7 @@ inline void summarize_run(RunResult& run) {
   run.summary = RunSummary{};
   run.summary.images_per_s = stats::summarize(ips);
   run.summary.wall_s = stats::summarize(wall);
+  if (ips.size() >= 2) run.summary.images_per_s_median_ci = stats::median_ci(ips);
   for (const auto& [k, v] : lat) run.summary.latency_ms[k] = stats::summarize(v);
   for (const auto& [k, v] : stage) run.summary.stage_s_per_image[k] = stats::median(v);
 }
