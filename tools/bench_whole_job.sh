@@ -100,4 +100,5 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 "$VB" vectorize --images synthetic:1 --out "$WORK/route" --format none > "$WORK/route.log" 2>&1
 grep -m1 "route from" "$WORK/route.log" > "$WORK/route.txt"
-python3 tools/bench_whole_job_report.py "$RAW" "$RESULTS/$STAMP" "$(cat "$WORK/route.txt")" "$(nproc)" "$(uptime)"
+python3 tools/bench_whole_job_report.py "$RAW" "$RESULTS/$STAMP" "$(cat "$WORK/route.txt")" "$(nproc)" "$(uptime)" \
+  "$("$VB" --version 2>&1 | head -1)"

@@ -1,13 +1,33 @@
 #!/usr/bin/env python3
 """Writes the whole-job benchmark's result (tools/bench_whole_job.sh): medians per command,
 the ratios of issue #13 and whether each target holds, as OUT.md and OUT.json.
-usage: bench_whole_job_report.py RAW.jsonl OUT ROUTE_LINE CORES UPTIME"""
+usage: bench_whole_job_report.py RAW.jsonl OUT ROUTE_LINE CORES UPTIME [VERSION_LINE]
+The machine (CPU model, family/model, the ISA extensions that matter here) is read from
+/proc/cpuinfo and written into both files."""
 import json
 import re
 import statistics
 import sys
 
 raw, out, route, cores, uptime = sys.argv[1:6]
+version = sys.argv[6] if len(sys.argv) > 6 else ""
+
+
+def cpu_record(path="/proc/cpuinfo"):
+    """The first processor's model name, family/model and the ISA flags the engines choose by."""
+    info = {}
+    for line in open(path):
+        if not line.strip():
+            break
+        k, _, v = line.partition(":")
+        info[k.strip()] = v.strip()
+    wanted = ["avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "avx512_fp16", "avx_vnni", "amx_tile"]
+    flags = info.get("flags", "").split()
+    return {"cpu_model": info.get("model name", "unknown"), "cpu_family": info.get("cpu family"),
+            "cpu_model_number": info.get("model"), "cpu_isa": [f for f in wanted if f in flags]}
+
+
+machine = cpu_record()
 runs = [json.loads(l) for l in open(raw) if l.strip()]
 by = {}
 for r in runs:
@@ -77,12 +97,16 @@ for n in sorted((k for k in summary if k.startswith("seed-dp3-b")), key=lambda k
     if sq:
         targets.append((f"the seed's 3 virtual devices, batch {b}: data-parallel cpu/3 vs sequential cpu (whole "
                         f"process, 100 photos, .vc)", dp / sq, ">= 1.0x (never slower)", dp / sq >= 1.0))
-json.dump({"route": route, "cores": cores, "uptime": uptime, "summary": summary, "runs": runs,
+json.dump({"machine": machine, "vecbench": version, "route": route, "cores": cores, "uptime": uptime, "summary": summary, "runs": runs,
            "targets": [{"what": t[0], "value": t[1], "target": t[2], "met": t[3]} for t in targets]},
           open(out + ".json", "w"), indent=1)
 with open(out + ".md", "w") as f:
     f.write(f"# Whole job (issue #13), {out.rsplit('/', 1)[-1]}\n\n")
-    f.write(f"`tools/bench_whole_job.sh` on {cores} cores; load when it ended: `{uptime.strip()}`.\n")
+    f.write(f"`tools/bench_whole_job.sh` on {cores} cores of {machine['cpu_model']} (family "
+            f"{machine['cpu_family']} model {machine['cpu_model_number']}; {', '.join(machine['cpu_isa'])}); "
+            f"load when it ended: `{uptime.strip()}`.\n")
+    if version:
+        f.write(f"Binary: `{version.strip()}`\n")
     f.write(f"Default route: `{route.strip()}`\n\n")
     f.write("Commands (photo sets as the script builds them; `default-*` is `vecbench vectorize --images LIST "
             "--out OUT` with no other flag, no profile; `seed-style` adds `--format vc --engine torchscript "
