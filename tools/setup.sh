@@ -6,6 +6,7 @@ PACKAGES=(
   build-essential cmake git pkg-config
   libtorch-dev python3-torch python3-torchvision
   libdnnl-dev                   # oneDNN headers: the --engine onednn backend (same libdnnl LibTorch uses)
+  libxxhash-dev                 # xxHash: the oneDNN engine's weights cache checksum
   libopenblas0-pthread          # without it libtorch resolves BLAS to the slow reference libblas
   libopencv-dev python3-opencv opencv-doc   # decoding; opencv-doc ships the real sample photos
   libjpeg62-turbo-dev libpng-dev            # direct JPEG/PNG decoding (src/input/codec.cpp), the libraries OpenCV links

@@ -63,7 +63,7 @@ void add_dist_options(CLI::App* c, DistArgs& d) {
 /// Every subcommand and the arguments it parsed into.
 struct Cli {
   CLI::App *vec = nullptr, *pre = nullptr, *devs = nullptr, *info = nullptr, *run = nullptr, *tune = nullptr,
-           *cmp = nullptr, *mrg = nullptr, *rep = nullptr, *trace_sum = nullptr;
+           *cmp = nullptr, *mrg = nullptr, *rep = nullptr, *trace_sum = nullptr, *ver = nullptr;
   VectorizeArgs va;
   DistArgs dist_args;
   std::string pd_images, pd_out, pd_resize = "tf-legacy";
@@ -82,6 +82,9 @@ struct Cli {
   CompareOptions cmp_opt;
   std::vector<std::string> merge_dirs, merge_results;
   std::string merge_out;
+  std::string verify_dir;
+  bool verify_repair = false;
+  double verify_progress = 10;
   std::vector<std::string> rep_inputs;
   std::string rep_out;
 };
@@ -307,6 +310,17 @@ void add_result_commands(CLI::App& app, Cli& c, const std::string& exit_status) 
   c.mrg->add_option("--results", c.merge_results, "Result files of `run --shard-index` to combine into --out FILE");
   c.mrg->add_option("--out", c.merge_out, "Output directory, or with --results the merged result file");
 
+  c.ver = app.add_subcommand("verify",
+                             "Re-read every stored vector of an output folder against its manifest line and checksum; "
+                             "print each missing, truncated or corrupted one (BAD input: file: why). Exit 0 all good, "
+                             "2 some bad, 1 error, 3 the folder is in use");
+  c.ver->add_option("out", c.verify_dir, "Output directory of vectorize")->required();
+  c.ver->add_flag("--repair", c.verify_repair,
+                  "Move the files holding bad vectors into OUT/corrupt-<UTC>/ so that the next vectorize redoes "
+                  "their inputs (a shard's other rows too)");
+  c.ver->add_option("--progress", c.verify_progress, "Seconds between progress lines on stderr (0: none)")
+      ->capture_default_str();
+
   c.rep = app.add_subcommand("report", "Markdown report with scaling tables and PNG plots from result files");
   c.rep->add_option("results", c.rep_inputs, "Result JSON files")->required();
   c.rep->add_option("--out", c.rep_out, "Output directory")->required();
@@ -348,6 +362,7 @@ int run_report(const Cli& c) {
 int dispatch(CLI::App& app, Cli& c, int argc, char** argv) {
   if (*c.vec || *c.run) open_distribution(c.dist_args, &argc, &argv);
   if (*c.vec) return close_distribution(cmd_vectorize(c.va));
+  if (*c.ver) return cmd_verify(c.verify_dir, c.verify_repair, c.verify_progress);
   if (*c.mrg) return merge_command(c.merge_dirs, c.merge_results, c.merge_out, std::cout, std::cerr);
   if (*c.pre) return cmd_predecode(c.pd_images, c.pd_out, c.pd_resize, c.pd_size);
   if (*c.devs) return cmd_devices(c.dev_specs);

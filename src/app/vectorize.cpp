@@ -193,7 +193,9 @@ WriterOptions writer_options(const VectorizeArgs& a, const nlohmann::json& meta,
   w.fingerprint = vectorize_fingerprint(a, meta, in, source);
   w.replace_fingerprint = a.replace_fingerprint;
   w.feature_dim = meta.value("feature_dim", 2048);
-  if (dist.active()) {  // per-rank files; only rank 0 cleans up and scans what is done (MPI)
+  w.check_features = true;  // no NaN, Inf, negative or huge vector is ever stored as ok
+  w.stop = &stop_flag();    // a full disk or a broken model ends the run early (abort_reason)
+  if (dist.active()) {      // per-rank files; only rank 0 cleans up and scans what is done (MPI)
     w.rank = dist.rank();
     w.stale_temp_age_s = !dist.comm().connected() ? 600 : dist.rank() == 0 ? 0 : -1;
     if (dist.comm().connected() && dist.rank() != 0) w.resume = false;
@@ -235,14 +237,19 @@ std::string start_line(const VectorizeArgs& a, const std::string& route_origin, 
   for (const auto& d : devs) line << " " << d.name() << "(" << d.threads << " thr)";
   line << ", batch " << a.batch << ", decode threads " << a.decode_threads << " (route from " << route_origin << ")";
   if (source.duplicates_skipped() > 0) line << "; " << source.duplicates_skipped() << " duplicate inputs skipped";
+  if (writer.changed_inputs() > 0)
+    line << "; " << writer.changed_inputs() << " changed since their vectors were made (redone)";
   if (format != OutputFormat::none) line << "; fingerprint " << writer.fingerprint_id();
   line << "\n";
   return line.str();
 }
 
-/// Outputs computed but not stored (disk full, permissions) are failed inputs, not ok ones: moved
-/// from `st`'s ok count to its failed count, and said once.
+/// Outputs computed but not stored (disk full, permissions, an implausible vector) are failed
+/// inputs, not ok ones: moved from `st`'s ok count to its failed count, and said once.
 void count_unwritten_outputs(const OutputWriter& writer, const Distribution& dist, RunStats& st) {
+  const std::size_t implausible = std::min(writer.implausible(), st.images_ok);
+  st.images_ok -= implausible;
+  st.images_failed += implausible;
   const std::size_t unwritten = std::min(writer.write_failures(), st.images_ok);
   if (unwritten == 0) return;
   st.images_ok -= unwritten;
@@ -251,6 +258,18 @@ void count_unwritten_outputs(const OutputWriter& writer, const Distribution& dis
                    " outputs not written (" + writer.first_write_error() +
                    "): counted as failed; a rerun does them once there is room\n"
             << std::flush;
+}
+
+/// The writer stopped the run (`why`): said with what was left undone; exit 1 when nothing was
+/// stored (or the model is broken), else 2 (some inputs failed, a rerun does the rest).
+int stopped_early(const std::string& why, std::size_t todo, const RunStats& st, const Distribution& dist) {
+  const std::size_t started = st.images_ok + st.images_failed;
+  std::cerr << "vecbench: " + (dist.active() ? dist.label() + ": " : std::string()) + "stopped early: " + why + "; " +
+                   std::to_string(todo > started ? todo - started : 0) + " of the " + std::to_string(todo) +
+                   " inputs to do were not started (a rerun does them)\n"
+            << std::flush;
+  const bool broken_model = why.find("implausible") != std::string::npos;
+  return st.images_ok == 0 || broken_model ? kExitError : kExitSomeInputsFailed;
 }
 
 /// Rank 0's summary line (stdout) and notes (stderr) at the end of the job.
@@ -354,7 +373,10 @@ int cmd_vectorize(const VectorizeArgs& args) {
   writer.finish();
   count_unwritten_outputs(writer, dist, st);
   if (trace) write_vectorize_trace(*trace, a.trace_file, dist, a.quiet);
-  const auto tot = finish_vectorize(dist, st, chunks, stop_flag(), a.out, w.format != OutputFormat::none, *source);
+  // The writer's stop (a full disk, a broken model) is not the user's interrupt.
+  const std::string aborted = writer.abort_reason();
+  const auto tot = finish_vectorize(dist, st, chunks, stop_flag() && aborted.empty(), a.out,
+                                    w.format != OutputFormat::none, *source);
   if (po.remote) job.drain();  // rank 0: the other ranks' last counts, sent before the gather
   if (!dist.comm().leader()) {
     std::fprintf(stderr, "vecbench: %s: ok=%zu failed=%zu wall_s=%.3f img_per_s=%.3f\n", dist.label().c_str(),
@@ -363,7 +385,7 @@ int cmd_vectorize(const VectorizeArgs& args) {
   }
   print_totals(a, dist, tot, *source, todo.size(), share, writer, w.format);
   if (!a.json_out.empty()) atomic_write(a.json_out, tot.sample.dump(2) + "\n");
-  return tot.exit_code;
+  return aborted.empty() ? tot.exit_code : stopped_early(aborted, todo.size(), st, dist);
 }
 
 }  // namespace vecbench

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iostream>
 #include <memory>
 #include <mutex>
 #include <system_error>
@@ -32,8 +33,11 @@ std::shared_ptr<const InceptionWeights> cached_inception_weights(const std::stri
   std::error_code ec;
   const auto bytes = std::filesystem::file_size(path, ec);
   const std::string file = ec ? "" : weights_file_path(sha, bytes);
+  std::string why;
   if (!file.empty())
-    if (auto w = load_inception_weights(file, sha, path)) return w;
+    if (auto w = load_inception_weights(file, sha, path, &why)) return w;
+  if (!why.empty())  // a cache that does not check out is never run on: rebuilt from the model
+    std::cerr << "vecbench: weights cache " + file + ": " + why + ": rebuilt from " + path + "\n" << std::flush;
   auto w = std::make_shared<InceptionWeights>();
   torch_plugin().read_inception_weights(path, *w);
   if (!file.empty()) try {

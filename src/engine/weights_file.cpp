@@ -10,12 +10,24 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include "vecbench/core/fs_util.hpp"
 
 namespace vecbench {
 namespace {
 
-constexpr char kMagic[8] = {'V', 'B', 'W', 'E', 'I', 'G', 'H', '1'};
+// Version 2 adds "payload_xxh3": the XXH3-64 of every byte after the header, checked at load (a
+// flipped bit in a cached weight made every later run's vectors ~1e19, status ok). Version 1
+// files have none: they are rebuilt, as any cache that does not check out.
+constexpr char kMagic[8] = {'V', 'B', 'W', 'E', 'I', 'G', 'H', '2'};
+
+std::string xxh3_hex(const void* data, std::size_t n) {
+  char b[17];
+  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(XXH3_64bits(data, n)));
+  return b;
+}
 
 struct File {
   std::FILE* f;
@@ -38,7 +50,9 @@ std::string weights_file_path(const std::string& weight_sha256, std::uintmax_t m
   if (dir.empty() || weight_sha256.size() < 16 ||
       weight_sha256.find_first_not_of("0123456789abcdef") != std::string::npos)
     return "";
-  return (fs::path(dir) / (weight_sha256 + "-" + std::to_string(model_bytes) + ".onednn")).string();
+  // ".v2": the format with the payload checksum; an older vecbench on the same machine keeps its
+  // own file instead of rewriting this one at every start.
+  return (fs::path(dir) / (weight_sha256 + "-" + std::to_string(model_bytes) + ".v2.onednn")).string();
 }
 
 void save_inception_weights(const InceptionWeights& w, const std::string& path, const std::string& weight_sha256) {
@@ -53,25 +67,31 @@ void save_inception_weights(const InceptionWeights& w, const std::string& path, 
   }
   h["layers"] = layers;
   h["floats"] = floats;
+  std::string payload;
+  payload.reserve(floats * sizeof(float));
+  for (const auto& kv : w.convs) {
+    payload.append(reinterpret_cast<const char*>(kv.second.weight.data()), kv.second.weight.size() * sizeof(float));
+    payload.append(reinterpret_cast<const char*>(kv.second.bias.data()), kv.second.bias.size() * sizeof(float));
+  }
+  h["payload_xxh3"] = xxh3_hex(payload.data(), payload.size());
   const std::string header = h.dump();
   std::string bytes(kMagic, sizeof kMagic);
   const std::uint64_t hlen = header.size();
   bytes.append(reinterpret_cast<const char*>(&hlen), sizeof hlen);
   bytes += header;
-  bytes.reserve(bytes.size() + floats * sizeof(float));
-  for (const auto& kv : w.convs) {
-    bytes.append(reinterpret_cast<const char*>(kv.second.weight.data()), kv.second.weight.size() * sizeof(float));
-    bytes.append(reinterpret_cast<const char*>(kv.second.bias.data()), kv.second.bias.size() * sizeof(float));
-  }
+  bytes += payload;
   fs::create_directories(fs::path(path).parent_path());
   atomic_write(path, bytes.data(), bytes.size());
 }
 
 std::shared_ptr<const InceptionWeights> load_inception_weights(const std::string& path,
                                                                const std::string& weight_sha256,
-                                                               const std::string& source) {
+                                                               const std::string& source, std::string* why) {
   File file{std::fopen(path.c_str(), "rb")};
   if (!file.f) return nullptr;
+  std::string ignored;
+  std::string& reason = why ? *why : ignored;
+  reason = "not a vecbench weights file of version 2, or cut short";
   char magic[sizeof kMagic];
   std::uint64_t hlen = 0;
   if (std::fread(magic, 1, sizeof magic, file.f) != sizeof magic || std::memcmp(magic, kMagic, sizeof magic) != 0 ||
@@ -104,6 +124,22 @@ std::shared_ptr<const InceptionWeights> load_inception_weights(const std::string
       w->convs.emplace(l.at("name").get<std::string>(), std::move(c));
     }
     if (at != h.at("floats").get<std::size_t>()) return nullptr;
+    // The payload as read, in the file's order: its checksum must be the one written with it.
+    XXH3_state_t* st = XXH3_createState();
+    XXH3_64bits_reset(st);
+    for (const auto& l : h.at("layers")) {
+      const FoldedConv& c = w->convs.at(l.at("name").get<std::string>());
+      XXH3_64bits_update(st, c.weight.data(), c.weight.size() * sizeof(float));
+      XXH3_64bits_update(st, c.bias.data(), c.bias.size() * sizeof(float));
+    }
+    char got[17];
+    std::snprintf(got, sizeof got, "%016llx", static_cast<unsigned long long>(XXH3_64bits_digest(st)));
+    XXH3_freeState(st);
+    if (h.value("payload_xxh3", std::string()) != got) {
+      reason = "its payload checksum does not match (the file is corrupted)";
+      return nullptr;
+    }
+    reason.clear();
     return w;
   } catch (const nlohmann::json::exception&) {
     return nullptr;

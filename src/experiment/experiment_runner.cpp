@@ -35,6 +35,44 @@ struct LocalOutcome {
   std::optional<LoadShares> load;            ///< what other processes and steal took meanwhile
 };
 
+#ifdef VECBENCH_INJECT_SLOWDOWN
+/// A regression put in on purpose, to show that the CI regression stage calls it SLOWER (README
+/// "Validity"): CMake's -DVECBENCH_INJECT_SLOWDOWN=STRATEGY:PCT compiles it into this file only,
+/// never into a release. Each forward of STRATEGY's replicas is followed by a busy wait of PCT %
+/// of its own time: real CPU work, which the load probe does not see as another process.
+class SlowedModel : public Model {
+ public:
+  SlowedModel(std::unique_ptr<Model> m, double pct) : m_(std::move(m)), pct_(pct) {}
+  int feature_dim() const override { return m_->feature_dim(); }
+  int input_size() const override { return m_->input_size(); }
+  ForwardTiming forward(const float* in, int n, float* out) override {
+    const auto t0 = Clock::now();
+    const ForwardTiming t = m_->forward(in, n, out);
+    const auto until = t0 + (Clock::now() - t0) * (1.0 + pct_ / 100.0);
+    while (Clock::now() < until) {
+    }
+    return t;
+  }
+  void prepare(int max_batch) override { m_->prepare(max_batch); }
+  std::size_t peak_memory_bytes() const override { return m_->peak_memory_bytes(); }
+
+ private:
+  std::unique_ptr<Model> m_;
+  double pct_;
+};
+
+ModelFactory injected_slowdown(const std::string& strategy, ModelFactory f) {
+  const std::string spec = VECBENCH_INJECT_SLOWDOWN;
+  const auto colon = spec.find(':');
+  if (spec.substr(0, colon) != strategy) return f;
+  const double pct = std::stod(spec.substr(colon + 1));
+  return
+      [f, pct](const VirtualDevice& d) -> std::unique_ptr<Model> { return std::make_unique<SlowedModel>(f(d), pct); };
+}
+#else
+ModelFactory injected_slowdown(const std::string&, ModelFactory f) { return f; }
+#endif
+
 /// The machine's load during a repetition, into its sample.
 void record_load(Sample& s, const std::optional<LoadShares>& load) {
   if (!load) return;
@@ -194,8 +232,9 @@ LocalOutcome Executor::run_local(PlannedRun& p, std::size_t index, int rep) {
   if (!env_.trace_dir.empty()) s.trace = (trace = std::make_unique<Trace>(rank, trace_process_name(p, rank))).get();
   LoadProbe probe;
   probe.start();
-  out.stats = dist_ ? dist_->run(strategy, src, todo, devs, env_.make_factory(), tee, s, env_.input_size, &out.chunks)
-                    : run_strategy(strategy, src, todo, devs, env_.make_factory(), tee, s, env_.input_size);
+  const ModelFactory factory = injected_slowdown(strategy, env_.make_factory());
+  out.stats = dist_ ? dist_->run(strategy, src, todo, devs, factory, tee, s, env_.input_size, &out.chunks)
+                    : run_strategy(strategy, src, todo, devs, factory, tee, s, env_.input_size);
   out.load = probe.stop();
   if (trace) out.trace = record_trace(*trace, index, rep, rank);
   if (writer) writer->finish();
@@ -286,6 +325,9 @@ nlohmann::json effective_config(const Experiment& e, const ExperimentEnv& env, c
   }
   eff["device_expansion"] = expansions;
   if (dist) eff["distribution"] = dist->describe();
+#ifdef VECBENCH_INJECT_SLOWDOWN
+  eff["injected_slowdown"] = VECBENCH_INJECT_SLOWDOWN;  // a build slowed on purpose (CMakeLists.txt)
+#endif
   return eff;
 }
 

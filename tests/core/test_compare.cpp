@@ -293,3 +293,38 @@ TEST(Compare, MetricFromTheFieldTableJudgedByItsDirection) {
   for (const SampleMetric& m : sample_metrics()) keys.push_back(m.key);
   EXPECT_EQ(keys, (std::vector<std::string>{"wall_s", "images_per_s", "peak_rss_bytes", "setup_s"}));
 }
+
+// The CI regression stage's question on recorded samples (results/baseline/ci.json, a quiet
+// machine): the same file again is SAME for every run; the same file with data-parallel's
+// repetitions 25 % slower (time x 1.25) is SLOWER for that run alone, normalized as the stage
+// does (tools/regression.sh: --normalize-by strategy=sequential --threshold 0.15).
+TEST(CompareResults, RecordedCiRunsWithAnInjected25PercentSlowdownAreSlower) {
+  const ResultFile base = load_result(fs::path(VECBENCH_SOURCE_DIR) / "results" / "baseline" / "ci.json");
+  CompareOptions o;
+  o.normalize_by = "strategy=sequential";
+  o.threshold = 0.15;
+  const auto same = compare_results(base, base, o);
+  EXPECT_EQ(compare_exit_code(same), 0);
+  ResultFile slowed = base;
+  int changed = 0;
+  for (RunResult& r : slowed.runs) {
+    if (param_string(r.params, "strategy") != "data-parallel") continue;
+    for (Sample& s : r.samples) {
+      s.wall_s *= 1.25;
+      s.images_per_s /= 1.25;
+    }
+    summarize_run(r);
+    ++changed;
+  }
+  ASSERT_EQ(changed, 1);
+  const auto got = compare_results(base, slowed, o);
+  ASSERT_EQ(got.runs.size(), 3u);  // naive, sharded, data-parallel (sequential is the reference)
+  for (const auto& c : got.runs) {
+    const bool dp = c.id.find("strategy=data-parallel") == 0;
+    EXPECT_EQ(c.verdict, dp ? Verdict::slower : Verdict::same) << c.id;
+    if (dp) {
+      EXPECT_NEAR(c.change, 1 / 1.25 - 1, 0.01) << c.id;
+    }
+  }
+  EXPECT_EQ(compare_exit_code(got), 1);
+}

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -413,5 +414,77 @@ TEST(ModelFile, AStoredZipMemberIsReadWithoutLibTorch) {
   std::ofstream(d / "not.zip") << "plain text, no archive";
   EXPECT_FALSE(read_stored_zip_member((d / "not.zip").string(), "/extra/vecbench_meta.json", text));
   EXPECT_FALSE(read_stored_zip_member((d / "missing.pt").string(), "/extra/vecbench_meta.json", text));
+  fs::remove_all(d);
+}
+
+// Issue #26, case 3: vectors were stored as ok whatever they held. NaN, Inf, negative or huge
+// pool_3 values (a broken model or weights file) are now each input's error, never an ok line;
+// when most of 8 or more vectors are like that, the writer asks the run to stop, saying why.
+TEST(Store, ImplausibleVectorsAreErrorsNamingTheCauseAndMostOfThemStopTheRun) {
+  EXPECT_EQ(implausible_features(std::vector<float>{0, 1.5f, 30}.data(), 3), "");
+  EXPECT_EQ(implausible_features(std::vector<float>{0, NAN, 1}.data(), 3), "NaN at element 1");
+  EXPECT_EQ(implausible_features(std::vector<float>{0, 1, 3.1e19f}.data(), 3),
+            "value 3.1e+19 at element 2 (plausible: 0 to 1e+04)");
+  EXPECT_NE(implausible_features(std::vector<float>{INFINITY}.data(), 1), "");
+  EXPECT_NE(implausible_features(std::vector<float>{-2}.data(), 1), "");
+  const fs::path d = store_dir("sanity");
+  SyntheticSource src(12);
+  std::atomic<bool> stop{false};
+  WriterOptions o = options(d, OutputFormat::npy);
+  o.check_features = true;
+  o.stop = &stop;
+  OutputWriter w(src, o);
+  const float good[4] = {0, 1, 2, 3}, bad[4] = {0, 1, 2, 1e19f};
+  w.on_features(0, good, 4);
+  w.on_features(1, bad, 4);
+  EXPECT_EQ(w.implausible(), 1u);
+  EXPECT_FALSE(stop) << "one bad vector is that input's error only";
+  EXPECT_EQ(w.abort_reason(), "");
+  for (std::size_t i = 2; i < 8; ++i) w.on_features(i, i < 4 ? good : bad, 4);  // 5 of 8 bad
+  EXPECT_TRUE(stop);
+  EXPECT_NE(w.abort_reason().find("5 of 8 feature vectors implausible: the model or its weights file is broken"),
+            std::string::npos)
+      << w.abort_reason();
+  w.finish();
+  std::size_t ok = 0, errors = 0;
+  for (const auto& j : lines(d / "manifest.jsonl")) {
+    if (j["status"] == "ok") {
+      ++ok;
+      continue;
+    }
+    ++errors;
+    EXPECT_NE(j["error"].get<std::string>().find("implausible feature vector (value 1e+19 at element 3"),
+              std::string::npos)
+        << j.dump();
+  }
+  EXPECT_EQ(ok, 3u);
+  EXPECT_EQ(errors, 5u);
+  EXPECT_FALSE(fs::exists(d / "synthetic:1.npy")) << "an implausible vector is never stored";
+  fs::remove_all(d);
+}
+
+// Issue #26, case 7: files were renamed into place without an fsync of their directory, so a
+// power loss could lose a rename that a manifest line already pointed at. Every atomic write
+// (vector files, shards, vecbench.json) and every new manifest now syncs its directory.
+TEST(Store, EveryRenameAndNewManifestSyncsItsDirectory) {
+  const fs::path d = store_dir("dirsync");
+  auto syncs = [] { return directory_syncs().load(); };
+  std::size_t before = syncs();
+  atomic_write(d / "one.txt", "x");
+  EXPECT_EQ(syncs() - before, 1u);
+  SyntheticSource src(3);
+  before = syncs();
+  {
+    OutputWriter w(src, options(d / "npy", OutputFormat::npy));  // vecbench.json + the new manifest
+    EXPECT_EQ(syncs() - before, 2u);
+    write_all(w, {0, 1, 2});
+  }
+  EXPECT_EQ(syncs() - before, 2u + 3u) << "one per vector file";
+  before = syncs();
+  {
+    OutputWriter w(src, options(d / "shards", OutputFormat::shards));  // shard_rows 2: two shards
+    write_all(w, {0, 1, 2});
+  }
+  EXPECT_EQ(syncs() - before, 2u + 2u);
   fs::remove_all(d);
 }

@@ -140,6 +140,16 @@ TEST(OneDnn, AWeightsFileStartsTheEngineWithoutLoadingTheModuleAndGivesTheSameFe
   const auto third = run_engine(src, od, "cpu", 1);
   EXPECT_EQ(torchscript_module_loads(), l1 + 1);
   for (std::size_t i = 0; i < src.size(); ++i) EXPECT_EQ(first->features(i), third->features(i)) << i;
+  // Issue #26, case 2: 4 bytes flipped in the middle of the weights (same size, header intact)
+  // made every later run's vectors ~1e19, status ok. The payload checksum refuses the file now.
+  {
+    std::fstream f(files[0], std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(fs::file_size(files[0]) / 2));
+    f.write("\xff\xff\x7f\x7f", 4);
+  }
+  const auto fourth = run_engine(src, od, "cpu", 1);
+  EXPECT_EQ(torchscript_module_loads(), l1 + 2) << "the corrupted weights file was used";
+  for (std::size_t i = 0; i < src.size(); ++i) EXPECT_EQ(first->features(i), fourth->features(i)) << i;
   ::unsetenv("VECBENCH_WEIGHTS_DIR");
   fs::remove_all(d);
 }

@@ -2,7 +2,7 @@
 # Run HERE (the Debian machine) before tools/device/gpu_check.sh: packs into .gpu-deps/ (ignored
 # by git, carried to the GPU machine; ~25 MB, under the 64 MiB a run may carry) what a GPU
 # machine with only a pip PyTorch lacks:
-#   - the header-only libraries (nlohmann/json, CLI11);
+#   - the header-only libraries (nlohmann/json, CLI11, xxHash);
 #   - nvJPEG (nvjpeg.h and libnvjpeg.so.13 from the nvidia-nvjpeg wheel of tools/cuda_build.sh's
 #     venv), in case PyTorch's wheels there do not bring it;
 #   - libjpeg-turbo and libpng with their headers (Debian's libjpeg.so.62 and libpng16.so.16, and
@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
 mkdir -p .gpu-deps/include
-cp -r /usr/include/nlohmann /usr/include/CLI .gpu-deps/include/
+cp -r /usr/include/nlohmann /usr/include/CLI /usr/include/xxhash.h .gpu-deps/include/
 VENV=${VECBENCH_VENVS:-$HOME/.cache/vecbench/venvs}/torch-cuda
 NV=$(ls -d "$VENV"/lib/python3*/site-packages/nvidia/cu13 2>/dev/null | head -n 1)
 if [ -n "$NV" ] && [ -f "$NV/include/nvjpeg.h" ]; then

@@ -95,6 +95,9 @@ struct VectorizeArgs {
 
 /// `vecbench vectorize`: returns the exit status.
 int cmd_vectorize(const VectorizeArgs& a);
+/// `vecbench verify OUT [--repair]`: every stored vector against its manifest line and checksum;
+/// 0 all good, 2 some missing, truncated or corrupted (printed), `repair` moves their files aside.
+int cmd_verify(const std::string& out, bool repair, double progress_s);
 /// `vecbench predecode`: decodes and resizes once into a uint8 [N,S,S,3] .npy.
 int cmd_predecode(const std::string& images, const std::string& out, const std::string& resize, int size);
 /// `vecbench devices`: what each device spec expands to.

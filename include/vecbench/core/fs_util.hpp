@@ -1,6 +1,8 @@
-// Atomic file writes (temp file + rename) and safe output names.
+// Atomic file writes (temp file + rename + directory fsync) and safe output names.
 #pragma once
+#include <fcntl.h>
 #include <unistd.h>
+
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -17,9 +19,31 @@ namespace vecbench {
 
 namespace fs = std::filesystem;
 
+/// Directories synced so far by sync_directory (in this process): what the tests count.
+inline std::atomic<std::size_t>& directory_syncs() {
+  static std::atomic<std::size_t> n{0};
+  return n;
+}
+
+/// Puts `dir`'s entries on disk (fsync of the directory, as SQLite does after creating or
+/// renaming a file): without it a power loss can lose a rename that a manifest line already
+/// points at. An I/O error is thrown; a directory that cannot be opened or a filesystem that
+/// does not sync directories (EINVAL) is left as it is.
+inline void sync_directory(const fs::path& dir) {
+  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0 && err == EIO)
+    throw IoError(dir.string(), "cannot sync the directory: " + std::string(std::strerror(err)));
+  directory_syncs().fetch_add(1, std::memory_order_relaxed);
+}
+
 /// Writes `size` bytes to `path` atomically: the data goes to a hidden temp file in the same
-/// directory, is flushed to disk, then renamed over `path`. A reader never sees a partial file,
-/// and a kill at any point leaves either the old file, no file, or the complete new one.
+/// directory, is flushed to disk, then renamed over `path`, and the directory is synced. A reader
+/// never sees a partial file; a kill at any point leaves either the old file, no file, or the
+/// complete new one; after a power loss the rename is there once this returned.
 inline void atomic_write(const fs::path& path, const void* data, std::size_t size) {
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
@@ -46,6 +70,7 @@ inline void atomic_write(const fs::path& path, const void* data, std::size_t siz
     fs::remove(tmp, ec);
     throw IoError(path.string(), "cannot rename temp file into place");
   }
+  sync_directory(path.parent_path());
 }
 
 inline void atomic_write(const fs::path& path, const std::string& text) {

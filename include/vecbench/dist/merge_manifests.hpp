@@ -89,11 +89,11 @@ inline Fingerprint common_fingerprint(const std::vector<fs::path>& dirs) {
 
 /// Combines every manifest (manifest.jsonl and manifest-rRRRR.jsonl) of the output directories
 /// `dirs` into `out`/manifest.jsonl (atomically): one line per input. An input's line is its
-/// first "ok" line whose data (output file, or shard rows) is complete, else its last "error"
-/// line. Lines of another fingerprint than their folder's are left out; folders of different
-/// fingerprints are refused (common_fingerprint), and `out` gets their vecbench.json.
-/// Lines of a directory other than `out` get their output/shard paths rewritten relative to
-/// `out`. Order: the input names in `order` first, in that order, then the rest in natural order.
+/// newest "ok" line (a rerun that redid an input whose file changed appends one that supersedes
+/// the old) when its data (output file, or shard rows) is complete, else its last "error" line. Lines of another
+/// fingerprint than their folder's are left out; folders of different fingerprints are refused (common_fingerprint),
+/// and `out` gets their vecbench.json. Lines of a directory other than `out` get their output/shard paths rewritten
+/// relative to `out`. Order: the input names in `order` first, in that order, then the rest in natural order.
 inline ManifestMerge merge_manifests(const std::vector<fs::path>& dirs, const fs::path& out,
                                      const std::vector<std::string>& order = {}) {
   ManifestMerge m;
@@ -114,17 +114,17 @@ inline ManifestMerge merge_manifests(const std::vector<fs::path>& dirs, const fs
     for (const auto& file : manifest_files(dir)) {
       m.files.push_back(file);
       for_each_manifest_line(file, [&](nlohmann::json j) {
-        if (!j.contains("input") || !j["input"].is_string()) return;
+        const std::string input = manifest_input(j);  // byte for byte ("input_hex" when not UTF-8)
+        if (input.empty()) return;
         ++m.lines;
         if (j.value("fp", std::string()) != m.fingerprint_id) {
           ++m.other_fp;
           return;
         }
-        const std::string input = j["input"].get<std::string>();
         if (seen_set.insert(input).second) seen.push_back(input);
         if (j.value("status", "") == "ok") {
-          if (ok.count(input)) return;
           if (!complete(j)) {
+            ok.erase(input);  // the newest ok line decides: an older one was superseded
             ++m.dropped;
             return;
           }

@@ -24,10 +24,11 @@ std::string weights_file_path(const std::string& weight_sha256, std::uintmax_t m
 /// Writes `w` to `path` atomically (temp file + rename), with `weight_sha256` in its header.
 void save_inception_weights(const InceptionWeights& w, const std::string& path, const std::string& weight_sha256);
 
-/// The weights in `path` when it exists, is complete and holds `weight_sha256`; null otherwise.
-/// `source` becomes the weights' source (the model file, for error messages).
+/// The weights in `path` when it exists, is complete, holds `weight_sha256` and its payload's
+/// checksum (XXH3-64) matches; null otherwise, with `why` saying what did not check out ("" when
+/// there is no file). `source` becomes the weights' source (the model file, for error messages).
 std::shared_ptr<const InceptionWeights> load_inception_weights(const std::string& path,
                                                                const std::string& weight_sha256,
-                                                               const std::string& source);
+                                                               const std::string& source, std::string* why = nullptr);
 
 }  // namespace vecbench

@@ -88,7 +88,10 @@ inline std::vector<std::string> fingerprint_diff(const nlohmann::json& stored, c
 
 namespace detail {
 inline nlohmann::json store_json(const Fingerprint& fp) {
-  return {{"vecbench_store", 1},
+  // 2: manifest lines may carry "src" (the input's identity), "xxh3" (the vector's checksum) and
+  // "input_hex" (a name that is not UTF-8). Stores of version 1 are read as they are: their lines
+  // count as done while their data is complete, and `verify` checks their sizes only.
+  return {{"vecbench_store", 2},
           {"fingerprint_id", fp.id()},
           {"fingerprint", fp.fields},
           {"created_utc", utc_stamp()},
@@ -134,6 +137,10 @@ inline fs::path supersede_store(const fs::path& dir, const std::string& old_id) 
     fs::rename(dir / rel, to / rel, ec);
     if (ec) throw IoError((dir / rel).string(), "cannot move it aside into " + to.string() + ": " + ec.message());
   }
+  std::set<fs::path> dirs = {dir};  // the moves on disk before anything is written anew
+  for (const auto& n : names) dirs.insert((to / fs::path(n).lexically_normal()).parent_path());
+  for (const auto& d : dirs)
+    if (fs::is_directory(d, ec)) sync_directory(d);
   return to;
 }
 
@@ -181,6 +188,7 @@ inline void open_store_identity(const fs::path& dir, const Fingerprint& fp, bool
   const int rc = written ? ::link(cand.c_str(), (dir / "vecbench.json").c_str()) : -1;
   fs::remove(cand, ec);
   if (!written) throw IoError(cand.string(), "write failed (disk full?)");
+  if (rc == 0) sync_directory(dir);  // vecbench.json's entry on disk before any vector is written
   if (rc != 0) {
     const Fingerprint now = read_store_fingerprint(dir);
     if (now.empty() || now.id() != fp.id())

@@ -73,9 +73,63 @@ inline bool is_shard_name(const std::string& name) {
 }
 
 /// One manifest line. File names that are not valid UTF-8 (Linux allows any bytes) get U+FFFD
-/// for the bad bytes rather than failing the run.
+/// for the bad bytes in "input" (readable), and their exact bytes in "input_hex".
 inline std::string manifest_text(const nlohmann::json& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+/// True when `s` is valid UTF-8 (nlohmann's strict dump refuses anything else).
+inline bool is_utf8(const std::string& s) {
+  try {
+    (void)nlohmann::json(s).dump();
+    return true;
+  } catch (const nlohmann::json::type_error&) {
+    return false;
+  }
+}
+
+/// A name made of ASCII and valid UTF-8 only: when `s` is not valid UTF-8, every byte >= 0x80
+/// becomes '_' (output names; the input's own bytes stay in the manifest's "input_hex").
+inline std::string utf8_safe(std::string s) {
+  if (is_utf8(s)) return s;
+  for (char& c : s)
+    if (static_cast<unsigned char>(c) >= 0x80) c = '_';
+  return s;
+}
+
+/// Sets a manifest line's input: "input" always; "input_hex" (its bytes, two lowercase hex digits
+/// each) when the name is not valid UTF-8, so that the line names the real file and a rerun
+/// finds it done.
+inline void set_manifest_input(nlohmann::json& j, const std::string& name) {
+  j["input"] = name;
+  if (is_utf8(name)) return;
+  static const char* hex = "0123456789abcdef";
+  std::string h;
+  for (unsigned char c : name) {
+    h += hex[c >> 4];
+    h += hex[c & 15];
+  }
+  j["input_hex"] = h;
+}
+
+/// The input a manifest line names, byte for byte: "input_hex" decoded when there (and well
+/// formed), else "input"; "" when neither is a string.
+inline std::string manifest_input(const nlohmann::json& j) {
+  const auto hx = j.find("input_hex");
+  if (hx != j.end() && hx->is_string() && hx->get_ref<const std::string&>().size() % 2 == 0) {
+    const std::string& h = hx->get_ref<const std::string&>();
+    auto nib = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; };
+    std::string out;
+    bool ok = true;
+    for (std::size_t i = 0; i < h.size() && ok; i += 2) {
+      const int a = nib(h[i]), b = nib(h[i + 1]);
+      ok = a >= 0 && b >= 0;
+      out += static_cast<char>(a * 16 + b);
+    }
+    if (ok) return out;
+  }
+  const auto in = j.find("input");
+  return in != j.end() && in->is_string() ? in->get<std::string>() : std::string();
 }
 
 /// Cuts a partial last line (a write cut by a crash) off the manifest `path`, so that the next
@@ -120,8 +174,11 @@ class ManifestAppender {
  public:
   ManifestAppender() = default;
   explicit ManifestAppender(fs::path path) : path_(std::move(path)) {
+    std::error_code ec;
+    const bool created = !fs::exists(path_, ec);
     fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd_ < 0) throw IoError(path_.string(), std::string("cannot open for append: ") + std::strerror(errno));
+    if (created) sync_directory(path_.parent_path());  // the new manifest's entry survives a power loss
   }
   ~ManifestAppender() {
     if (fd_ >= 0) ::close(fd_);

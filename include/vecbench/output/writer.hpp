@@ -8,8 +8,10 @@
 // every manifest of the directory; `vecbench merge` (or rank 0) combines them into manifest.jsonl.
 #pragma once
 #include <algorithm>
-#include <charconv>
+#include <atomic>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -22,13 +24,16 @@
 
 #include "vecbench/core/fs_util.hpp"
 #include "vecbench/core/npy.hpp"
-#include "vecbench/core/sha256.hpp"
 #include "vecbench/core/sink.hpp"
 #include "vecbench/input/image_source.hpp"
+#include "vecbench/output/checksum.hpp"
+#include "vecbench/output/feature_check.hpp"
 #include "vecbench/output/fingerprint.hpp"
+#include "vecbench/output/input_identity.hpp"
 #include "vecbench/output/manifest.hpp"
 #include "vecbench/output/output_format.hpp"
 #include "vecbench/output/output_lock.hpp"
+#include "vecbench/output/vector_files.hpp"
 
 namespace vecbench {
 
@@ -53,52 +58,12 @@ struct WriterOptions {
   bool lock = true;                ///< hold OUT's advisory lock (OutputLock) for the writer's life
   int feature_dim = 0;             ///< floats per vector, for checking existing outputs (0: any, as their headers say)
   std::ostream* log = &std::cerr;  ///< notes on what was found and repaired in OUT
+  bool check_features = false;     ///< an implausible vector (feature_check.hpp) is its input's error
+
+  /// Set when the run should take no more work (abort_reason() says why): the disk is full, or
+  /// most vectors are implausible (a broken model). Null: the writer never stops the run.
+  std::atomic<bool>* stop = nullptr;
 };
-
-/// Longest output file name component vecbench makes (bytes); longer ones are shortened with a
-/// hash, leaving room under the usual 255-byte limit for temp-file affixes.
-constexpr std::size_t kMaxOutputNameBytes = 200;
-
-/// The output name of input `key` made unique: `rel` (a relative path ending in `ext`) with its
-/// last component cut to a UTF-8-clean prefix plus "~" and `hex_digits` of sha256(key).
-inline std::string hashed_output_name(const std::string& rel, const std::string& ext, const std::string& key,
-                                      std::size_t hex_digits = 16) {
-  const fs::path p(rel);
-  std::string stem = p.filename().string();
-  if (stem.size() >= ext.size() && stem.compare(stem.size() - ext.size(), ext.size(), ext) == 0)
-    stem.resize(stem.size() - ext.size());
-  std::size_t cut = std::min<std::size_t>(stem.size(), 100);
-  while (cut > 0 && cut < stem.size() && (static_cast<unsigned char>(stem[cut]) & 0xC0) == 0x80) --cut;
-  stem.resize(cut);
-  const std::string name = stem + "~" + sha256_hex(key).substr(0, hex_digits) + ext;
-  return (p.parent_path() / name).string();
-}
-
-/// The text of one `.vc` file: np.savetxt's default layout, one value per line ("%.18e").
-/// std::to_chars with a precision is specified to give printf's text in the C locale, about 4x
-/// faster than snprintf (the writer thread shares the cores with the replicas); tested equal.
-inline std::string vc_text(const float* f, int dim) {
-  std::string s;
-  s.reserve(static_cast<std::size_t>(dim) * 26);
-  char buf[64];
-  for (int i = 0; i < dim; ++i) {
-    const auto r =
-        std::to_chars(buf, buf + sizeof buf - 1, static_cast<double>(f[i]), std::chars_format::scientific, 18);
-    *r.ptr = '\n';
-    s.append(buf, static_cast<std::size_t>(r.ptr + 1 - buf));
-  }
-  return s;
-}
-
-/// Parses a `.vc` file's values.
-inline std::vector<float> read_vc(const fs::path& p) {
-  std::ifstream in(p);
-  if (!in) throw IoError(p.string(), "cannot open");
-  std::vector<float> v;
-  double x;
-  while (in >> x) v.push_back(static_cast<float>(x));
-  return v;
-}
 
 /// Writes each input's vector (or error) into an output folder that is a store: one writer at a
 /// time (OutputLock), one fingerprint (vecbench.json), append-only manifests whose torn last line
@@ -123,6 +88,10 @@ class OutputWriter : public ResultSink {
     if (opt_.stale_temp_age_s >= 0) remove_stale_temp_files(opt_.out_dir, opt_.stale_temp_age_s);
     repair_manifests();
     done_.assign(src_.size(), false);
+    // Before any input is read: a file rewritten later is found changed on the next run.
+    ids_.resize(src_.size());
+    if (src_.kind() == "files")
+      for (std::size_t i = 0; i < src_.size(); ++i) ids_[i] = stat_identity(src_.name(i));
     std::map<std::string, std::string> recorded;  // input -> output name of its complete ok line
     std::map<std::string, std::string> taken;     // output name -> input it belongs to
     scan_existing(recorded, taken);
@@ -151,6 +120,7 @@ class OutputWriter : public ResultSink {
 
   void on_features(std::size_t index, const float* f, int dim) override {
     std::lock_guard<std::mutex> lk(m_);
+    if (opt_.check_features && !plausible(index, f, dim)) return;
     switch (opt_.format) {
       case OutputFormat::none:
         return;
@@ -174,7 +144,7 @@ class OutputWriter : public ResultSink {
         if (row_index_.size() >= opt_.shard_rows) flush_shard();
         return;
     }
-    manifest_->append(ok_line(index, {{"output", names_[index]}}));
+    manifest_->append(ok_line(index, {{"output", names_[index]}, {"xxh3", vector_xxh3(f, dim)}}));
   }
 
   void on_error(std::size_t index, const std::string& message) override {
@@ -193,16 +163,25 @@ class OutputWriter : public ResultSink {
   /// counts them as failed, not ok. The first such error's text, for the summary.
   std::size_t write_failures() const { return write_failures_; }
   const std::string& first_write_error() const { return first_write_error_; }
+  /// Inputs whose vector was implausible (feature_check.hpp): errors, not stored.
+  std::size_t implausible() const { return implausible_; }
+  /// Why the writer asked the run to stop taking work ("" when it did not).
+  std::string abort_reason() const {
+    std::lock_guard<std::mutex> lk(m_);
+    return abort_reason_;
+  }
   /// Inputs written with a decoder warning (lenient decoding).
   std::size_t warned() const { return warned_; }
   /// Shard files in OUT that no manifest line points at (left out of every reader).
   std::size_t orphaned_shards() const { return orphans_; }
+  /// Inputs whose file changed since their newest vector was made: redone (the new line supersedes).
+  std::size_t changed_inputs() const { return changed_; }
   /// The fingerprint id every line gets ("" without a fingerprint).
   const std::string& fingerprint_id() const { return fp_id_; }
 
  private:
   std::string ok_line(std::size_t index, nlohmann::json j) {
-    j["input"] = src_.name(index);
+    set_manifest_input(j, src_.name(index));
     j["status"] = "ok";
     const std::string w = src_.warning(index);
     if (!w.empty()) {
@@ -211,12 +190,37 @@ class OutputWriter : public ResultSink {
       if (!opt_.quiet) std::cerr << ("vecbench: warning: " + src_.name(index) + ": " + w + "\n") << std::flush;
     }
     if (!fp_id_.empty()) j["fp"] = fp_id_;
+    if (ids_[index]) j["src"] = identity_json(*ids_[index]);
     return manifest_text(j);
   }
 
   void note_write_failure(const std::string& what, std::size_t inputs = 1) {
     write_failures_ += inputs;
     if (first_write_error_.empty()) first_write_error_ = what;
+    // A full disk fails every later write too: no more decoding and computing for nothing.
+    if (what.find(std::strerror(ENOSPC)) != std::string::npos || what.find(std::strerror(EDQUOT)) != std::string::npos)
+      request_stop("the disk is full (" + what + ")");
+  }
+
+  void request_stop(const std::string& why) {
+    if (!abort_reason_.empty()) return;
+    abort_reason_ = why;
+    if (opt_.stop) opt_.stop->store(true);
+  }
+
+  /// An implausible vector is its input's error; most of 8 or more: a broken model, the run stops.
+  bool plausible(std::size_t index, const float* f, int dim) {
+    ++checked_;
+    const std::string bad = implausible_features(f, dim);
+    if (bad.empty()) return true;
+    ++implausible_;
+    record_error(index, src_.name(index) + ": implausible feature vector (" + bad +
+                            "): the model or its weights are likely broken; not stored");
+    if (checked_ >= 8 && implausible_ * 2 > checked_)
+      request_stop(std::to_string(implausible_) + " of " + std::to_string(checked_) +
+                   " feature vectors implausible: the model or its weights file is broken (check it with "
+                   "`vecbench model info --model FILE`, or export it again)");
+    return false;
   }
 
   void record_error(std::size_t index, const std::string& message) {
@@ -224,7 +228,8 @@ class OutputWriter : public ResultSink {
     if (!opt_.quiet)
       std::cerr << ("vecbench: error: " + message + "\n") << std::flush;  // one write: ranks share stderr
     if (opt_.format == OutputFormat::none) return;
-    nlohmann::json j = {{"input", src_.name(index)}, {"status", "error"}, {"error", message}};
+    nlohmann::json j = {{"status", "error"}, {"error", message}};
+    set_manifest_input(j, src_.name(index));
     if (!fp_id_.empty()) j["fp"] = fp_id_;
     manifest_->append(manifest_text(j));
   }
@@ -245,7 +250,9 @@ class OutputWriter : public ResultSink {
       return;
     }
     std::string lines;
-    for (std::size_t r = 0; r < row_index_.size(); ++r) lines += ok_line(row_index_[r], {{"shard", name}, {"row", r}});
+    for (std::size_t r = 0; r < row_index_.size(); ++r)
+      lines +=
+          ok_line(row_index_[r], {{"shard", name}, {"row", r}, {"xxh3", vector_xxh3(rows_.data() + r * dim_, dim_)}});
     manifest_->append(lines);  // one write for the shard's lines, after the shard is in place
     rows_.clear();
     row_index_.clear();
@@ -265,19 +272,21 @@ class OutputWriter : public ResultSink {
                   << " bytes) left by an interrupted run\n";
   }
 
-  /// Reads every manifest of OUT and lists OUT once: which inputs are done (an ok line of this
-  /// fingerprint whose data is complete: `recorded` gets its output name), which output names
-  /// belong to which input (`taken`), how many shard files no line points at, and the number the
-  /// next shard gets: above every shard of this writer that a file or any line names, so that no
-  /// line of an earlier run ever points at rows of a later one.
+  /// Reads every manifest of OUT and lists OUT once: which inputs are done (their newest ok line
+  /// of this fingerprint points at complete data made from the file as it is now: `recorded`
+  /// gets its output name), which output names belong to which input (`taken`), how many shard
+  /// files no line points at, and the number the next shard gets: above every shard of this
+  /// writer that a file or any line names, so that no line of an earlier run ever points at rows
+  /// of a later one.
   void scan_existing(std::map<std::string, std::string>& recorded, std::map<std::string, std::string>& taken) {
     std::map<std::string, std::size_t> by_name;
     for (std::size_t i = 0; i < src_.size(); ++i) by_name.emplace(src_.name(i), i);
     LineDataCheck complete(opt_.out_dir, opt_.feature_dim);
     std::set<std::string> referenced;
+    std::vector<char> changed(src_.size(), 0);
     for (const auto& file : manifest_files(opt_.out_dir)) {
       for_each_manifest_line(file, [&](const nlohmann::json& j) {
-        const std::string input = j.value("input", "");
+        const std::string input = manifest_input(j);
         if (j.contains("shard") && j["shard"].is_string()) {
           referenced.insert(j["shard"].get<std::string>());
           bump_shard_number(j["shard"].get<std::string>());
@@ -286,11 +295,19 @@ class OutputWriter : public ResultSink {
         if (!opt_.resume || j.value("status", "") != "ok") return;
         if (!fp_id_.empty() && j.value("fp", "") != fp_id_) return;
         const auto it = by_name.find(input);
-        if (it == by_name.end() || done_[it->second] || !complete(j)) return;
-        done_[it->second] = true;
-        if (j.contains("output") && j["output"].is_string()) recorded[input] = j["output"].get<std::string>();
+        if (it == by_name.end()) return;
+        const std::size_t i = it->second;
+        // The newest ok line decides: a line appended after an input was redone supersedes the old.
+        const bool same = identity_unchanged(j, ids_[i]);
+        changed[i] = !same;
+        done_[i] = same && complete(j);
+        if (done_[i] && j.contains("output") && j["output"].is_string())
+          recorded[input] = j["output"].get<std::string>();
+        else
+          recorded.erase(input);
       });
     }
+    changed_ = static_cast<std::size_t>(std::count(changed.begin(), changed.end(), 1));
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(opt_.out_dir, ec)) {
       const std::string n = e.path().filename().string();
@@ -324,13 +341,15 @@ class OutputWriter : public ResultSink {
       const std::string name = src_.name(i);
       // The same name twice in one source (not from a file list, which is deduplicated): its own key.
       const std::string key = seen_inputs.insert(name).second ? name : name + "#" + std::to_string(i);
-      const std::string plain = safe_relative_name(name, src_.root()).string() + ext;
+      // A name that is not valid UTF-8 (Linux allows any bytes) gets an ASCII-safe one with a hash.
+      const std::string rel = safe_relative_name(name, src_.root()).string(), clean = utf8_safe(rel);
+      const std::string plain = clean + ext;
       auto taken_by_other = [&](const std::string& n) {
         const auto owner = taken.find(n);
         return owner != taken.end() && owner->second != key;
       };
       std::string n = plain;
-      if (taken_by_other(n) || fs::path(n).filename().string().size() > kMaxOutputNameBytes) {
+      if (taken_by_other(n) || clean != rel || fs::path(n).filename().string().size() > kMaxOutputNameBytes) {
         n = hashed_output_name(plain, ext, key);
         if (taken_by_other(n)) n = hashed_output_name(plain, ext, key, 64);
       }
@@ -361,12 +380,17 @@ class OutputWriter : public ResultSink {
   std::vector<std::string> names_;
   std::vector<bool> done_;
   std::unique_ptr<ManifestAppender> manifest_;
-  std::mutex m_;
+  mutable std::mutex m_;
   std::size_t failed_ = 0;
   std::size_t write_failures_ = 0;
   std::string first_write_error_;
   std::size_t warned_ = 0;
   std::size_t orphans_ = 0;
+  std::size_t changed_ = 0;
+  std::size_t checked_ = 0;
+  std::size_t implausible_ = 0;
+  std::string abort_reason_;
+  std::vector<std::optional<InputIdentity>> ids_;  ///< per input: its file's identity before the run read it
   std::size_t next_shard_ = 0;
   int dim_ = 0;
   std::vector<float> rows_;
