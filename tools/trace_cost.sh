@@ -19,8 +19,38 @@ for i in $(seq 1 "$ROUNDS"); do
 done
 mkdir -p "$OUT"
 /usr/bin/python3 - "$tmp" "$OUT" "$ROUNDS" <<'PY'
-import glob, json, os, statistics, sys
+import glob, json, math, os, statistics, sys
 tmp, out, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def median_ci(v, level=0.95):
+    """stats::median_ci: the order statistics [x(j), x(n+1-j)] with the largest j reaching `level`."""
+    v, n = sorted(v), len(v)
+    cdf = [sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n for k in range(n + 1)]
+    j = 1
+    while j + 1 <= n // 2 and 1 - 2 * cdf[j] >= level:
+        j += 1
+    med = statistics.median(v)
+    return {"low": v[j - 1], "high": v[n - j], "level": 1 - 2 * cdf[j - 1],
+            "rel_half": (v[n - j] - v[j - 1]) / 2 / abs(med) if med else 0.0}
+
+
+def validity(run):
+    """The verdict of experiment/validity.hpp over the joined samples (same thresholds)."""
+    ips = dict(run["summary"]["images_per_s"])
+    ips["rel_spread"] = 2 * run["summary"]["images_per_s_median_ci"]["rel_half"]
+    foreign = max((s.get("foreign_cpu_share", -1) for s in run["samples"]), default=-1)
+    steal = max((s.get("steal_share", -1) for s in run["samples"]), default=-1)
+    causes, over = [], []
+    if len(run["samples"]) > 1 and not ips["rel_spread"] <= 0.10:
+        causes.append("spread"); over.append(f"repetitions spread {100 * ips['rel_spread']:.1f} % > 10.0 %")
+    if foreign > 0.10:
+        causes.append("foreign_cpu"); over.append(f"other processes took {100 * foreign:.1f} % of the CPU > 10.0 %")
+    if steal > 0.05:
+        causes.append("steal"); over.append(f"steal {100 * steal:.1f} % > 5.0 %")
+    figures = f"spread {100 * ips['rel_spread']:.1f} %, other processes up to {100 * foreign:.1f} % of the CPU"
+    return {"verdict": "noisy" if causes else "valid", "reason": "; ".join(over) if causes else figures,
+            "causes": causes}
+
+
 def summary(v):
     med = statistics.median(v)
     return {"median": med, "min": min(v), "max": max(v), "count": len(v),
@@ -41,6 +71,9 @@ for mode in ("off", "on"):
         run["summary"]["images_per_s"] = summary([s["images_per_s"] for s in samples])
         run["summary"]["wall_s"] = summary([s["wall_s"] for s in samples])
         run["summary"].pop("latency_ms", None)
+        run["summary"]["images_per_s_median_ci"] = median_ci([s["images_per_s"] for s in samples])
+        if "validity" in run:
+            run["validity"] = validity(run)
     with open(os.path.join(out, f"{mode}.json"), "w") as f:
         json.dump(joined, f, indent=2)
         f.write("\n")

@@ -160,6 +160,10 @@ void add_vectorize_io_options(CLI::App* vec, VectorizeArgs& va) {
 /// vectorize: how the run goes (resume, store, progress, engine and model settings).
 void add_vectorize_run_options(CLI::App* vec, VectorizeArgs& va) {
   vec->add_flag("--no-resume", va.no_resume, "Redo inputs whose output already exists");
+  vec->add_flag("--hash-inputs", va.hash_inputs,
+                "Record each input file's XXH3-64 with its size, mtime, inode and device, and let the content "
+                "decide on reruns (a file touched but unchanged is not redone; one rewritten with its old size "
+                "and mtime is); every rerun reads every input once more");
   vec->add_flag("--replace-fingerprint", va.replace_fingerprint,
                 "OUT holds vectors made under another fingerprint (model, preprocessing, precision): move them aside "
                 "into OUT/superseded-*/ and redo every input under this run's");

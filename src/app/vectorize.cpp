@@ -193,6 +193,7 @@ WriterOptions writer_options(const VectorizeArgs& a, const nlohmann::json& meta,
   w.fingerprint = vectorize_fingerprint(a, meta, in, source);
   w.replace_fingerprint = a.replace_fingerprint;
   w.feature_dim = meta.value("feature_dim", 2048);
+  w.hash_inputs = a.hash_inputs;
   w.check_features = true;  // no NaN, Inf, negative or huge vector is ever stored as ok
   w.stop = &stop_flag();    // a full disk or a broken model ends the run early (abort_reason)
   if (dist.active()) {      // per-rank files; only rank 0 cleans up and scans what is done (MPI)

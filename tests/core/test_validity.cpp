@@ -112,3 +112,21 @@ TEST(Validity, QuietRepetitionsAreValidAndEachCauseMakesARunNoisy) {
   strict.max_rel_spread = 0.01;
   EXPECT_EQ(judge_validity(run_with({10.0, 10.2, 9.9}), strict)->verdict, "noisy");
 }
+
+// The spread judged is the width of the median's confidence interval: the whole range up to 8
+// repetitions (as before), the 95 % interval from 9 on, so that many repetitions with one
+// disturbed outlier each way are valid while a wide middle is still noisy.
+TEST(Validity, FromNineRepetitionsTheSpreadIsTheMedianIntervalNotTheRange) {
+  const std::vector<double> tight = {10.0, 10.1, 9.9, 10.05, 9.95, 10.02, 9.98, 10.0};
+  auto with = [&](std::vector<double> v, std::initializer_list<double> extra) {
+    v.insert(v.end(), extra);
+    return judge_validity(run_with(v));
+  };
+  EXPECT_EQ(with(tight, {13.0})->verdict, "valid") << "9 reps: one outlier is outside the 96 % interval";
+  EXPECT_EQ(with({10.0, 10.1, 9.9, 10.05, 9.95, 10.02, 10.0}, {13.0})->verdict, "noisy")
+      << "8 reps: the interval is the whole range, outlier included";
+  EXPECT_EQ(with(tight, {7.0, 13.0, 7.5})->verdict, "noisy") << with(tight, {7.0, 13.0, 7.5})->reason;
+  RunResult old = run_with({10.0, 10.1, 9.9, 10.05, 9.95, 10.02, 9.98, 10.0, 13.0});
+  old.summary.images_per_s_median_ci.reset();  // a file written before the interval: the range
+  EXPECT_EQ(judge_validity(old)->verdict, "noisy");
+}

@@ -488,3 +488,40 @@ TEST(StoreCli, VerifyFindsRottenMissingAndCutVectorsAndRepairMakesTheNextRunRedo
   EXPECT_NE(gone.out.find("BAD synthetic:2: synthetic:2.npy: truncated"), std::string::npos) << gone.out;
   fs::remove_all(d);
 }
+
+TEST(StoreCli, HashInputsLetsTheContentDecideWhatChanged) {
+  // `--hash-inputs`: a file rewritten in place with its old size and mtime (same inode) has the
+  // same stat identity, so only its content can tell; a file touched but unchanged is not redone.
+  const fs::path d = tmpdir("cli_hash_inputs");
+  fs::create_directories(d / "img");
+  const fs::path img = d / "img" / "a.ppm";
+  {
+    std::ofstream f(img, std::ios::binary);
+    f << "P6\n64 64\n255\n";
+    for (int i = 0; i < 64 * 64 * 3; ++i) f.put(static_cast<char>(i * 7 % 251));
+  }
+  const std::string flags = "--engine none --format npy --progress 0 --hash-inputs";
+  ASSERT_EQ(sh(vectorize(d / "out", img.string(), flags)).rc, 0);
+  const auto line = lines_of(d / "out" / "manifest.jsonl").at(0);
+  ASSERT_EQ(line["src"]["xxh3"].get<std::string>().size(), 16u) << line.dump();
+  // Touched, content unchanged: the content decides, nothing to redo.
+  fs::last_write_time(img, fs::last_write_time(img) + std::chrono::hours(1));
+  const auto touched = sh(vectorize(d / "out", img.string(), flags));
+  EXPECT_NE(touched.out.find("0 to do, 1 already done"), std::string::npos) << touched.out;
+  // Rewritten in place (same inode and size), its mtime put back: only the hash sees it.
+  const auto mtime = fs::last_write_time(img);
+  {
+    std::fstream f(img, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    f.write("\x01\x02\x03", 3);
+  }
+  fs::last_write_time(img, mtime);
+  const auto plain = sh(vectorize(d / "out", img.string(), "--engine none --format npy --progress 0"));
+  EXPECT_NE(plain.out.find("0 to do, 1 already done"), std::string::npos)
+      << "without --hash-inputs the stat identity cannot see it\n"
+      << plain.out;
+  const auto hashed = sh(vectorize(d / "out", img.string(), flags));
+  EXPECT_NE(hashed.out.find("1 to do, 0 already done"), std::string::npos) << hashed.out;
+  EXPECT_NE(hashed.out.find("1 changed since their vectors were made"), std::string::npos) << hashed.out;
+  fs::remove_all(d);
+}

@@ -81,6 +81,7 @@ struct VectorizeArgs {
   bool cuda_graphs = false;
   bool no_winograd = false;
   bool lenient_decode = false;
+  bool hash_inputs = false;  // an input file's XXH3-64 joins its identity (reruns read every input)
   bool replace_fingerprint = false;
   bool force = false;
   bool quiet = false;

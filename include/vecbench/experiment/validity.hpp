@@ -17,7 +17,10 @@ namespace vecbench {
 /// cannot resolve the 10-15 % changes that `compare` calls FASTER or SLOWER, and another process
 /// on 10 % of a 2-core machine's capacity is a fifth of a core taken from the run.
 struct ValidityLimits {
-  double max_rel_spread = 0.10;   ///< (max - min) / median of images_per_s over the repetitions
+  /// The width of the median's confidence interval over the median, of images_per_s
+  /// (stats::median_ci: the whole range, (max - min) / median, up to 8 repetitions; from 9 on
+  /// the 95 % interval, which an outlying repetition or two do not widen).
+  double max_rel_spread = 0.10;
   double max_foreign_cpu = 0.10;  ///< largest Sample::foreign_cpu_share
   double max_steal = 0.05;        ///< largest Sample::steal_share
 };
@@ -30,7 +33,8 @@ inline std::optional<Validity> judge_validity(const RunResult& run, const Validi
     if (s.foreign_cpu_share) foreign = std::max(foreign, *s.foreign_cpu_share);
     if (s.steal_share) steal = std::max(steal, *s.steal_share);
   }
-  const double spread = run.samples.size() > 1 ? run.summary.images_per_s.rel_spread : 0.0;
+  const auto& ci = run.summary.images_per_s_median_ci;
+  const double spread = run.samples.size() < 2 ? 0.0 : ci ? 2.0 * ci->rel_half : run.summary.images_per_s.rel_spread;
   auto pct = [](double x) {
     char b[32];
     std::snprintf(b, sizeof b, "%.1f %%", 100.0 * x);

@@ -45,10 +45,14 @@ inline nlohmann::json identity_json(const InputIdentity& id) {
 /// Whether the input a manifest line was made from is still the same: true when the line records
 /// no identity (a store written before it was recorded is read as it is, or an input that is not
 /// a file); false when the line's identity differs from `now`, is malformed, or the file is gone.
-inline bool identity_unchanged(const nlohmann::json& line, const std::optional<InputIdentity>& now) {
+/// With `now_xxh3` (`--hash-inputs`) and a line that recorded one, the content decides: a file
+/// touched but unchanged is not redone, one rewritten with its old size and mtime is.
+inline bool identity_unchanged(const nlohmann::json& line, const std::optional<InputIdentity>& now,
+                               const std::string& now_xxh3 = "") {
   const auto it = line.find("src");
   if (it == line.end()) return true;
   if (!now || !it->is_object()) return false;
+  if (!now_xxh3.empty() && it->contains("xxh3")) return (*it)["xxh3"] == now_xxh3;
   try {
     InputIdentity was;
     was.size = it->at("size").get<std::int64_t>();

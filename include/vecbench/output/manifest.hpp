@@ -72,6 +72,15 @@ inline bool is_shard_name(const std::string& name) {
   return parse_numbered(name, "shard-r", "-", &rest) >= 0 && parse_numbered(rest, "", ".npy") >= 0;
 }
 
+/// The number of a shard file of writer `rank` ("shard-NNNNN.npy" for the only writer, -1;
+/// "shard-rRRRR-NNNNN.npy" for rank R), or -1 for any other name.
+inline long shard_number_of(const std::string& name, int rank) {
+  if (rank < 0) return parse_numbered(name, "shard-", ".npy");
+  std::string rest;
+  if (parse_numbered(name, "shard-r", "-", &rest) != rank) return -1;
+  return parse_numbered(rest, "", ".npy");
+}
+
 /// One manifest line. File names that are not valid UTF-8 (Linux allows any bytes) get U+FFFD
 /// for the bad bytes in "input" (readable), and their exact bytes in "input_hex".
 inline std::string manifest_text(const nlohmann::json& j) {

@@ -59,6 +59,7 @@ struct WriterOptions {
   int feature_dim = 0;             ///< floats per vector, for checking existing outputs (0: any, as their headers say)
   std::ostream* log = &std::cerr;  ///< notes on what was found and repaired in OUT
   bool check_features = false;     ///< an implausible vector (feature_check.hpp) is its input's error
+  bool hash_inputs = false;        ///< `--hash-inputs`: each input file's XXH3-64 joins its identity
 
   /// Set when the run should take no more work (abort_reason() says why): the disk is full, or
   /// most vectors are implausible (a broken model). Null: the writer never stops the run.
@@ -92,6 +93,10 @@ class OutputWriter : public ResultSink {
     ids_.resize(src_.size());
     if (src_.kind() == "files")
       for (std::size_t i = 0; i < src_.size(); ++i) ids_[i] = stat_identity(src_.name(i));
+    if (opt_.hash_inputs && src_.kind() == "files") {
+      hashes_.resize(src_.size());
+      for (std::size_t i = 0; i < src_.size(); ++i) hashes_[i] = file_xxh3(src_.name(i));
+    }
     std::map<std::string, std::string> recorded;  // input -> output name of its complete ok line
     std::map<std::string, std::string> taken;     // output name -> input it belongs to
     scan_existing(recorded, taken);
@@ -191,6 +196,7 @@ class OutputWriter : public ResultSink {
     }
     if (!fp_id_.empty()) j["fp"] = fp_id_;
     if (ids_[index]) j["src"] = identity_json(*ids_[index]);
+    if (ids_[index] && !hashes_.empty() && !hashes_[index].empty()) j["src"]["xxh3"] = hashes_[index];
     return manifest_text(j);
   }
 
@@ -298,7 +304,7 @@ class OutputWriter : public ResultSink {
         if (it == by_name.end()) return;
         const std::size_t i = it->second;
         // The newest ok line decides: a line appended after an input was redone supersedes the old.
-        const bool same = identity_unchanged(j, ids_[i]);
+        const bool same = identity_unchanged(j, ids_[i], hashes_.empty() ? std::string() : hashes_[i]);
         changed[i] = !same;
         done_[i] = same && complete(j);
         if (done_[i] && j.contains("output") && j["output"].is_string())
@@ -358,18 +364,9 @@ class OutputWriter : public ResultSink {
     }
   }
 
-  /// The number of a shard file this writer names ("shard-NNNNN.npy", or
-  /// "shard-rRRRR-NNNNN.npy" for rank R), or -1 for any other name.
-  long own_shard_number(const std::string& name) const {
-    if (opt_.rank < 0) return parse_numbered(name, "shard-", ".npy");
-    std::string rest;
-    if (parse_numbered(name, "shard-r", "-", &rest) != opt_.rank) return -1;
-    return parse_numbered(rest, "", ".npy");
-  }
-
   /// Raises the next shard number above `name` when it is one of this writer's shards.
   void bump_shard_number(const std::string& name) {
-    const long num = own_shard_number(name);
+    const long num = shard_number_of(name, opt_.rank);
     if (num >= 0 && static_cast<std::size_t>(num) + 1 > next_shard_) next_shard_ = static_cast<std::size_t>(num) + 1;
   }
 
@@ -390,7 +387,9 @@ class OutputWriter : public ResultSink {
   std::size_t checked_ = 0;
   std::size_t implausible_ = 0;
   std::string abort_reason_;
-  std::vector<std::optional<InputIdentity>> ids_;  ///< per input: its file's identity before the run read it
+  std::vector<std::optional<InputIdentity>> ids_;
+  std::vector<std::string> hashes_;  ///< --hash-inputs: per input file, its XXH3-64  ///< per input: its file's
+                                     ///< identity before the run read it
   std::size_t next_shard_ = 0;
   int dim_ = 0;
   std::vector<float> rows_;
