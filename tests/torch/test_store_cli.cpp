@@ -504,12 +504,12 @@ TEST(StoreCli, HashInputsLetsTheContentDecideWhatChanged) {
   ASSERT_EQ(sh(vectorize(d / "out", img.string(), flags)).rc, 0);
   const auto line = lines_of(d / "out" / "manifest.jsonl").at(0);
   ASSERT_EQ(line["src"]["xxh3"].get<std::string>().size(), 16u) << line.dump();
-  // Touched, content unchanged: the content decides, nothing to redo.
-  fs::last_write_time(img, fs::last_write_time(img) + std::chrono::hours(1));
+  // Touched, content unchanged: the content decides, nothing to redo (the line keeps its mtime).
+  const auto mtime = fs::last_write_time(img);
+  fs::last_write_time(img, mtime + std::chrono::hours(1));
   const auto touched = sh(vectorize(d / "out", img.string(), flags));
   EXPECT_NE(touched.out.find("0 to do, 1 already done"), std::string::npos) << touched.out;
-  // Rewritten in place (same inode and size), its mtime put back: only the hash sees it.
-  const auto mtime = fs::last_write_time(img);
+  // Rewritten in place (same inode and size), the recorded mtime put back: only the hash sees it.
   {
     std::fstream f(img, std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(100);
