@@ -29,10 +29,11 @@ ALLOWED = {
     "strategies": {"core", "input", "engine", "pipeline"},
     "output": {"core", "input"},
     "results": {"core"},
+    "fid": {"core", "input", "output"},
     "dist": {"core", "input", "engine", "pipeline", "strategies", "output", "results"},
     "experiment": {"core", "input", "engine", "pipeline", "strategies", "output", "results", "dist"},
-    "app": {"core", "input", "engine", "pipeline", "strategies", "output", "results", "dist", "experiment"},
-    "testing": {"core", "input", "engine", "pipeline", "strategies", "output", "results", "dist", "experiment"},
+    "app": {"core", "input", "engine", "pipeline", "strategies", "output", "results", "dist", "experiment", "fid"},
+    "testing": {"core", "input", "engine", "pipeline", "strategies", "output", "results", "dist", "experiment", "fid"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"vecbench/([a-z_]+)/[^"]+"', re.M)
 

@@ -8,11 +8,13 @@ PACKAGES=(
   libdnnl-dev                   # oneDNN headers: the --engine onednn backend (same libdnnl LibTorch uses)
   libxxhash-dev                 # xxHash: the oneDNN engine's weights cache checksum
   libopenblas0-pthread          # without it libtorch resolves BLAS to the slow reference libblas
+  libopenblas-dev liblapacke-dev  # FID/KID: CBLAS and LAPACKE (vecbench stats, vecbench fid)
   libopencv-dev python3-opencv opencv-doc   # decoding; opencv-doc ships the real sample photos
   libjpeg62-turbo-dev libpng-dev            # direct JPEG/PNG decoding (src/input/codec.cpp), the libraries OpenCV links
   libjpeg-turbo-progs           # djpeg: the reference for --decode tf's fast-IDCT pixels in the decode tests
   nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   python3-numpy python3-pil python3-matplotlib python3-jsonschema
+  python3-scipy                 # the FID reference of tests/py/fid_check.py (SciPy 1.10: a correct sqrtm)
   python3-venv                  # the PyPI peers and the TF fidelity test (tools/peers_setup.sh)
   libopenmpi-dev openmpi-bin    # MPI: mpirun -np R vecbench ... (optional: without it, --shard-index)
   clang-format

@@ -63,7 +63,8 @@ void add_dist_options(CLI::App* c, DistArgs& d) {
 /// Every subcommand and the arguments it parsed into.
 struct Cli {
   CLI::App *vec = nullptr, *pre = nullptr, *devs = nullptr, *info = nullptr, *run = nullptr, *tune = nullptr,
-           *cmp = nullptr, *mrg = nullptr, *rep = nullptr, *trace_sum = nullptr, *ver = nullptr;
+           *cmp = nullptr, *mrg = nullptr, *rep = nullptr, *trace_sum = nullptr, *ver = nullptr, *sts = nullptr,
+           *fid = nullptr;
   VectorizeArgs va;
   DistArgs dist_args;
   std::string pd_images, pd_out, pd_resize = "tf-legacy";
@@ -82,6 +83,8 @@ struct Cli {
   CompareOptions cmp_opt;
   std::vector<std::string> merge_dirs, merge_results;
   std::string merge_out;
+  std::string stats_in, stats_out, stats_store;
+  FidArgs fid_args;
   std::string verify_dir;
   bool verify_repair = false;
   double verify_progress = 10;
@@ -278,6 +281,55 @@ void add_tool_commands(CLI::App& app, Cli& c) {
                    "~/.cache/vecbench/profiles/; $VECBENCH_PROFILE_DIR overrides)");
 }
 
+/// verify, stats, fid: reading a store's vectors back.
+void add_store_commands(CLI::App& app, Cli& c) {
+  c.ver = app.add_subcommand("verify",
+                             "Re-read every stored vector of an output folder against its manifest line and checksum; "
+                             "print each missing, truncated or corrupted one (BAD input: file: why). Exit 0 all good, "
+                             "2 some bad, 1 error, 3 the folder is in use");
+  c.ver->add_option("out", c.verify_dir, "Output directory of vectorize")->required();
+  c.ver->add_flag("--repair", c.verify_repair,
+                  "Move the files holding bad vectors into OUT/corrupt-<UTC>/ so that the next vectorize redoes "
+                  "their inputs (a shard's other rows too)");
+  c.ver->add_option("--progress", c.verify_progress, "Seconds between progress lines on stderr (0: none)")
+      ->capture_default_str();
+
+  c.sts = app.add_subcommand("stats",
+                             "FID statistics of stored features: mu and sigma in float64 (pytorch-fid's and TTUR's "
+                             ".npz keys, plus n, the fingerprint and the vecbench version), one streaming pass");
+  c.sts
+      ->add_option("in", c.stats_in,
+                   "An output folder of vectorize, a float32 .npy feature matrix [N, dim], or images (a folder, "
+                   "list or file: vectorized first, default route, into a resumable store)")
+      ->required();
+  c.sts->add_option("--store", c.stats_store,
+                    "Where image inputs are vectorized (one store per input below it; default "
+                    "$XDG_CACHE_HOME/vecbench/stores or ~/.cache/vecbench/stores)");
+  c.sts->add_option("--out", c.stats_out, "The .npz file to write")->required();
+  c.fid = app.add_subcommand("fid",
+                             "FID between two sides (output folders, .npy feature matrices, .npz stats files of "
+                             "vecbench, pytorch-fid, TTUR or clean-fid, or images: vectorized first); FID is the "
+                             "last line");
+  c.fid->add_option("a", c.fid_args.a, "First side")->required();
+  c.fid->add_option("b", c.fid_args.b, "Second side")->required();
+  c.fid->add_option("--json", c.fid_args.json_out, "Also write fid, n_a, n_b, the fingerprints and warnings here");
+  c.fid->add_flag("--kid", c.fid_args.kid, "Also KID as clean-fid computes it (needs features, not stats files)");
+  c.fid->add_option("--kid-subsets", c.fid_args.kid_subsets, "KID: random subsets")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  c.fid
+      ->add_option("--kid-subset-size", c.fid_args.kid_subset_size,
+                   "KID: vectors per subset and side (capped at the smaller side)")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 100000000));
+  c.fid->add_option("--seed", c.fid_args.seed, "KID: the subsets' random seed")->capture_default_str();
+  c.fid->add_option("--store", c.fid_args.store_root,
+                    "Where image inputs are vectorized (one store per input below it; default "
+                    "$XDG_CACHE_HOME/vecbench/stores or ~/.cache/vecbench/stores)");
+  c.fid->add_flag("--allow-mismatch", c.fid_args.allow_mismatch,
+                  "Compare sides whose fingerprints differ (another model, resize or decode): refused by default");
+}
+
 /// compare, merge, report.
 void add_result_commands(CLI::App& app, Cli& c, const std::string& exit_status) {
   c.cmp =
@@ -313,17 +365,6 @@ void add_result_commands(CLI::App& app, Cli& c, const std::string& exit_status) 
                     "Output directories of vectorize (each merged in place; with --out, all into --out)");
   c.mrg->add_option("--results", c.merge_results, "Result files of `run --shard-index` to combine into --out FILE");
   c.mrg->add_option("--out", c.merge_out, "Output directory, or with --results the merged result file");
-
-  c.ver = app.add_subcommand("verify",
-                             "Re-read every stored vector of an output folder against its manifest line and checksum; "
-                             "print each missing, truncated or corrupted one (BAD input: file: why). Exit 0 all good, "
-                             "2 some bad, 1 error, 3 the folder is in use");
-  c.ver->add_option("out", c.verify_dir, "Output directory of vectorize")->required();
-  c.ver->add_flag("--repair", c.verify_repair,
-                  "Move the files holding bad vectors into OUT/corrupt-<UTC>/ so that the next vectorize redoes "
-                  "their inputs (a shard's other rows too)");
-  c.ver->add_option("--progress", c.verify_progress, "Seconds between progress lines on stderr (0: none)")
-      ->capture_default_str();
 
   c.rep = app.add_subcommand("report", "Markdown report with scaling tables and PNG plots from result files");
   c.rep->add_option("results", c.rep_inputs, "Result JSON files")->required();
@@ -366,6 +407,8 @@ int run_report(const Cli& c) {
 int dispatch(CLI::App& app, Cli& c, int argc, char** argv) {
   if (*c.vec || *c.run) open_distribution(c.dist_args, &argc, &argv);
   if (*c.vec) return close_distribution(cmd_vectorize(c.va));
+  if (*c.sts) return cmd_stats(c.stats_in, c.stats_out, c.stats_store);
+  if (*c.fid) return cmd_fid(c.fid_args);
   if (*c.ver) return cmd_verify(c.verify_dir, c.verify_repair, c.verify_progress);
   if (*c.mrg) return merge_command(c.merge_dirs, c.merge_results, c.merge_out, std::cout, std::cerr);
   if (*c.pre) return cmd_predecode(c.pd_images, c.pd_out, c.pd_resize, c.pd_size);
@@ -404,6 +447,7 @@ int main(int argc, char** argv) {
   add_vectorize(app, c, exit_status);
   add_tool_commands(app, c);
   add_result_commands(app, c, exit_status);
+  add_store_commands(app, c);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -96,6 +96,22 @@ struct VectorizeArgs {
 
 /// `vecbench vectorize`: returns the exit status.
 int cmd_vectorize(const VectorizeArgs& a);
+/// `vecbench stats IN --out FILE.npz`: mu and sigma (float64) of an output folder or .npy matrix;
+/// an image folder, list or image is vectorized first into a store below `store_root`.
+int cmd_stats(const std::string& in, const std::string& out, const std::string& store_root = "");
+/// `vecbench fid A B`'s settings.
+struct FidArgs {
+  std::string a, b;                    ///< output folders, .npy matrices, .npz stats, or images (vectorized first)
+  std::string json_out;                ///< --json FILE
+  bool kid = false;                    ///< --kid: also KID (needs features, not stats files)
+  int kid_subsets = 100;               ///< --kid-subsets
+  std::size_t kid_subset_size = 1000;  ///< --kid-subset-size
+  std::uint64_t seed = 0;              ///< --seed: the KID subsets
+  bool allow_mismatch = false;         ///< --allow-mismatch: compare sides of different fingerprints
+  std::string store_root;              ///< --store: where image inputs are vectorized ("": the cache folder)
+};
+/// `vecbench fid A B`: prints FID as the last line (and KID with --kid).
+int cmd_fid(const FidArgs& args);
 /// `vecbench verify OUT [--repair]`: every stored vector against its manifest line and checksum;
 /// 0 all good, 2 some missing, truncated or corrupted (printed), `repair` moves their files aside.
 int cmd_verify(const std::string& out, bool repair, double progress_s);

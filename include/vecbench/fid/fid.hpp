@@ -1,0 +1,77 @@
+// FID and KID from stored features (issue #28): streaming float64 statistics (mu, sigma) of an
+// output folder or a feature matrix, their .npz files in pytorch-fid's / TTUR's keys, the Frechet
+// distance by symmetric eigendecompositions (LAPACK), and clean-fid's kernel distance.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace vecbench {
+
+/// Mean and covariance of N feature vectors, float64 (sigma row-major dim x dim, divided by N-1).
+struct FeatureStats {
+  std::int64_t n = 0;
+  int dim = 0;
+  std::vector<double> mu, sigma;
+  std::string fingerprint_id;            ///< "" when the source had none (a foreign stats file)
+  nlohmann::json fingerprint = nullptr;  ///< the fingerprint's fields, when known
+  std::string origin;                    ///< the file or folder, for messages
+};
+
+/// Feature vectors in memory (KID needs them, not only their statistics).
+struct FeatureSet {
+  std::size_t n = 0;
+  int dim = 0;
+  std::vector<float> x;  ///< n x dim, row-major
+  std::string fingerprint_id;
+  nlohmann::json fingerprint = nullptr;
+  std::string origin;
+};
+
+/// Calls `row` with every feature vector of `path`: an output folder of vectorize (the newest ok
+/// line of each input of the folder's fingerprint) or a float32 .npy matrix [N, dim]. Sets
+/// `fp_id`, `fields` from the folder's vecbench.json. Throws naming the file and the cause.
+void for_each_feature(const std::filesystem::path& path, const std::function<void(const float*, int)>& row,
+                      std::string& fp_id, nlohmann::json& fields);
+
+/// Streams `path`'s features into their statistics (memory independent of N).
+FeatureStats compute_stats(const std::filesystem::path& path);
+/// All of `path`'s features (for KID).
+FeatureSet load_features(const std::filesystem::path& path);
+
+/// `mu`, `sigma` (float64; pytorch-fid's and TTUR's keys), `n`, `fingerprint_id`, `fingerprint`
+/// (its fields as JSON) and `vecbench_version` (extra members a reader may ignore).
+void save_stats(const std::filesystem::path& path, const FeatureStats& s);
+/// A stats .npz of vecbench, pytorch-fid, TTUR or clean-fid: needs `mu` (d,) and `sigma` (d, d),
+/// finite; the rest is optional.
+FeatureStats load_stats(const std::filesystem::path& path);
+/// A .npz stats file, else compute_stats of the folder or matrix.
+FeatureStats stats_of(const std::filesystem::path& path);
+
+struct FidResult {
+  double fid = 0.0;
+  double mean_term = 0.0;        ///< |mu1 - mu2|^2
+  double trace_sqrt = 0.0;       ///< tr sqrt(S1^1/2 S2 S1^1/2)
+  double clamped_s1 = 0.0;       ///< the most negative eigenvalue of S1 set to 0 (0: none)
+  double clamped_product = 0.0;  ///< the most negative eigenvalue of S1^1/2 S2 S1^1/2 set to 0
+};
+/// FID = |mu1-mu2|^2 + tr(S1) + tr(S2) - 2 tr sqrt(S1^1/2 S2 S1^1/2), float64; the square roots
+/// from symmetric eigendecompositions (LAPACKE_dsyevd), negative eigenvalues clamped to 0.
+FidResult frechet_distance(const FeatureStats& a, const FeatureStats& b);
+
+struct KidResult {
+  double mean = 0.0, std = 0.0;  ///< over the subsets (std: population, 0 for one subset)
+  int subsets = 0;
+  std::size_t subset_size = 0;
+};
+/// clean-fid's KID: unbiased MMD^2 with the kernel (x.y/d + 1)^3, averaged over `subsets` random
+/// subsets of `subset_size` vectors of each side (capped at the smaller side; drawn without
+/// replacement, seeded). One subset of both whole sets gives the full-set unbiased value.
+KidResult kernel_distance(const FeatureSet& a, const FeatureSet& b, int subsets, std::size_t subset_size,
+                          std::uint64_t seed);
+
+}  // namespace vecbench

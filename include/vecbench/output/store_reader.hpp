@@ -1,0 +1,80 @@
+// Reading an output folder as its readers should: the newest ok line of each input of the
+// folder's fingerprint (a rerun that redid an input supersedes its older lines), and the vectors
+// those lines point at, each file read once. Used by `vecbench verify` and `vecbench stats`.
+#pragma once
+#include <algorithm>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "vecbench/core/npy.hpp"
+#include "vecbench/output/manifest.hpp"
+#include "vecbench/output/vector_files.hpp"
+
+namespace vecbench {
+
+/// One stored vector: whose, where, and its checksum.
+struct StoreEntry {
+  std::string input;  ///< byte-exact (manifest_input)
+  std::string file;   ///< the output or shard, relative to the folder
+  long row = -1;      ///< shard row; -1 for a vector file
+  std::string xxh3;   ///< "" for lines written before checksums
+};
+
+/// The newest ok line of each input whose fingerprint is `fp_id` ("" = any), sorted by file and
+/// row so that each file is read once.
+inline std::vector<StoreEntry> newest_ok_entries(const fs::path& dir, const std::string& fp_id) {
+  std::map<std::string, StoreEntry> by_input;
+  for (const auto& m : manifest_files(dir))
+    for_each_manifest_line(m, [&](const nlohmann::json& j) {
+      if (j.value("status", "") != "ok" || (!fp_id.empty() && j.value("fp", "") != fp_id)) return;
+      StoreEntry e;
+      e.input = manifest_input(j);
+      e.xxh3 = j.value("xxh3", "");
+      if (j.contains("output") && j["output"].is_string()) {
+        e.file = j["output"].get<std::string>();
+      } else if (j.contains("shard") && j["shard"].is_string() && j.contains("row") && j["row"].is_number_integer()) {
+        e.file = j["shard"].get<std::string>();
+        e.row = j["row"].get<long>();
+      } else {
+        e.file = "(no output named)";
+      }
+      by_input[e.input] = e;
+    });
+  std::vector<StoreEntry> v;
+  for (auto& kv : by_input) v.push_back(std::move(kv.second));
+  std::sort(v.begin(), v.end(),
+            [](const StoreEntry& a, const StoreEntry& b) { return std::tie(a.file, a.row) < std::tie(b.file, b.row); });
+  return v;
+}
+
+/// The vectors of a file of a folder: one for a .vc or .npy vector file, rows for a shard; empty
+/// with `why` set when it is missing or not a complete float32 file of `dim` columns (any when 0).
+inline std::vector<float> read_store_file(const fs::path& p, int dim, std::string& why) {
+  std::error_code ec;
+  if (!fs::exists(p, ec)) {
+    why = "missing";
+    return {};
+  }
+  try {
+    if (p.extension() == ".vc") {
+      auto v = read_vc(p);
+      if (dim > 0 && v.size() != static_cast<std::size_t>(dim))
+        why = "truncated (" + std::to_string(v.size()) + " values)";
+      return why.empty() ? v : std::vector<float>{};
+    }
+    if (complete_f32_npy_shape(p, dim).empty()) {
+      why = "truncated or not a float32 array of " + std::to_string(dim) + " columns";
+      return {};
+    }
+    return npy::as_f32(npy::load(p));
+  } catch (const std::exception& e) {
+    why = std::string("unreadable: ") + e.what();
+    return {};
+  }
+}
+
+}  // namespace vecbench
