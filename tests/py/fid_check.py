@@ -5,7 +5,8 @@ Run by ctest (environment VECBENCH_EXE, VECBENCH_DEFAULT_MODEL) with Debian's Py
 scipy 1.10: not one of the 1.11.2-1.12 releases whose sqrtm was wrong).
 Checks: stats equal np.mean / np.cov; FID equals |mu1-mu2|^2 + tr S1 + tr S2 - 2 tr sqrtm(S1 S2)
 within 1e-6 relative, also from a deflated .npz as np.savez_compressed writes (pytorch-fid,
-clean-fid); fid A A is 0; full-set KID equals the unbiased MMD^2 of the cubic kernel; a store's
+clean-fid), and pytorch-fid's own calculate_frechet_distance on vecbench's .npz files (its venv
+from tools/peers_setup.sh tensorflow); fid A A is 0; full-set KID equals the unbiased MMD^2 of the cubic kernel; a store's
 stats are its vectors'; image folders are vectorized into a resumable store first; sides of
 different fingerprints are refused naming the field; bad stats files are refused naming the file
 and the cause.
@@ -87,6 +88,21 @@ class Fid(unittest.TestCase):
             self.assertAlmostEqual(got["fid"] / want, 1.0, delta=1e-6, msg=(a, b, got, want))
             self.assertTrue(r.stdout.strip().splitlines()[-1].startswith("FID "), r.stdout)
         self.assertIn("no fingerprint", vb("fid", self.path("x.npz"), compressed).stderr)
+
+    def test_pytorch_fid_agrees_on_vecbench_stats_files(self):
+        venvs = os.environ.get("VECBENCH_VENVS", os.path.expanduser("~/.cache/vecbench/venvs"))
+        py = os.path.join(venvs, "pytorch-fid", "bin", "python")
+        if not os.path.exists(py):
+            self.skipTest(f"no {py}: tools/peers_setup.sh tensorflow makes it (CI does)")
+        code = ("import sys, numpy as np\n"
+                "from pytorch_fid.fid_score import calculate_frechet_distance as f\n"
+                "a, b = np.load(sys.argv[1]), np.load(sys.argv[2])\n"
+                "print(repr(float(f(a['mu'], a['sigma'], b['mu'], b['sigma']))))\n")
+        theirs = float(subprocess.run([py, "-c", code, self.path("x.npz"), self.path("y.npz")], check=True,
+                                      capture_output=True, text=True).stdout.strip().splitlines()[-1])
+        vb("fid", self.path("x.npz"), self.path("y.npz"), "--json", self.path("pf.json"))
+        ours = load_json(self.path("pf.json"))["fid"]
+        self.assertAlmostEqual(ours / theirs, 1.0, delta=1e-6, msg=(ours, theirs))
 
     def test_fid_of_a_side_with_itself_is_zero(self):
         vb("fid", self.path("x.npz"), self.path("x.npy"), "--json", self.path("same.json"))
