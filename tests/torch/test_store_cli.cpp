@@ -382,6 +382,19 @@ TEST(StoreCli, AnImageRewrittenUnderTheSameNameIsRedoneAndItsNewLineSupersedesTh
     EXPECT_EQ(v, want.at(input)) << input;
     EXPECT_NE(v, old_features.at(input)) << input << ": still the old picture's vector";
   }
+  // A store written before identities (no "src"): an input modified after its data was written
+  // is the one sign left, and it is redone too.
+  std::string lines;
+  for (auto j : lines_of(out / "manifest.jsonl")) {
+    j.erase("src");
+    lines += j.dump() + "\n";
+  }
+  std::ofstream(out / "manifest.jsonl") << lines;
+  const fs::path first = samples / "000001.jpg";
+  fs::last_write_time(first, fs::file_time_type::clock::now() + std::chrono::hours(1));
+  const auto legacy = sh(vectorize(out, samples.string(), flags));
+  EXPECT_NE(legacy.out.find("1 to do, 3 already done"), std::string::npos) << legacy.out;
+  EXPECT_NE(legacy.out.find("; 1 changed since their vectors were made"), std::string::npos) << legacy.out;
   fs::remove_all(d);
 }
 

@@ -43,10 +43,10 @@ inline nlohmann::json identity_json(const InputIdentity& id) {
 }
 
 /// Whether the input a manifest line was made from is still the same: true when the line records
-/// no identity (a store written before it was recorded is read as it is, or an input that is not
-/// a file); false when the line's identity differs from `now`, is malformed, or the file is gone.
-/// With `now_xxh3` (`--hash-inputs`) and a line that recorded one, the content decides: a file
-/// touched but unchanged is not redone, one rewritten with its old size and mtime is.
+/// no identity (a store written before it was recorded, or an input that is not a file: see
+/// input_newer_than_its_data for the former); false when the line's identity differs from `now`, is malformed, or the
+/// file is gone. With `now_xxh3` (`--hash-inputs`) and a line that recorded one, the content decides: a file touched
+/// but unchanged is not redone, one rewritten with its old size and mtime is.
 inline bool identity_unchanged(const nlohmann::json& line, const std::optional<InputIdentity>& now,
                                const std::string& now_xxh3 = "") {
   const auto it = line.find("src");
@@ -63,6 +63,19 @@ inline bool identity_unchanged(const nlohmann::json& line, const std::optional<I
   } catch (const nlohmann::json::exception&) {
     return false;
   }
+}
+
+/// For a line written before identities were recorded (a version-1 store): whether the input
+/// file was modified after the data the line points at ("output", or "shard") was written, the
+/// one sign of a rewritten input such a line leaves. False when either cannot be stat'ed.
+inline bool input_newer_than_its_data(const nlohmann::json& line, const std::string& out_dir,
+                                      const std::optional<InputIdentity>& now) {
+  if (!now || line.contains("src")) return false;
+  const char* key = line.contains("output") ? "output" : "shard";
+  const auto it = line.find(key);
+  if (it == line.end() || !it->is_string()) return false;
+  const auto data = stat_identity(out_dir + "/" + it->get<std::string>());
+  return data && now->mtime_ns > data->mtime_ns;
 }
 
 }  // namespace vecbench

@@ -304,7 +304,8 @@ class OutputWriter : public ResultSink {
         if (it == by_name.end()) return;
         const std::size_t i = it->second;
         // The newest ok line decides: a line appended after an input was redone supersedes the old.
-        const bool same = identity_unchanged(j, ids_[i], hashes_.empty() ? std::string() : hashes_[i]);
+        const bool same = identity_unchanged(j, ids_[i], hashes_.empty() ? std::string() : hashes_[i]) &&
+                          !input_newer_than_its_data(j, opt_.out_dir.string(), ids_[i]);
         changed[i] = !same;
         done_[i] = same && complete(j);
         if (done_[i] && j.contains("output") && j["output"].is_string())
