@@ -304,7 +304,7 @@ void add_store_commands(CLI::App& app, Cli& c) {
       ->required();
   c.sts->add_option("--store", c.stats_store,
                     "Where image inputs are vectorized (one store per input below it; default "
-                    "$XDG_CACHE_HOME/vecbench/stores or ~/.cache/vecbench/stores)");
+                    "$VECBENCH_CACHE/stores, else $XDG_CACHE_HOME/vecbench/stores, else ~/.cache/vecbench/stores)");
   c.sts->add_option("--out", c.stats_out, "The .npz file to write")->required();
   c.fid = app.add_subcommand("fid",
                              "FID between two sides (output folders, .npy feature matrices, .npz stats files of "
@@ -325,7 +325,7 @@ void add_store_commands(CLI::App& app, Cli& c) {
   c.fid->add_option("--seed", c.fid_args.seed, "KID: the subsets' random seed")->capture_default_str();
   c.fid->add_option("--store", c.fid_args.store_root,
                     "Where image inputs are vectorized (one store per input below it; default "
-                    "$XDG_CACHE_HOME/vecbench/stores or ~/.cache/vecbench/stores)");
+                    "$VECBENCH_CACHE/stores, else $XDG_CACHE_HOME/vecbench/stores, else ~/.cache/vecbench/stores)");
   c.fid->add_flag("--allow-mismatch", c.fid_args.allow_mismatch,
                   "Compare sides whose fingerprints differ (another model, resize or decode): refused by default");
 }

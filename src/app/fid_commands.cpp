@@ -1,7 +1,6 @@
 // `vecbench stats` and `vecbench fid` (include/vecbench/fid/fid.hpp): the research workflow's
 // last step without leaving vecbench.
 #include <cstdio>
-#include <cstdlib>
 #include <iostream>
 
 #include "vecbench/app/commands.hpp"
@@ -46,7 +45,7 @@ std::vector<std::string> check_sides(const FeatureStats& a, const FeatureStats& 
 
 /// `in` as something stats can read: an output folder, a .npy matrix or a .npz as they are; an
 /// image folder, list or image is vectorized first (default route and model) into its own store
-/// below `store_root` (default $XDG_CACHE_HOME/vecbench/stores, else ~/.cache/vecbench/stores),
+/// below `store_root` (default: the cache folder's stores/, core/fs_util.hpp's cache_dir),
 /// named by the input's canonical path: a rerun resumes it, a changed file is redone.
 std::string as_features(const std::string& in, const std::string& store_root) {
   const fs::path p(in);
@@ -55,12 +54,7 @@ std::string as_features(const std::string& in, const std::string& store_root) {
   if (ext == ".npy" || ext == ".npz") return in;
   if (fs::is_directory(p, ec) && (fs::exists(p / "vecbench.json", ec) || !manifest_files(p).empty())) return in;
   if (!fs::exists(p, ec)) throw IoError(in, "no such file or folder");
-  fs::path root = store_root;
-  if (root.empty()) {
-    const char* x = std::getenv("XDG_CACHE_HOME");
-    const char* home = std::getenv("HOME");
-    root = (x && *x ? fs::path(x) : fs::path(home && *home ? home : "/tmp") / ".cache") / "vecbench" / "stores";
-  }
+  const fs::path root = store_root.empty() ? cache_dir() / "stores" : fs::path(store_root);
   VectorizeArgs a;
   a.images = in;
   a.out = (root / sha256_hex(fs::weakly_canonical(p, ec).string()).substr(0, 16)).string();

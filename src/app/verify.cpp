@@ -1,19 +1,13 @@
 // `vecbench verify OUT`: every stored vector re-read against its manifest line (README "Output
 // folder"): missing, truncated and corrupted data named by input and file; `--repair` moves the
 // files that hold it aside so that the next run redoes their inputs.
-#include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <iostream>
-#include <map>
 #include <set>
 #include <string>
-#include <tuple>
-#include <vector>
 
 #include "vecbench/app/commands.hpp"
-#include "vecbench/core/npy.hpp"
-#include "vecbench/output/checksum.hpp"
+#include "vecbench/core/checksum.hpp"
 #include "vecbench/output/fingerprint.hpp"
 #include "vecbench/output/manifest.hpp"
 #include "vecbench/output/output_lock.hpp"
@@ -31,22 +25,10 @@ int cmd_verify(const std::string& out, bool repair, double progress_s) {
   const auto entries = newest_ok_entries(dir, fp.empty() ? "" : fp.id());
   std::size_t checked = 0, unchecked = 0, bad = 0;
   std::set<std::string> bad_files;
-  std::string loaded_file, loaded_why;
-  std::vector<float> loaded;
   auto last = std::chrono::steady_clock::now();
-  for (const StoreEntry& e : entries) {
-    if (e.file != loaded_file) {  // entries are sorted by file: each file is read once
-      loaded_file = e.file;
-      loaded_why.clear();
-      loaded = read_store_file(dir / e.file, dim, loaded_why);
-    }
-    const int d = dim > 0 ? dim : static_cast<int>(loaded.size());
-    const std::size_t at = e.row < 0 ? 0 : static_cast<std::size_t>(e.row) * static_cast<std::size_t>(d);
-    std::string why = loaded_why;
-    if (why.empty() && (d == 0 || at + static_cast<std::size_t>(d) > loaded.size()))
-      why = "row " + std::to_string(e.row) + " is not in it";
-    if (why.empty() && !e.xxh3.empty() && vector_xxh3(loaded.data() + at, d) != e.xxh3)
-      why = "corrupted (checksum " + vector_xxh3(loaded.data() + at, d) + ", manifest says " + e.xxh3 + ")";
+  for_each_stored_vector(dir, entries, dim, [&](const StoreEntry& e, const float* v, int d, std::string why) {
+    const std::string sum = v && !e.xxh3.empty() ? vector_xxh3(v, d) : std::string();
+    if (why.empty() && sum != e.xxh3) why = "corrupted (checksum " + sum + ", manifest says " + e.xxh3 + ")";
     ++checked;
     if (why.empty() && e.xxh3.empty()) ++unchecked;
     if (!why.empty()) {
@@ -55,11 +37,12 @@ int cmd_verify(const std::string& out, bool repair, double progress_s) {
       std::cout << "BAD " << e.input << ": " << e.file << (e.row >= 0 ? " row " + std::to_string(e.row) : "") << ": "
                 << why << "\n";
     }
-    if (progress_s > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - last).count() > progress_s) {
-      last = std::chrono::steady_clock::now();
+    const auto now = std::chrono::steady_clock::now();
+    if (progress_s > 0 && std::chrono::duration<double>(now - last).count() > progress_s) {
+      last = now;
       std::cerr << "vecbench verify: " << checked << "/" << entries.size() << " checked, " << bad << " bad\n";
     }
-  }
+  });
   std::cout << "verify " << out << ": " << checked << " vectors checked, " << bad << " bad";
   if (unchecked) std::cout << ", " << unchecked << " complete but written before checksums (size checked only)";
   std::cout << "\n";

@@ -10,9 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
+#include "vecbench/core/checksum.hpp"
 #include "vecbench/core/fs_util.hpp"
 
 namespace vecbench {
@@ -23,10 +21,15 @@ namespace {
 // files have none: they are rebuilt, as any cache that does not check out.
 constexpr char kMagic[8] = {'V', 'B', 'W', 'E', 'I', 'G', 'H', '2'};
 
-std::string xxh3_hex(const void* data, std::size_t n) {
-  char b[17];
-  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(XXH3_64bits(data, n)));
-  return b;
+/// The checksum of the payload: every layer's weights then bias, in the order of `w.convs`, the
+/// order the file stores them in (its header lists the layers that way).
+std::string payload_xxh3(const InceptionWeights& w) {
+  Xxh3 h;
+  for (const auto& kv : w.convs) {
+    h.update(kv.second.weight.data(), kv.second.weight.size() * sizeof(float));
+    h.update(kv.second.bias.data(), kv.second.bias.size() * sizeof(float));
+  }
+  return h.hex();
 }
 
 struct File {
@@ -67,19 +70,17 @@ void save_inception_weights(const InceptionWeights& w, const std::string& path, 
   }
   h["layers"] = layers;
   h["floats"] = floats;
-  std::string payload;
-  payload.reserve(floats * sizeof(float));
-  for (const auto& kv : w.convs) {
-    payload.append(reinterpret_cast<const char*>(kv.second.weight.data()), kv.second.weight.size() * sizeof(float));
-    payload.append(reinterpret_cast<const char*>(kv.second.bias.data()), kv.second.bias.size() * sizeof(float));
-  }
-  h["payload_xxh3"] = xxh3_hex(payload.data(), payload.size());
+  h["payload_xxh3"] = payload_xxh3(w);
   const std::string header = h.dump();
   std::string bytes(kMagic, sizeof kMagic);
   const std::uint64_t hlen = header.size();
   bytes.append(reinterpret_cast<const char*>(&hlen), sizeof hlen);
   bytes += header;
-  bytes += payload;
+  bytes.reserve(bytes.size() + floats * sizeof(float));
+  for (const auto& kv : w.convs) {
+    bytes.append(reinterpret_cast<const char*>(kv.second.weight.data()), kv.second.weight.size() * sizeof(float));
+    bytes.append(reinterpret_cast<const char*>(kv.second.bias.data()), kv.second.bias.size() * sizeof(float));
+  }
   fs::create_directories(fs::path(path).parent_path());
   atomic_write(path, bytes.data(), bytes.size());
 }
@@ -124,18 +125,7 @@ std::shared_ptr<const InceptionWeights> load_inception_weights(const std::string
       w->convs.emplace(l.at("name").get<std::string>(), std::move(c));
     }
     if (at != h.at("floats").get<std::size_t>()) return nullptr;
-    // The payload as read, in the file's order: its checksum must be the one written with it.
-    XXH3_state_t* st = XXH3_createState();
-    XXH3_64bits_reset(st);
-    for (const auto& l : h.at("layers")) {
-      const FoldedConv& c = w->convs.at(l.at("name").get<std::string>());
-      XXH3_64bits_update(st, c.weight.data(), c.weight.size() * sizeof(float));
-      XXH3_64bits_update(st, c.bias.data(), c.bias.size() * sizeof(float));
-    }
-    char got[17];
-    std::snprintf(got, sizeof got, "%016llx", static_cast<unsigned long long>(XXH3_64bits_digest(st)));
-    XXH3_freeState(st);
-    if (h.value("payload_xxh3", std::string()) != got) {
+    if (h.value("payload_xxh3", std::string()) != payload_xxh3(*w)) {  // the payload as read
       reason = "its payload checksum does not match (the file is corrupted)";
       return nullptr;
     }

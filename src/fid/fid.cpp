@@ -106,18 +106,14 @@ void for_each_feature(const fs::path& path, const std::function<void(const float
     fp_id = fp.empty() ? "" : fp.id();
     fields = fp.empty() ? nlohmann::json(nullptr) : fp.fields;
     const int dim = fp.empty() ? 0 : fp.fields.value("feature_dim", 0);
-    std::string file, why;
-    std::vector<float> v;
-    for (const StoreEntry& e : newest_ok_entries(path, fp_id)) {
-      if (e.file != file) v = read_store_file(path / (file = e.file), dim, why = "");
-      const std::size_t d = dim > 0 ? static_cast<std::size_t>(dim) : v.size();
-      const std::size_t at = e.row < 0 ? 0 : static_cast<std::size_t>(e.row) * d;
-      if (!why.empty() || d == 0 || at + d > v.size())
-        throw IoError((path / e.file).string(), "the vector of " + e.input + " cannot be read (" +
-                                                    (why.empty() ? "row out of range" : why) +
-                                                    "): check the folder with `vecbench verify`");
-      row(v.data() + at, static_cast<int>(d));
-    }
+    for_each_stored_vector(path, newest_ok_entries(path, fp_id), dim,
+                           [&](const StoreEntry& e, const float* v, int d, const std::string& why) {
+                             if (!v)
+                               throw IoError((path / e.file).string(),
+                                             "the vector of " + e.input + " cannot be read (" + why +
+                                                 "): check the folder with `vecbench verify`");
+                             row(v, d);
+                           });
     return;
   }
   if (path.extension() != ".npy")

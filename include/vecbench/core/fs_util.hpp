@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +19,15 @@
 namespace vecbench {
 
 namespace fs = std::filesystem;
+
+/// Cache root (generated image sets, the stores `vecbench stats`/`fid` make from images):
+/// $VECBENCH_CACHE, else $XDG_CACHE_HOME/vecbench, else ~/.cache/vecbench.
+inline fs::path cache_dir() {
+  if (const char* c = std::getenv("VECBENCH_CACHE")) return c;
+  if (const char* x = std::getenv("XDG_CACHE_HOME")) return fs::path(x) / "vecbench";
+  if (const char* h = std::getenv("HOME")) return fs::path(h) / ".cache" / "vecbench";
+  return fs::temp_directory_path() / "vecbench-cache";
+}
 
 /// Directories synced so far by sync_directory (in this process): what the tests count.
 inline std::atomic<std::size_t>& directory_syncs() {

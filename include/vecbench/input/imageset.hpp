@@ -21,14 +21,6 @@ inline std::vector<std::pair<int, int>> default_imagenet_sizes() {
   return {{500, 375}, {375, 500}, {500, 333}, {500, 500}, {640, 480}, {400, 300}, {333, 500}, {800, 600}};
 }
 
-/// Cache root: $VECBENCH_CACHE, else $XDG_CACHE_HOME/vecbench, else ~/.cache/vecbench.
-inline fs::path cache_dir() {
-  if (const char* c = std::getenv("VECBENCH_CACHE")) return c;
-  if (const char* x = std::getenv("XDG_CACHE_HOME")) return fs::path(x) / "vecbench";
-  if (const char* h = std::getenv("HOME")) return fs::path(h) / ".cache" / "vecbench";
-  return fs::temp_directory_path() / "vecbench-cache";
-}
-
 /// Makes (or finds in the cache) the set; returns its directory.
 inline fs::path generate_image_set(const ImageSetSpec::Generate& g) {
   auto sizes = g.sizes.empty() ? default_imagenet_sizes() : g.sizes;

@@ -1,6 +1,6 @@
 // Reading an output folder as its readers should: the newest ok line of each input of the
 // folder's fingerprint (a rerun that redid an input supersedes its older lines), and the vectors
-// those lines point at, each file read once. Used by `vecbench verify` and `vecbench stats`.
+// those lines point at, each file read once. Used by `vecbench verify`, `stats` and `fid`.
 #pragma once
 #include <algorithm>
 #include <map>
@@ -74,6 +74,28 @@ inline std::vector<float> read_store_file(const fs::path& p, int dim, std::strin
   } catch (const std::exception& e) {
     why = std::string("unreadable: ") + e.what();
     return {};
+  }
+}
+
+/// Calls `fn(entry, vector, dim, why)` for each of `entries` (newest_ok_entries of `dir`), each
+/// file read once: `vector` points at the line's `dim` floats, or is null with `why` saying why
+/// they cannot be read (the file missing, cut or unreadable, or the row not in it). `dim` is the
+/// vectors' length (0: as the files say).
+template <class Fn>
+void for_each_stored_vector(const fs::path& dir, const std::vector<StoreEntry>& entries, int dim, Fn&& fn) {
+  std::string file, file_why;
+  std::vector<float> v;
+  for (const StoreEntry& e : entries) {
+    if (e.file != file) {  // entries come sorted by file
+      file = e.file;
+      file_why.clear();
+      v = read_store_file(dir / e.file, dim, file_why);
+    }
+    const std::size_t d = dim > 0 ? static_cast<std::size_t>(dim) : v.size();
+    const std::size_t at = e.row < 0 ? 0 : static_cast<std::size_t>(e.row) * d;
+    std::string why = file_why;
+    if (why.empty() && (d == 0 || at + d > v.size())) why = "row " + std::to_string(e.row) + " is not in it";
+    fn(e, why.empty() ? v.data() + at : nullptr, static_cast<int>(d), why);
   }
 }
 

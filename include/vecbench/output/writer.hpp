@@ -22,11 +22,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "vecbench/core/checksum.hpp"
 #include "vecbench/core/fs_util.hpp"
 #include "vecbench/core/npy.hpp"
 #include "vecbench/core/sink.hpp"
 #include "vecbench/input/image_source.hpp"
-#include "vecbench/output/checksum.hpp"
 #include "vecbench/output/feature_check.hpp"
 #include "vecbench/output/fingerprint.hpp"
 #include "vecbench/output/input_identity.hpp"

@@ -27,9 +27,8 @@ class RunTablePrinter : public ResultPrinter {
  public:
   void print(const ResultFile& result, std::ostream& out) const override {
     std::string s =
-        "| strategy | devices | batch | threads | resize | img/s (median) | median CI | reps | spread | vs sequential "
-        "| "
-        "max rel diff | status |\n"
+        "| strategy | devices | batch | threads | resize | img/s (median) | median CI | reps | spread "
+        "| vs sequential | max rel diff | status |\n"
         "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
     char buf[512];
     for (const RunResult& r : result.runs) {
