@@ -163,6 +163,16 @@ bool has_isa(dnnl::cpu_isa isa) {
 
 bool is_reference(const char* impl) { return std::strncmp(impl, "ref", 3) == 0; }
 
+/// Moves `pd` past oneDNN 2.x's F(2,3) Winograd kernel (`jit_fp32_wino_2x3`): oneDNN offers it for
+/// single images only, on some layers and thread counts, so a layer that took it would round
+/// differently with the batch size or the threads. False where nothing else is left.
+template <class PrimitiveDesc>
+bool same_kernel_any_batch(PrimitiveDesc& pd) {
+  while (std::strstr(pd.impl_info_str(), "wino_2x3") != nullptr)
+    if (!pd.next_impl()) return false;
+  return true;
+}
+
 /// One activation: its memory and its logical shape (N is the graph's batch).
 struct Act {
   memory mem;
@@ -191,6 +201,7 @@ class Graph {
   std::size_t arena_bytes() const { return arena_bytes_; }
 
   void run(dnnl::stream& s, const float* in, float* out) {
+    stream_ = &s;
     in_user_.set_data_handle(const_cast<float*>(in));
     out_user_.set_data_handle(out);
     for (auto& op : ops_) {
@@ -222,6 +233,75 @@ class Graph {
 
   static int out_dim(int in, int k, int s, int p) { return (in + 2 * p - k) / s + 1; }
 
+  /// `md` (an activation of this network's batch, or a slice of one) for its first image only: the
+  /// same strides and offset, so that image i lies `image_stride(md)` elements further on.
+  static memory::desc one_image(const memory::desc& md) {
+    memory::desc one = md;
+    one.data.dims[0] = 1;
+    one.data.padded_dims[0] = 1;
+    return one;
+  }
+  static std::size_t image_stride(const memory::desc& md) {
+    return static_cast<std::size_t>(md.data.format_desc.blocking.strides[0]);
+  }
+
+  /// conv+bias+ReLU of a 3x3 stride-1 fp32 layer as oneDNN's Winograd F(4,3), run image by image.
+  /// oneDNN blocks a batch's Winograd tiles by the batch size and its rounding follows (batch 4
+  /// and 1 differed by up to 7e-5 of a vector's largest element), and it takes F(2,3) for a single
+  /// image on some layers: one image at a time with F(4,3) only, each image gets the same bits
+  /// at every batch size. False where oneDNN has no such kernel for the layer (it runs direct).
+  bool winograd_per_image(const std::string& name, const FoldedConv& l, const memory& src, const memory& dst,
+                          const memory::desc& w_any, const memory::desc& b_md, const dnnl::primitive_attr& attr, int ph,
+                          int pw) {
+    const memory::desc src1 = one_image(src.get_desc()), dst1 = one_image(dst.get_desc());
+    for (const bool dense_dst : {false, true}) {
+      const memory::desc out1 = dense_dst ? memory::desc(dst1.dims(), act_dt_, fmt_) : dst1;
+      dnnl::convolution_forward::primitive_desc pd;
+      try {
+        dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, algorithm::convolution_winograd, src1,
+                                          w_any, b_md, out1, {1, 1}, {ph, pw}, {ph, pw});
+        pd = dnnl::convolution_forward::primitive_desc(d, attr, eng_);
+      } catch (const dnnl::error&) {
+        continue;
+      }
+      if (!same_kernel_any_batch(pd) || is_reference(pd.impl_info_str())) continue;
+      Args args{{DNNL_ARG_SRC, memory(src1, eng_, DNNL_MEMORY_NONE)},
+                {DNNL_ARG_WEIGHTS, shared_weights(*wts_.packed, name, l, pd.weights_desc(), eng_)},
+                {DNNL_ARG_BIAS, memory(pd.bias_desc(), eng_, const_cast<float*>(l.bias.data()))},
+                {DNNL_ARG_DST, memory(dst1, eng_, DNNL_MEMORY_NONE)}};
+      // where oneDNN writes no slice of a concatenation: a dense image, copied into the slice
+      const memory tmp = dense_dst ? arena_.add(pd.dst_desc(), eng_) : memory();
+      const dnnl::primitive conv = dnnl::convolution_forward(pd);
+      const dnnl::primitive copy =
+          dense_dst ? dnnl::primitive(dnnl::reorder(tmp, args.at(DNNL_ARG_DST))) : dnnl::primitive();
+      const std::size_t src_step = image_stride(src.get_desc()) * sizeof(float);
+      const std::size_t dst_step = image_stride(dst.get_desc()) * sizeof(float);
+      Args live{{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}};
+      if (dense_dst) live.emplace(DNNL_ARG_WORKSPACE, tmp);
+      ops_.emplace_back(
+          [this, args, src, dst, tmp, conv, copy, src_step, dst_step, dense_dst]() mutable {
+            auto* s = static_cast<char*>(src.get_data_handle());
+            auto* d = static_cast<char*>(dst.get_data_handle());
+            memory out = args.at(DNNL_ARG_DST);
+            for (int i = 0; i < n_; ++i) {
+              args.at(DNNL_ARG_SRC).set_data_handle(s + src_step * static_cast<std::size_t>(i));
+              out.set_data_handle(d + dst_step * static_cast<std::size_t>(i));
+              if (!dense_dst) {
+                conv.execute(*stream_, args);
+                continue;
+              }
+              Args to_tmp = args;
+              to_tmp[DNNL_ARG_DST] = tmp;
+              conv.execute(*stream_, to_tmp);
+              copy.execute(*stream_, {{DNNL_ARG_FROM, tmp}, {DNNL_ARG_TO, out}});
+            }
+          },
+          std::move(live));
+      return true;
+    }
+    return false;
+  }
+
   /// conv+bias+ReLU from `src` into `dst` (a fresh activation or a slice of a concatenation).
   void conv_into(const std::string& name, const FoldedConv& l, const memory& src, const memory& dst, int stride, int ph,
                  int pw) {
@@ -236,37 +316,36 @@ class Graph {
     po.append_eltwise(1.0f, algorithm::eltwise_relu, 0.0f, 0.0f);
     dnnl::primitive_attr attr;
     attr.set_post_ops(po);
-    std::vector<algorithm> algs;
-    if (opt_.winograd && act_dt_ == dt::f32 && kh == 3 && kw == 3 && stride == 1)
-      algs.push_back(algorithm::convolution_winograd);
-    algs.push_back(algorithm::convolution_direct);
+    // Winograd image by image where it beats direct code at one image (results/fid/batch-independence-*.md):
+    // 64 or more input channels on a 16x16 or larger map; the other layers run direct.
+    if (opt_.winograd && act_dt_ == dt::f32 && kh == 3 && kw == 3 && stride == 1 && ic >= 64 &&
+        src.get_desc().dims()[2] >= 16 && winograd_per_image(name, l, src, dst, w_any, b_md, attr, ph, pw))
+      return;
     for (const bool dense_dst : {false, true}) {
       // A slice of a concatenation is not dense; where no implementation writes into one, the
       // layer writes a dense buffer and a reorder copies it into the slice.
       memory::desc dst_md = dense_dst ? memory::desc(dst.get_desc().dims(), act_dt_, fmt_) : dst.get_desc();
-      for (const auto alg : algs) {
-        dnnl::convolution_forward::primitive_desc pd;
-        try {
-          dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, alg, src.get_desc(), w_any, b_md,
-                                            dst_md, {stride, stride}, {ph, pw}, {ph, pw});
-          pd = dnnl::convolution_forward::primitive_desc(d, attr, eng_);
-        } catch (const dnnl::error&) {
-          continue;
-        }
-        // oneDNN's reference code accepts everything at ~1% of the speed: only as a last resort
-        if (is_reference(pd.impl_info_str()) && !(dense_dst && alg == algs.back())) continue;
-        memory packed_w = shared_weights(*wts_.packed, name, l, pd.weights_desc(), eng_);
-        memory bias(pd.bias_desc(), eng_, const_cast<float*>(l.bias.data()));  // f32, dense: the layer's own
-        memory out = dense_dst ? arena_.add(pd.dst_desc(), eng_) : dst;
-        ops_.emplace_back(
-            dnnl::convolution_forward(pd),
-            std::unordered_map<int, memory>{
-                {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, packed_w}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, out}});
-        if (dense_dst)
-          ops_.emplace_back(dnnl::reorder(out, dst),
-                            std::unordered_map<int, memory>{{DNNL_ARG_FROM, out}, {DNNL_ARG_TO, dst}});
-        return;
+      dnnl::convolution_forward::primitive_desc pd;
+      try {
+        dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, algorithm::convolution_direct,
+                                          src.get_desc(), w_any, b_md, dst_md, {stride, stride}, {ph, pw}, {ph, pw});
+        pd = dnnl::convolution_forward::primitive_desc(d, attr, eng_);
+      } catch (const dnnl::error&) {
+        continue;
       }
+      // oneDNN's reference code accepts everything at ~1% of the speed: only as a last resort
+      if (is_reference(pd.impl_info_str()) && !dense_dst) continue;
+      memory packed_w = shared_weights(*wts_.packed, name, l, pd.weights_desc(), eng_);
+      memory bias(pd.bias_desc(), eng_, const_cast<float*>(l.bias.data()));  // f32, dense: the layer's own
+      memory out = dense_dst ? arena_.add(pd.dst_desc(), eng_) : dst;
+      ops_.emplace_back(
+          dnnl::convolution_forward(pd),
+          std::unordered_map<int, memory>{
+              {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, packed_w}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, out}});
+      if (dense_dst)
+        ops_.emplace_back(dnnl::reorder(out, dst),
+                          std::unordered_map<int, memory>{{DNNL_ARG_FROM, out}, {DNNL_ARG_TO, dst}});
+      return;
     }
     throw ReplicaError(wts_.source + ": layer " + name + ": oneDNN has no convolution for it");
   }
@@ -524,6 +603,7 @@ class Graph {
   int threads_ = 1;                 ///< OpenMP threads of this replica (its device's), for own kernels
   std::size_t scratch_floats_ = 0;  ///< per thread, for the largest Winograd layer
   std::shared_ptr<void> scratch_;   ///< threads_ x scratch_floats_
+  dnnl::stream* stream_ = nullptr;  ///< run()'s stream, for ops of vecbench's own that run primitives
 };
 
 class OneDnnInception : public Model {

@@ -1,6 +1,7 @@
 // The oneDNN engine (--engine onednn) gives the TorchScript module's features: real photos, any
 // batch size (including a last partial batch), with and without Winograd, from the default,
-// the fused and a torchvision-layout export; bad files fail with the file named.
+// the fused and a torchvision-layout export, and the same bits at every batch size, thread count
+// and strategy; bad files fail with the file named.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -79,6 +80,42 @@ TEST(OneDnn, EqualsTorchScriptOnRealPhotosAnyBatchWithAndWithoutWinograd) {
                   devices + " batch " + std::to_string(batch) + (wino ? " winograd" : " direct"));
     }
   }
+  fs::remove_all(d);
+}
+
+TEST(OneDnn, BitIdenticalFeaturesForEveryBatchSizeThreadCountAndStrategy) {
+  // The default route's engine: an image's vector may not depend on the images batched with it,
+  // on the batch size, the threads or the strategy (FID/KID of one set must not change with them).
+  if (!have_onednn()) GTEST_SKIP() << "built without libdnnl-dev";
+  const fs::path d = vecbench::testing::fresh_temp_dir("onednn_batch_free");
+  const auto src = photos(6, d);
+  ASSERT_GE(src->size(), 5u) << "opencv-doc photos missing (apt-get install opencv-doc)";
+  TorchModelOptions od;
+  od.path = kModel;
+  od.engine = EngineKind::onednn;
+  auto run = [&](const std::string& strategy, const std::string& devices, int threads, int batch) {
+    auto sink = std::make_unique<MemorySink>(src->size());
+    RunSettings s;
+    s.batch_size = batch;
+    DeviceOptions dopt;
+    dopt.threads_per_replica = threads;
+    run_strategy(strategy, *src, all_indices(src->size()), expand_devices(devices, dopt), torchscript_factory(od),
+                 *sink, s, 299);
+    return sink;
+  };
+  const auto ref = run("sequential", "cpu", 1, 1);
+  auto expect_bits = [&](const MemorySink& got, const std::string& what) {
+    for (std::size_t i = 0; i < src->size(); ++i) {
+      ASSERT_EQ(got.features(i).size(), 2048u) << what << ": " << got.error(i);
+      EXPECT_EQ(got.features(i), ref->features(i)) << what << ", image " << i << ": not bit-identical to batch 1";
+    }
+  };
+  for (const int batch : {1, 3, 4, 8})
+    for (const int threads : {1, 2})
+      expect_bits(*run("sequential", "cpu", threads, batch),
+                  "batch " + std::to_string(batch) + ", " + std::to_string(threads) + " threads");
+  for (const char* strategy : {"naive", "sharded", "data-parallel", "mirrored"})
+    expect_bits(*run(strategy, "cpu/2", 1, 3), std::string(strategy) + " cpu/2 batch 3");
   fs::remove_all(d);
 }
 
