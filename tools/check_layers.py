@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The layering check: no header or source under include/vecbench/ or src/ includes a layer above
-its own (README "Layout"). Layers and what each may include (besides itself):
+its own (docs/development.md "Layout"). Layers and what each may include (besides itself):
 
   core        standard library only
   input       core                                  (OpenCV, libjpeg, libpng in .cpp / decode)

@@ -30,7 +30,7 @@ if has setup; then
   tools/peers_setup.sh tensorflow
 fi
 if has format; then stage format; tools/check_format.sh; fi
-if has layers; then stage layers; python3 tools/check_layers.py --self-test; python3 tools/check_sizes.py --self-test; fi
+if has layers; then stage layers; python3 tools/check_layers.py --self-test; python3 tools/check_sizes.py --self-test; python3 tools/check_links.py; fi
 if has build; then
   stage build
   cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <iostream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -217,7 +218,7 @@ void add_vectorize(CLI::App& app, Cli& c, const std::string& exit_status) {
       "onednn run; formats other than JPEG and PNG): libvecbench_torch.so and libvecbench_opencv.so next to this "
       "executable, or $VECBENCH_TORCH_LIBRARY / $VECBENCH_OPENCV_LIBRARY.\n"
       "Output folder: one writer at a time (lock), one fingerprint (OUT/vecbench.json), each input once; see "
-      "README 'Output folder'.\n" +
+      "docs/vectorize.md.\n" +
       exit_status);
   add_vectorize_io_options(c.vec, c.va);
   add_vectorize_run_options(c.vec, c.va);
@@ -425,6 +426,30 @@ int dispatch(CLI::App& app, Cli& c, int argc, char** argv) {
   return 0;
 }
 
+/// Every command's help ends with the page of docs/ that explains it.
+void add_doc_links(CLI::App& app) {
+  const std::map<std::string, std::string> page = {{"vectorize", "vectorize"},
+                                                   {"verify", "vectorize"},
+                                                   {"predecode", "vectorize"},
+                                                   {"stats", "fid"},
+                                                   {"fid", "fid"},
+                                                   {"devices", "engines"},
+                                                   {"model", "engines"},
+                                                   {"tune", "engines"},
+                                                   {"run", "experiments"},
+                                                   {"compare", "experiments"},
+                                                   {"report", "experiments"},
+                                                   {"trace", "experiments"},
+                                                   {"merge", "distributed"}};
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    const auto it = page.find(sub->get_name());
+    if (it == page.end()) continue;
+    const std::string f = sub->get_footer();
+    sub->footer((f.empty() ? "" : f + "\n") + "Docs: docs/" + it->second + ".md in vecbench's source tree.");
+  }
+  app.footer(app.get_footer() + "\nDocs: README.md and docs/ in vecbench's source tree.");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -448,6 +473,7 @@ int main(int argc, char** argv) {
   add_tool_commands(app, c);
   add_result_commands(app, c, exit_status);
   add_store_commands(app, c);
+  add_doc_links(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

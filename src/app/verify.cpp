@@ -1,4 +1,4 @@
-// `vecbench verify OUT`: every stored vector re-read against its manifest line (README "Output
+// `vecbench verify OUT`: every stored vector re-read against its manifest line (docs/vectorize.md "Output
 // folder"): missing, truncated and corrupted data named by input and file; `--repair` moves the
 // files that hold it aside so that the next run redoes their inputs.
 #include <chrono>

@@ -36,7 +36,7 @@ struct LocalOutcome {
 };
 
 #ifdef VECBENCH_INJECT_SLOWDOWN
-/// A regression put in on purpose, to show that the CI regression stage calls it SLOWER (README
+/// A regression put in on purpose, to show that the CI regression stage calls it SLOWER (docs/experiments.md
 /// "Validity"): CMake's -DVECBENCH_INJECT_SLOWDOWN=STRATEGY:PCT compiles it into this file only,
 /// never into a release. Each forward of STRATEGY's replicas is followed by a busy wait of PCT %
 /// of its own time: real CPU work, which the load probe does not see as another process.

@@ -149,7 +149,7 @@ TEST(Verifier, MeasuresPerImageRelativeL2) {
 TEST(Verifier, ToleranceDependsOnEngineAndPrecision) {
   EXPECT_DOUBLE_EQ(rel_tolerance(EngineKind::torchscript, Precision::fp32), 1e-4);
   EXPECT_DOUBLE_EQ(rel_tolerance(EngineKind::onednn, Precision::fp32), 1e-4);
-  EXPECT_GT(rel_tolerance(EngineKind::onednn, Precision::bf16), 0.06);  // README: 2-6 % on real photos
+  EXPECT_GT(rel_tolerance(EngineKind::onednn, Precision::bf16), 0.06);  // docs/engines.md: 2-6 % on real photos
   EXPECT_GT(rel_tolerance(EngineKind::torchscript, Precision::fp16),
             rel_tolerance(EngineKind::torchscript, Precision::fp32));
   EXPECT_FALSE(std::isfinite(rel_tolerance(EngineKind::none, Precision::fp32)));

@@ -6,7 +6,7 @@ TensorFlow beside vecbench on real photos, vecbench's model imported from that g
 1. Same pixels: each photo decoded by PIL and converted as the seed does (convert('RGB'): gray
    replicated, alpha dropped) is fed to TF's `DecodeJpeg:0` and, written losslessly as PNG, to
    vecbench; pool_3 must agree within relative L2 1e-5 for the TorchScript engine and 1e-4
-   for the fused model and the oneDNN engine (README "Engines"); bf16 within 6% where the CPU
+   for the fused model and the oneDNN engine (docs/engines.md); bf16 within 6% where the CPU
    has AVX-512 BF16 (skipped with the reason elsewhere). The graph's weights are make_tf_graph's
    --seed ones (fan-in scaled kernels, near-identity batch norm): TF and LibTorch then differ by
    ~3e-7 on the same resized input, so 1e-5 catches a wrong resize or pool branch; the default
@@ -57,7 +57,7 @@ TORCH_PY = os.environ.get("VECBENCH_PYTHON", "/usr/bin/python3")
 TOL_TS = 1e-5
 TOL_FP32 = 1e-4
 TOL_BF16 = 0.06
-# A mistake in the resize or a pool branch moves features by far more than this (see README).
+# A mistake in the resize or a pool branch moves features by far more than this (see docs/engines.md).
 v1 = tf.compat.v1
 
 

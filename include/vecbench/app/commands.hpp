@@ -13,7 +13,7 @@
 
 namespace vecbench {
 
-// Exit statuses (README "Exit status"): 0 ok; 1 a usage error or a fatal error; 2 some inputs
+// Exit statuses (docs/vectorize.md "Exit status"): 0 ok; 1 a usage error or a fatal error; 2 some inputs
 // failed (the rest is done); 3 the output folder refused the run (another writer holds it, or it
 // holds another fingerprint; nothing was written); 130 interrupted. `compare`: 1 SLOWER, 2 could
 // not compare.

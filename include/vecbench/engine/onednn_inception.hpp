@@ -57,7 +57,7 @@ struct OneDnnOptions {
   /// (engine/winograd.hpp) on AVX2 CPUs; false: direct convolutions everywhere.
   bool winograd = true;
   /// fp32, or bf16: activations and weights in bfloat16 (f32 accumulation), on CPUs with AVX-512
-  /// BF16 only; faster, features within 2-6 % (relative L2) of fp32 on real photos (README "Engines").
+  /// BF16 only; faster, features within 2-6 % (relative L2) of fp32 on real photos (docs/engines.md).
   Precision precision = Precision::fp32;
 };
 

@@ -13,7 +13,7 @@
 
 namespace vecbench {
 
-/// The thresholds (README "Validity"). Machines here are shared: a 10 % spread of the repetitions
+/// The thresholds (docs/experiments.md "Validity"). Machines here are shared: a 10 % spread of the repetitions
 /// cannot resolve the 10-15 % changes that `compare` calls FASTER or SLOWER, and another process
 /// on 10 % of a 2-core machine's capacity is a fifth of a core taken from the run.
 struct ValidityLimits {

@@ -34,7 +34,7 @@ inline Verification verify_features(const MemorySink& got, const MemorySink& ref
 }
 
 /// The largest per-image relative L2 difference from the TorchScript fp32 reference that a run
-/// with `engine` and `precision` may show (README "Engines"):
+/// with `engine` and `precision` may show (docs/engines.md):
 /// - fp32, any engine: 1e-4 (the oneDNN engine, the fused export and channels_last agree with
 ///   TorchScript within it; the same engine agrees with itself to ~1e-6);
 /// - fp16 (CUDA): 2e-2; bf16 (CUDA, or oneDNN on AVX-512 BF16; measured 2-6%): 1e-1.

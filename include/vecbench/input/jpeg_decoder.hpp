@@ -57,7 +57,7 @@ inline DecodeWhere resolve_decode(const DecodeSetting& d, bool all_cuda, bool nv
   if (!nvjpeg)
     throw ConfigError("decode",
                       "--decode gpu: this vecbench was built without nvJPEG (build against a CUDA LibTorch with "
-                      "the nvidia-nvjpeg wheel; see README)");
+                      "the nvidia-nvjpeg wheel; see docs/gpu.md)");
   if (!all_cuda) throw ConfigError("decode", "--decode gpu needs CUDA devices, and '" + devices + "' are not all CUDA");
   return DecodeWhere::gpu;
 }

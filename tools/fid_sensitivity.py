@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""What preprocessing and precision choices do to FID (issue #28).
+
+Vectorizes one image set under the exact default and under each variant (every one a flag of
+`vecbench vectorize`), then reports FID(default, variant) with `vecbench stats` and `vecbench fid`,
+next to the set's own sampling noise: FID between its two halves under the default. A variant's
+FID far below that noise floor cannot move a published FID; one near or above it can.
+
+  /usr/bin/python3 tools/fid_sensitivity.py IMAGES --work DIR [--model M.pt] [--vecbench BIN]
+      [--json FILE]
+
+IMAGES: a folder or list of at least 4,098 images (two halves of more than 2,048 each; crops
+from tools/make_photo_crops.py). DIR keeps one store per variant, so a rerun resumes. The report
+names the model: with vecbench's synthetic weights the FID values are those of this network,
+not of Inception's trained features; pass --model with an export of the real weights
+(tools/export_inception.py --from-tf) to measure them.
+Needs Debian's numpy (python3-numpy) to read the stores' shards.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+# name, vectorize flags, what it changes
+VARIANTS = [
+    ("default", [], "exact JPEG decode (libjpeg accurate IDCT), tf-legacy resize, oneDNN fp32"),
+    ("decode-tf", ["--decode", "tf"], "TensorFlow's fast integer IDCT"),
+    ("fast-decode", ["--fast-decode"], "large JPEGs decoded at 1/2, 1/4 or 1/8 DCT scale"),
+    ("resize-bilinear", ["--resize", "bilinear"], "antialiased bilinear resize instead of TF's legacy one"),
+    ("bf16", ["--precision", "bf16"], "oneDNN bfloat16 activations and weights"),
+    ("no-winograd", ["--no-winograd"], "oneDNN fp32, direct convolutions only"),
+    ("torchscript", ["--engine", "torchscript"], "LibTorch runs the TorchScript module, fp32"),
+]
+
+
+def run(cmd, check=True):
+    print("+ " + " ".join(cmd), file=sys.stderr, flush=True)
+    return subprocess.run(cmd, check=check, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def store_vectors(store):
+    """{input: vector} of a shards store's newest ok line per input."""
+    rows = {}
+    with open(os.path.join(store, "manifest.jsonl")) as f:
+        for line in f:
+            j = json.loads(line)
+            if j.get("status") == "ok":
+                rows[j["input"]] = (j["shard"], j["row"])
+    shards = {s: np.load(os.path.join(store, s), mmap_mode="r") for s in {s for s, _ in rows.values()}}
+    return {k: np.asarray(shards[s][r], dtype=np.float64) for k, (s, r) in rows.items()}
+
+
+def vector_change(ref, got):
+    """Median and max over images of |got - ref|_2 / |ref|_2."""
+    rel = [np.linalg.norm(got[k] - v) / max(np.linalg.norm(v), 1e-30) for k, v in ref.items() if k in got]
+    return float(np.median(rel)), float(np.max(rel))
+
+
+def fid(vb, a, b, out_json):
+    run([vb, "fid", a, b, "--allow-mismatch", "--json", out_json])
+    with open(out_json) as f:
+        return json.load(f)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("images")
+    ap.add_argument("--work", required=True, help="folder for the stores and stats (resumable)")
+    ap.add_argument("--model", help="TorchScript model (default: vecbench's default model)")
+    ap.add_argument("--vecbench", default="build/vecbench")
+    ap.add_argument("--json", help="write the figures here")
+    a = ap.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    model = ["--model", a.model] if a.model else []
+    out = {"images": a.images, "model": a.model or "default", "variants": []}
+    vectors = {}
+    for name, flags, what in VARIANTS:
+        store = os.path.join(a.work, name)
+        r = run([a.vecbench, "vectorize", "--images", a.images, "--out", store, "--format", "shards", "--quiet"] + model
+                + flags, check=False)
+        if r.returncode != 0:
+            why = (r.stderr.strip().splitlines() or ["exit status %d" % r.returncode])[-1]
+            out["variants"].append({"name": name, "flags": flags, "what": what, "skipped": why})
+            continue
+        stats = os.path.join(a.work, name + ".npz")
+        run([a.vecbench, "stats", store, "--out", stats])
+        vectors[name] = store_vectors(store)
+        v = {"name": name, "flags": flags, "what": what, "n": len(vectors[name])}
+        if name != "default":
+            v.update(fid(a.vecbench, os.path.join(a.work, "default.npz"), stats, os.path.join(a.work, name + ".json")))
+            v["vector_rel_l2_median"], v["vector_rel_l2_max"] = vector_change(vectors["default"], vectors[name])
+        out["variants"].append(v)
+        vectors = {"default": vectors["default"]}  # one variant's vectors at a time besides the default
+    ref = vectors["default"]
+    keys = sorted(ref)
+    half = len(keys) // 2
+    for i, part in enumerate((keys[:half], keys[half:])):
+        np.save(os.path.join(a.work, f"half{i}.npy"), np.stack([ref[k] for k in part]).astype(np.float32))
+        run([a.vecbench, "stats", os.path.join(a.work, f"half{i}.npy"), "--out", os.path.join(a.work, f"half{i}.npz")])
+    out["noise_floor"] = fid(a.vecbench, os.path.join(a.work, "half0.npz"), os.path.join(a.work, "half1.npz"),
+                             os.path.join(a.work, "halves.json"))
+    out["noise_floor"]["what"] = f"FID between the default's first {half} and last {len(keys) - half} images (sorted names)"
+    text = json.dumps(out, indent=2)
+    if a.json:
+        with open(a.json, "w") as f:
+            f.write(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
