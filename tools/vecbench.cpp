@@ -9,16 +9,15 @@
 
 #include "vecbench/app/build_info.hpp"
 #include "vecbench/app/commands.hpp"
+#include "vecbench/app/merge.hpp"
 #include "vecbench/core/host.hpp"
 #include "vecbench/dist/distribution_mode.hpp"
-#include "vecbench/dist/merge.hpp"
 #include "vecbench/engine/engine_kind.hpp"
 #include "vecbench/input/exif_policy.hpp"
 #include "vecbench/input/jpeg_decoder.hpp"
 #include "vecbench/input/resize.hpp"
 #include "vecbench/output/output_format.hpp"
 #include "vecbench/results/compare.hpp"
-#include "vecbench/results/report.hpp"
 #include "vecbench/strategies/strategies.hpp"
 
 using namespace vecbench;
@@ -208,7 +207,8 @@ void add_vectorize(CLI::App& app, Cli& c, const std::string& exit_status) {
   c.vec = app.add_subcommand("vectorize", "Turn images into 2048-float pool_3 vectors");
   c.vec->footer(
       "Route (engine, strategy, devices, batch, threads, decode threads): what the flags leave open comes from this "
-      "machine's profile (`vecbench tune --save`: $XDG_CACHE_HOME/vecbench/profiles/, else "
+      "machine's profile (`vecbench tune --save`: $VECBENCH_CACHE/profiles/, else $XDG_CACHE_HOME/vecbench/profiles/, "
+      "else "
       "~/.cache/vecbench/profiles/; per host, CPU/GPU model and model weights), else from defaults for the devices "
       "found: on CPU the onednn engine (when the model is an export and the CPU has AVX2), data-parallel, one "
       "1-thread replica per core up to 4 cores (2- or 4-core replicas beyond), batch 4, decode threads for the cores "
@@ -278,7 +278,8 @@ void add_tool_commands(CLI::App& app, Cli& c) {
   c.tune->add_option("--results", c.results_dir, "Results directory")->capture_default_str();
   c.tune->add_flag("--save", c.tune_save,
                    "Save the winner (of the given model's routes) as this machine's profile, which later `vectorize` "
-                   "runs of that model use for what their flags leave open ($XDG_CACHE_HOME/vecbench/profiles/, else "
+                   "runs of that model use for what their flags leave open ($VECBENCH_CACHE/profiles/, else "
+                   "$XDG_CACHE_HOME/vecbench/profiles/, else "
                    "~/.cache/vecbench/profiles/; $VECBENCH_PROFILE_DIR overrides)");
 }
 
@@ -381,29 +382,6 @@ void add_result_commands(CLI::App& app, Cli& c, const std::string& exit_status) 
   trace->require_subcommand(1);
 }
 
-int run_compare(const Cli& c) {
-  try {
-    const auto report = compare_results(load_result(c.cmp_base), load_result(c.cmp_new), c.cmp_opt);
-    std::cout << compare_markdown(report);
-    return compare_exit_code(report);
-  } catch (const std::exception& e) {  // a broken comparison is not a regression
-    std::cerr << "vecbench compare: error: " << e.what() << "\n";
-    return kCompareUnusable;
-  }
-}
-
-int run_report(const Cli& c) {
-  std::vector<ResultFile> files;
-  std::vector<fs::path> sources;
-  for (const auto& f : c.rep_inputs) {
-    files.push_back(load_result(f));
-    sources.emplace_back(f);
-  }
-  write_report(files, c.rep_out, VECBENCH_PYTHON, std::string(VECBENCH_SOURCE_DIR) + "/tools/plot_results.py", sources);
-  std::cout << "report: " << (fs::path(c.rep_out) / "report.md").string() << "\n";
-  return 0;
-}
-
 /// Runs the parsed subcommand; returns the exit status.
 int dispatch(CLI::App& app, Cli& c, int argc, char** argv) {
   if (*c.vec || *c.run) open_distribution(c.dist_args, &argc, &argv);
@@ -420,8 +398,8 @@ int dispatch(CLI::App& app, Cli& c, int argc, char** argv) {
     return close_distribution(
         cmd_run(c.run_path, c.results_dir, c.run_model, {c.run_reps, c.run_max_reps}, argc, argv, !c.run_no_trace));
   if (*c.trace_sum) return cmd_trace_summarize(c.trace_path);
-  if (*c.cmp) return run_compare(c);
-  if (*c.rep) return run_report(c);
+  if (*c.cmp) return cmd_compare(c.cmp_base, c.cmp_new, c.cmp_opt);
+  if (*c.rep) return cmd_report(c.rep_inputs, c.rep_out);
   std::cout << app.help();
   return 0;
 }

@@ -45,9 +45,7 @@ MachineKey machine_key(const std::string& model_sha256, int cuda_devices) {
 
 std::string profile_dir() {
   if (const char* d = std::getenv("VECBENCH_PROFILE_DIR"); d && *d) return d;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return (fs::path(x) / "vecbench" / "profiles").string();
-  const char* home = std::getenv("HOME");
-  return (fs::path(home && *home ? home : "/tmp") / ".cache" / "vecbench" / "profiles").string();
+  return (cache_dir() / "profiles").string();
 }
 
 std::string profile_path(const MachineKey& key) {

@@ -43,9 +43,7 @@ struct File {
 
 std::string weights_cache_dir() {
   if (const char* d = std::getenv("VECBENCH_WEIGHTS_DIR"); d && *d) return std::string(d) == "off" ? "" : d;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return (fs::path(x) / "vecbench" / "weights").string();
-  const char* home = std::getenv("HOME");
-  return (fs::path(home && *home ? home : "/tmp") / ".cache" / "vecbench" / "weights").string();
+  return (cache_dir() / "weights").string();
 }
 
 std::string weights_file_path(const std::string& weight_sha256, std::uintmax_t model_bytes) {

@@ -8,9 +8,9 @@
 #include <sstream>
 #include <thread>
 
+#include "vecbench/app/merge.hpp"
 #include "vecbench/dist/distributed_run.hpp"
 #include "vecbench/dist/job_progress.hpp"
-#include "vecbench/dist/merge.hpp"
 #include "vecbench/testing/named_source.hpp"
 #include "vecbench/testing/stub_model.hpp"
 #include "vecbench/testing/temp_dir.hpp"

@@ -142,8 +142,8 @@ TEST(ReportMarkdown, SpeedupUsesTheBestSequentialRunOfTheSameBatch) {
 }
 
 TEST(ReportPlots, PngsWhenMatplotlibIsAvailable) {
-  const std::string probe = detail::shell_quote(python()) + " -c 'import matplotlib' >/dev/null 2>&1";
-  if (std::system(probe.c_str()) != 0) GTEST_SKIP() << python() << " cannot import matplotlib";
+  if (run_program({python(), "-c", "import matplotlib"}, "/dev/null") != 0)
+    GTEST_SKIP() << python() << " cannot import matplotlib";
   TempDir dir("report_plots");
   ResultFile other = golden_base();
   other.meta.host = "other-box";
@@ -160,8 +160,8 @@ TEST(ReportPlots, PngsWhenMatplotlibIsAvailable) {
 // Traced runs: the trace figures table, a timeline per traced run and naive above data-parallel
 // on one time axis, pictures first; the trace files are found relative to the result file.
 TEST(ReportPlots, TimelinesOfTracedRuns) {
-  const std::string probe = detail::shell_quote(python()) + " -c 'import matplotlib' >/dev/null 2>&1";
-  if (std::system(probe.c_str()) != 0) GTEST_SKIP() << python() << " cannot import matplotlib";
+  if (run_program({python(), "-c", "import matplotlib"}, "/dev/null") != 0)
+    GTEST_SKIP() << python() << " cannot import matplotlib";
   TempDir src_dir("report_traces_src"), dir("report_traces");
   ResultFile f = golden_base();
   f.runs[0].params["strategy"] = "naive";

@@ -14,8 +14,8 @@
 #include <sstream>
 #include <thread>
 
+#include "vecbench/app/merge.hpp"
 #include "vecbench/core/sha256.hpp"
-#include "vecbench/dist/merge.hpp"
 #include "vecbench/engine/model_file.hpp"
 #include "vecbench/output/writer.hpp"
 #include "vecbench/pipeline/progress.hpp"

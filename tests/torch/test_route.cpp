@@ -69,7 +69,8 @@ TEST(Route, DefaultsPickTheFastRouteAndEqualTheTorchScriptEngineOnRealPhotos) {
                b = npy::as_f32(npy::load(d / "def" / fs::relative(e.path(), d / "ref")));
     ASSERT_EQ(a.size(), 2048u);
     ASSERT_EQ(b.size(), 2048u);
-    EXPECT_LE(vecbench::testing::rel_l2(a.data(), b.data(), a.size()), 1e-4) << e.path();  // docs/engines.md: within 1e-4
+    EXPECT_LE(vecbench::testing::rel_l2(a.data(), b.data(), a.size()), 1e-4)
+        << e.path();  // docs/engines.md: within 1e-4
     ++compared;
   }
   EXPECT_EQ(compared, n);

@@ -13,6 +13,8 @@
 
 namespace vecbench {
 
+struct CompareOptions;  // results/compare.hpp
+
 // Exit statuses (docs/vectorize.md "Exit status"): 0 ok; 1 a usage error or a fatal error; 2 some inputs
 // failed (the rest is done); 3 the output folder refused the run (another writer holds it, or it
 // holds another fingerprint; nothing was written); 130 interrupted. `compare`: 1 SLOWER, 2 could
@@ -129,6 +131,11 @@ struct RepetitionOverride {
 /// `vecbench run`: an experiment file (empty: the embedded quick.json); writes its result file.
 int cmd_run(const std::string& path, const std::string& results_dir, const std::string& model_override,
             RepetitionOverride reps, int argc, char** argv, bool trace = true);
+/// `vecbench compare BASE NEW`: prints the verdict table; 0 no regression, 1 a run is SLOWER, 2
+/// nothing could be compared, 3 none SLOWER but a run was noisy (results/compare.hpp).
+int cmd_compare(const std::string& base, const std::string& next, const CompareOptions& opt);
+/// `vecbench report FILES --out DIR`: report.md with scaling tables and the plots.
+int cmd_report(const std::vector<std::string>& inputs, const std::string& out);
 /// `vecbench trace summarize`: the busy / starved / blocked table of a trace file, per process.
 int cmd_trace_summarize(const std::string& path);
 /// `vecbench tune`: searches routes within a time budget and prints the winning command line;

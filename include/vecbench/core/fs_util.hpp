@@ -20,12 +20,13 @@ namespace vecbench {
 
 namespace fs = std::filesystem;
 
-/// Cache root (generated image sets, the stores `vecbench stats`/`fid` make from images):
-/// $VECBENCH_CACHE, else $XDG_CACHE_HOME/vecbench, else ~/.cache/vecbench.
+/// Cache root (generated image sets, the stores `vecbench stats`/`fid` make from images, the
+/// oneDNN weights cache, machine profiles): $VECBENCH_CACHE, else $XDG_CACHE_HOME/vecbench, else
+/// ~/.cache/vecbench (an empty variable counts as unset).
 inline fs::path cache_dir() {
-  if (const char* c = std::getenv("VECBENCH_CACHE")) return c;
-  if (const char* x = std::getenv("XDG_CACHE_HOME")) return fs::path(x) / "vecbench";
-  if (const char* h = std::getenv("HOME")) return fs::path(h) / ".cache" / "vecbench";
+  if (const char* c = std::getenv("VECBENCH_CACHE"); c && *c) return c;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return fs::path(x) / "vecbench";
+  if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".cache" / "vecbench";
   return fs::temp_directory_path() / "vecbench-cache";
 }
 

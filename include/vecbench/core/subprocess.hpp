@@ -1,10 +1,17 @@
-// Runs a shell command and captures what it prints: the one popen read loop of the project
-// (external peers of an experiment, git in result metadata, the CLI tests).
+// Runs other programs: a shell command line whose output is captured (external peers of an
+// experiment, whose commands are shell text by design; the CLI tests), or a program with an
+// argument vector and no shell at all (the report's plot script).
 #pragma once
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/wait.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <string>
+#include <vector>
+
+extern char** environ;
 
 namespace vecbench {
 
@@ -33,6 +40,30 @@ inline CommandResult run_command(const std::string& command, Stderr err = Stderr
   const int status = ::pclose(f);
   r.exit_code = status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+/// Runs `argv[0]` (looked up in PATH) with the arguments `argv`, no shell involved (nothing to
+/// quote), its stdout and stderr written to the file `log` ("": inherited), and waits for it.
+/// Returns its exit status; -1 when it could not start or was killed by a signal.
+inline int run_program(const std::vector<std::string>& argv, const std::string& log = "") {
+  if (argv.empty()) return -1;
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  if (!log.empty()) {
+    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  }
+  pid_t pid = 0;
+  const int rc = ::posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return -1;
+  int status = 0;
+  while (::waitpid(pid, &status, 0) == -1)
+    if (errno != EINTR) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 }  // namespace vecbench

@@ -195,7 +195,6 @@ class Distribution {
   }
 
   Comm& comm() const { return comm_; }
-  const DistributionOptions& options() const { return opt_; }
   int rank() const { return comm_.rank(); }
   int size() const { return comm_.size(); }
   /// Several processes share the job.
@@ -203,11 +202,6 @@ class Distribution {
   /// "static", "dynamic", or "shards" (independent processes).
   std::string mode() const { return comm_.connected() ? to_string(opt_.mode) : "shards"; }
   const std::string& host() const { return host_; }
-  /// Host of rank `r` (known on rank 0 of a connected group, and for this rank).
-  std::string host_of(int r) const {
-    if (r == rank()) return host_;
-    return r >= 0 && static_cast<std::size_t>(r) < hosts_.size() ? hosts_[static_cast<std::size_t>(r)] : "?";
-  }
   /// "rank 1 (node07)" or "shard 1 (node07)".
   std::string label() const {
     return std::string(comm_.connected() ? "rank " : "shard ") + std::to_string(rank()) + " (" + host_ + ")";

@@ -119,7 +119,6 @@ class OutputWriter : public ResultSink {
       if (done_.empty() || !done_[i]) v.push_back(i);
     return v;
   }
-  std::size_t already_done() const { return src_.size() - pending().size(); }
   /// Output file of input `i` (vc/npy), relative to out_dir.
   const std::string& output_name(std::size_t i) const { return names_.at(i); }
 

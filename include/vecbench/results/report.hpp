@@ -2,8 +2,6 @@
 // over the best sequential run), per-image stage times, and two plots made by
 // tools/plot_results.py (skipped, with the reason in the report, when python/matplotlib fail).
 #pragma once
-#include <sys/wait.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -19,6 +17,7 @@
 
 #include "vecbench/core/fs_util.hpp"
 #include "vecbench/core/metrics.hpp"
+#include "vecbench/core/subprocess.hpp"
 #include "vecbench/core/weights_note.hpp"
 #include "vecbench/results/baseline.hpp"
 #include "vecbench/results/report_trace.hpp"
@@ -54,11 +53,6 @@ inline int device_count(const json& devices) {
 }
 
 namespace detail {
-inline std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
 /// The run's id without its strategy= and devices= words (ids keep the runner's param order).
 inline std::string config_text(const std::string& id) {
   std::string out, word;
@@ -277,18 +271,17 @@ inline std::string run_plot_script(const std::string& python, const std::string&
     if (it->path().filename().string().rfind("timeline_compare_", 0) == 0) fs::remove(it->path(), ec);
   if (python.empty()) return "no python interpreter configured";
   if (!fs::is_regular_file(plot_script, ec)) return "plot script not found: " + plot_script;
-  std::string cmd = detail::shell_quote(python) + " " + detail::shell_quote(plot_script);
-  for (const auto& f : files) cmd += " " + detail::shell_quote(f.string());
-  cmd += " --out " + detail::shell_quote(out_dir.string()) + " >" +
-         detail::shell_quote((out_dir / "plot.log").string()) + " 2>&1";
-  const int rc = std::system(cmd.c_str());
-  if (rc == -1) return "cannot start a shell";
-  if (!WIFEXITED(rc) || WEXITSTATUS(rc) != 0) {
+  std::vector<std::string> argv = {python, plot_script};
+  for (const auto& f : files) argv.push_back(f.string());
+  argv.insert(argv.end(), {"--out", out_dir.string()});
+  const int rc = run_program(argv, (out_dir / "plot.log").string());
+  if (rc == -1) return "cannot start " + python;
+  if (rc != 0) {
     std::ifstream log(out_dir / "plot.log");
     std::string line, last;
     while (std::getline(log, line))
       if (!line.empty()) last = line;
-    return python + " " + plot_script + " failed (exit " + std::to_string(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1) +
+    return python + " " + plot_script + " failed (exit " + std::to_string(rc) +
            "): " + (last.empty() ? "no output" : last);
   }
   for (const auto& p : pngs)

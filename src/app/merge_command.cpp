@@ -1,5 +1,5 @@
 // `vecbench merge` (declared in dist/merge.hpp).
-#include "vecbench/dist/merge.hpp"
+#include "vecbench/app/merge.hpp"
 
 #include <fstream>
 #include <iostream>

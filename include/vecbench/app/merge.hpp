@@ -1,5 +1,5 @@
 // `vecbench merge`: output folders' manifests (dist/merge_manifests.hpp) or shards' result
-// files (dist/merge_results.hpp) into one; implemented in src/dist/merge_command.cpp.
+// files (dist/merge_results.hpp) into one; implemented in src/app/merge_command.cpp.
 #pragma once
 #include <iosfwd>
 #include <string>
