@@ -11,8 +11,10 @@ that, so this cuts many crops of different sizes and aspect ratios out of each o
       /usr/share/doc/opencv-doc/examples/data
 
 Sources: every .jpg/.jpeg/.png/.webp of at least --min-side pixels on its shorter side below the
-given folders; a Plasma wallpaper shipped at several resolutions (NAME/contents/images/WxH.ext)
-counts once, at its largest. Each crop: a source picked uniformly, a side of 20-100 % of the
+given folders, except flat ones (solid or two-tone backgrounds: --min-std); a Plasma wallpaper
+shipped at several resolutions or in light and dark variants (NAME/contents/images*/WxH.ext)
+counts once, at its largest. The packages hold photos (flowers, grass, landscapes, sea, forest)
+and much abstract and drawn art: the set is real pictures, not only photographs. Each crop: a source picked uniformly, a side of 20-100 % of the
 source's shorter side, an aspect ratio of 1, 4:3, 3:4, 3:2 or 2:3, scaled down (Lanczos) when its
 longer side exceeds --max-side, saved as JPEG quality --quality (4:2:0). Crop i is the same bits
 for the same sources, seed and options (Pillow's encoder).
@@ -22,15 +24,23 @@ import os
 import random
 import sys
 
-from PIL import Image
+from PIL import Image, ImageStat
 
 EXTS = (".jpg", ".jpeg", ".png", ".webp")
 ASPECTS = (1.0, 4 / 3, 3 / 4, 3 / 2, 2 / 3)
 
 
-def sources(folders, min_side):
-    """Sorted (path, width, height) of the source photos: one per Plasma wallpaper, each at least
-    min_side pixels on its shorter side."""
+def flat(im, min_std):
+    """A picture of (nearly) one colour: its grey levels' standard deviation on a 256-pixel
+    thumbnail under min_std (solid and two-tone backgrounds, transparent images)."""
+    thumb = im.convert("RGB").copy()
+    thumb.thumbnail((256, 256))
+    return ImageStat.Stat(thumb.convert("L")).stddev[0] < min_std
+
+
+def sources(folders, min_side, min_std):
+    """Sorted (path, width, height) of the source pictures: one per Plasma wallpaper, each at least
+    min_side pixels on its shorter side and not flat."""
     best = {}  # key -> (pixels, path, w, h)
     for folder in folders:
         for root, _, files in os.walk(folder):
@@ -41,12 +51,13 @@ def sources(folders, min_side):
                 try:
                     with Image.open(path) as im:
                         w, h = im.size
+                        if min(w, h) < min_side or flat(im, min_std):
+                            continue
                 except OSError as e:
                     print(f"make_photo_crops: skipping {path}: {e}", file=sys.stderr)
                     continue
-                if min(w, h) < min_side:
-                    continue
-                key = root if root.endswith(os.path.join("contents", "images")) else path
+                # a Plasma wallpaper: NAME/contents/images*/WxH.ext, its light and dark variants one source
+                key = root.split(os.sep + "contents" + os.sep)[0] if os.sep + "contents" + os.sep in root else path
                 if key not in best or w * h > best[key][0]:
                     best[key] = (w * h, path, w, h)
     return sorted((p, w, h) for _, p, w, h in best.values())
@@ -84,10 +95,12 @@ def main():
     ap.add_argument("--count", type=int, default=4200)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--min-side", type=int, default=600, help="smallest source shorter side, pixels")
+    ap.add_argument("--min-std", type=float, default=10.0,
+                    help="skip sources whose grey levels vary less than this (standard deviation, 0-255)")
     ap.add_argument("--max-side", type=int, default=1600, help="largest crop longer side, pixels")
     ap.add_argument("--quality", type=int, default=90)
     a = ap.parse_args()
-    srcs = sources(a.folders, a.min_side)
+    srcs = sources(a.folders, a.min_side, a.min_std)
     if not srcs:
         sys.exit(f"make_photo_crops: no photo of at least {a.min_side} pixels below {', '.join(a.folders)}")
     os.makedirs(a.out, exist_ok=True)

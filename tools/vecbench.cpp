@@ -40,6 +40,16 @@ CLI::Validator parsed_by(Parse parse) {
       "");
 }
 
+/// An option naming one of a closed set: `parse` (the setting's own parser) turns the name into
+/// `field`'s type once, here; a bad name gets the parser's message.
+template <class T, class Parse>
+CLI::Option* add_parsed(CLI::App* app, const std::string& name, T& field, Parse parse, const std::string& help) {
+  return app
+      ->add_option_function<std::string>(
+          name, [&field, parse](const std::string& s) { field = parse(s); }, help)
+      ->check(parsed_by(parse));
+}
+
 void add_dist_options(CLI::App* c, DistArgs& d) {
   c->add_option("--distribution", d.mode,
                 "Several processes (mpirun): static (rank r takes every R-th input) or dynamic (rank 0 hands out "
@@ -99,11 +109,11 @@ void add_vectorize_io_options(CLI::App* vec, VectorizeArgs& va) {
       ->required();
   vec->add_option("--out", va.out, "Output directory")->required();
   vec->add_option("--model", va.model, "TorchScript model from tools/export_inception.py")->capture_default_str();
-  vec->add_option("--format", va.format,
-                  "vc (one text file per image, as the seed), npy (one .npy per image), shards (N x 2048 .npy shards + "
-                  "manifest), none")
-      ->capture_default_str()
-      ->check(parsed_by([](const std::string& s) { return parse_output_format(s); }));
+  add_parsed(
+      vec, "--format", va.format, [](const std::string& s) { return parse_output_format(s); },
+      "vc (one text file per image, as the seed), npy (one .npy per image), shards (N x 2048 .npy shards + "
+      "manifest), none")
+      ->default_str("npy");
   std::string strategies;
   for (const auto& e : strategy_registry()) strategies += (strategies.empty() ? "" : " | ") + std::string(e.name);
   vec->add_option("--strategy", va.strategy, strategies + " (default: the route, see below)")
@@ -128,25 +138,22 @@ void add_vectorize_io_options(CLI::App* vec, VectorizeArgs& va) {
          "batches are the warm-up, and their features are kept; experiments keep their own warm-up)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000));
-  vec->add_option("--resize", va.resize, "tf-legacy | bilinear (default: the model's own)")
-      ->check(parsed_by(parse_resize_mode));
+  add_parsed(vec, "--resize", va.resize, parse_resize_mode, "tf-legacy | bilinear (default: the model's own)");
   vec->add_flag("--fast-decode", va.fast_decode,
                 "Decode large JPEGs at 1/2, 1/4 or 1/8 DCT scale (faster, not bit-exact)");
   vec->add_option("--memory-cap-gb", va.memory_cap_gb,
                   "CUDA: memory cap per virtual device in GB, as the seed's 3 virtual GPUs of 1 GB (0: none)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 4096.0));
-  vec->add_option("--decode", va.decode,
-                  "Where and how images are decoded: auto (gpu when every device is CUDA and this build has nvJPEG, "
-                  "else cpu), cpu or exact (libjpeg's accurate IDCT, as PIL and OpenCV decode; the seed fed PIL's "
-                  "pixels), tf (the fast integer IDCT of TensorFlow's own DecodeJpeg on the JPEG bytes), gpu (JPEGs "
-                  "decoded by nvJPEG on each replica's CUDA device and resized there in float; other formats and "
-                  "files nvJPEG rejects on the host, counted in the results)")
-      ->capture_default_str()
-      ->check(parsed_by(parse_decode));
-  vec->add_option("--exif", va.exif, "EXIF orientation: ignore (as TF's DecodeJpeg) or apply")
-      ->capture_default_str()
-      ->check(parsed_by(parse_exif_policy));
+  add_parsed(vec, "--decode", va.decode, parse_decode,
+             "Where and how images are decoded: auto (gpu when every device is CUDA and this build has nvJPEG, "
+             "else cpu), cpu or exact (libjpeg's accurate IDCT, as PIL and OpenCV decode; the seed fed PIL's "
+             "pixels), tf (the fast integer IDCT of TensorFlow's own DecodeJpeg on the JPEG bytes), gpu (JPEGs "
+             "decoded by nvJPEG on each replica's CUDA device and resized there in float; other formats and "
+             "files nvJPEG rejects on the host, counted in the results)")
+      ->default_str("auto");
+  add_parsed(vec, "--exif", va.exif, parse_exif_policy, "EXIF orientation: ignore (as TF's DecodeJpeg) or apply")
+      ->default_str("ignore");
   vec->add_flag("--lenient-decode", va.lenient_decode,
                 "Accept images the decoder warns about (corrupt or truncated data, e.g. web-scraped sets): status ok "
                 "with a `warning` in the manifest line (default: strict, such a file is an error)");
@@ -181,20 +188,20 @@ void add_vectorize_run_options(CLI::App* vec, VectorizeArgs& va) {
                 "Ignore this machine's profile (`vecbench tune --save`): the route from defaults and flags only");
   vec->add_flag("--no-optimize", va.no_optimize, "Skip optimize_for_inference after loading");
   vec->add_flag("--channels-last", va.channels_last, "Feed channels_last input");
-  vec->add_option("--engine", va.engine,
-                  "torchscript (LibTorch runs the module) | onednn (CPU: the module's weights as vecbench's own oneDNN "
-                  "network: one blocked layout, fused conv+BN+ReLU, zero-copy concat, Winograd 3x3; fastest on CPU; "
-                  "same features within 1e-4) | none (no network, zero features: the input pipeline's own ceiling) "
-                  "(default: the route)")
-      ->check(parsed_by([](const std::string& s) { return parse_engine(s); }));
+  add_parsed(
+      vec, "--engine", va.engine, [](const std::string& s) { return parse_engine(s); },
+      "torchscript (LibTorch runs the module) | onednn (CPU: the module's weights as vecbench's own oneDNN "
+      "network: one blocked layout, fused conv+BN+ReLU, zero-copy concat, Winograd 3x3; fastest on CPU; "
+      "same features within 1e-4) | none (no network, zero features: the input pipeline's own ceiling) "
+      "(default: the route)");
   vec->add_flag("--no-winograd", va.no_winograd, "onednn: direct convolutions only (no Winograd 3x3)");
   vec->add_flag("--flush-denormal", va.flush_denormal, "Flush denormal floats to zero in replica threads");
   vec->add_flag("--cuda-graphs", va.cuda_graphs,
                 "CUDA: capture each replica's forward once, replay it for full batches");
-  vec->add_option("--precision", va.precision,
-                  "fp32 | fp16 | bf16 (CUDA devices; bf16 also with --engine onednn on CPUs with AVX-512 BF16)")
-      ->capture_default_str()
-      ->check(parsed_by([](const std::string& s) { return parse_precision(s); }));
+  add_parsed(
+      vec, "--precision", va.precision, [](const std::string& s) { return parse_precision(s); },
+      "fp32 | fp16 | bf16 (CUDA devices; bf16 also with --engine onednn on CPUs with AVX-512 BF16)")
+      ->default_str("fp32");
   vec->add_option("--json", va.json_out, "Also write the run's metrics as JSON to this file");
   vec->add_option("--trace", va.trace_file,
                   "Record every thread's spans (read, decode, resize, assemble, h2d, forward, d2h, write, queue waits, "

@@ -58,7 +58,7 @@ std::string as_features(const std::string& in, const std::string& store_root) {
   VectorizeArgs a;
   a.images = in;
   a.out = (root / sha256_hex(fs::weakly_canonical(p, ec).string()).substr(0, 16)).string();
-  a.format = "shards";
+  a.format = OutputFormat::shards;
   std::cerr << "vecbench: " << in << " holds images: vectorizing them into the store " << a.out << "\n";
   const int rc = cmd_vectorize(a);
   if (rc == kExitSomeInputsFailed)

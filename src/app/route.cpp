@@ -17,7 +17,7 @@ RouteChoice default_route(const RouteFacts& f) {
   r.strategy = "data-parallel";
   const int cores = std::max(1, f.cores);
   if (f.cuda_devices > 0) {  // GPUs: LibTorch on every GPU, big batches, the CPU decodes
-    r.engine = "torchscript";
+    r.engine = EngineKind::torchscript;
     r.devices = "cuda";
     r.batch = 32;
     r.decode_threads = std::max(1, cores - 1);
@@ -25,7 +25,8 @@ RouteChoice default_route(const RouteFacts& f) {
   }
   // CPU: single-thread replicas (no OpenMP barrier between cores) up to 4 cores, then groups of
   // 2 or 4 cores; batch 4 (measured: results/whole-job/); decoding gets the cores left, at least one.
-  r.engine = f.onednn_available && f.model_is_export && f.precision != "fp16" ? "onednn" : "torchscript";
+  r.engine = f.onednn_available && f.model_is_export && f.precision != Precision::fp16 ? EngineKind::onednn
+                                                                                       : EngineKind::torchscript;
   const int per = cores <= 4 ? 1 : cores <= 16 ? 2 : 4;
   const int replicas = std::max(1, cores / per);
   r.devices = replicas == 1 ? "cpu" : "cpu/" + std::to_string(replicas);
@@ -78,13 +79,13 @@ std::optional<RouteChoice> load_profile(const std::string& path, const MachineKe
   const auto& r = j["route"];
   RouteChoice c;
   try {
-    c.engine = r.value("engine", std::string());
+    if (const std::string e = r.value("engine", std::string()); !e.empty()) c.engine = parse_engine(e);
     c.strategy = r.value("strategy", std::string());
     c.devices = r.value("devices", std::string());
     c.batch = r.value("batch", 0);
     c.threads = r.value("threads", 0);
     c.decode_threads = r.value("decode_threads", 0);
-  } catch (const nlohmann::json::exception& e) {
+  } catch (const std::exception& e) {  // a JSON type error, or an engine name this build does not know
     return fail(std::string("bad route: ") + e.what());
   }
   if (c.batch < 0 || c.batch > 4096 || c.threads < 0 || c.decode_threads < 0 || c.decode_threads > 256)
@@ -97,7 +98,7 @@ void save_profile(const std::string& path, const MachineKey& key, const RouteCho
   nlohmann::json j = {{"vecbench_profile", 1},
                       {"key", key_json(key)},
                       {"route",
-                       {{"engine", route.engine},
+                       {{"engine", route.engine ? to_string(*route.engine) : ""},
                         {"strategy", route.strategy},
                         {"devices", route.devices},
                         {"batch", route.batch},
@@ -127,7 +128,7 @@ std::string merge_route(RouteChoice& flags, const std::optional<RouteChoice>& pr
   };
   const RouteChoice none;
   const RouteChoice& p = profile ? *profile : none;
-  fill(flags.engine, std::string(), p.engine, defaults.engine, "--engine");
+  fill(flags.engine, std::optional<EngineKind>(), p.engine, defaults.engine, "--engine");
   fill(flags.strategy, std::string(), p.strategy, defaults.strategy, "--strategy");
   fill(flags.devices, std::string(), p.devices, defaults.devices, "--devices");
   fill(flags.batch, 0, p.batch, defaults.batch, "--batch");

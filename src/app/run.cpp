@@ -217,7 +217,7 @@ nlohmann::json tune_experiment(const std::string& images, const std::string& mod
 /// The route of a tune run, as a profile holds it.
 RouteChoice route_of(const RunResult& r, EngineKind engine) {
   RouteChoice c;
-  c.engine = to_string(engine);
+  c.engine = engine;
   c.strategy = param_string(r.params, "strategy");
   c.devices = param_string(r.params, "devices");
   const std::string batch = param_string(r.params, "batch");

@@ -37,11 +37,11 @@ Fingerprint vectorize_fingerprint(const VectorizeArgs& a, const nlohmann::json& 
   f.input_size = meta.value("input_size", 299);
   f.feature_dim = meta.value("feature_dim", 2048);
   f.resize = to_string(in.resize);
-  f.exif = a.exif;
+  f.exif = to_string(a.exif);
   f.fast_decode = a.fast_decode;
   f.jpeg_decoder = in.jpeg_decoder;
   f.decode_where = in.decode_where;
-  f.arithmetic = parse_engine(a.engine) == EngineKind::none ? "none" : to_string(parse_precision(a.precision));
+  f.arithmetic = a.engine == EngineKind::none ? "none" : to_string(a.precision);
   f.source = source.kind();
   if (const auto* syn = dynamic_cast<const SyntheticSource*>(&source))
     f.source += " seed " + std::to_string(syn->seed());
@@ -61,7 +61,7 @@ bool onednn_runs_here() {
 /// threads) from this machine's profile, else from the defaults; returns where they came from.
 std::string resolve_route(VectorizeArgs& a, const nlohmann::json& meta, int cores, int cuda) {
   RouteChoice flags{a.engine, a.strategy, a.devices, a.batch, a.threads, a.decode_threads};
-  const bool engine_flag = !a.engine.empty();
+  const bool engine_flag = a.engine.has_value();
   RouteFacts facts;
   facts.cores = cores;
   facts.cuda_devices = cuda;
@@ -80,8 +80,8 @@ std::string resolve_route(VectorizeArgs& a, const nlohmann::json& meta, int core
   }
   std::string origin = merge_route(flags, profile, file, default_route(facts));
   // Devices from a flag may rule out the chosen engine: oneDNN runs on CPUs only.
-  if (!engine_flag && flags.engine == "onednn" && flags.devices.find("cuda") != std::string::npos)
-    flags.engine = "torchscript";
+  if (!engine_flag && flags.engine == EngineKind::onednn && flags.devices.find("cuda") != std::string::npos)
+    flags.engine = EngineKind::torchscript;
   a.engine = flags.engine;
   a.strategy = flags.strategy;
   a.devices = flags.devices;
@@ -107,7 +107,8 @@ std::uint64_t available_memory_bytes() {
 /// activations; oneDNN replicas share their packed weights, so this is an upper bound for them).
 void check_replicas_fit(const std::vector<VirtualDevice>& devs, int cores, const std::string& model, bool force) {
   if (force) return;
-  const auto n = static_cast<int>(std::count_if(devs.begin(), devs.end(), [](auto& d) { return d.kind == "cpu"; }));
+  const auto n =
+      static_cast<int>(std::count_if(devs.begin(), devs.end(), [](auto& d) { return d.kind == DeviceKind::cpu; }));
   if (n == 0) return;
   std::error_code ec;
   const auto file = fs::file_size(model, ec);
@@ -174,10 +175,10 @@ VectorizeTotals finish_vectorize(const Distribution& dist, const RunStats& st, l
 
 InputOptions input_options(const VectorizeArgs& a, const nlohmann::json& meta) {
   InputOptions in;
-  in.resize = parse_resize_mode(!a.resize.empty() ? a.resize : meta.value("resize_default", std::string("tf-legacy")));
+  in.resize = a.resize ? *a.resize : parse_resize_mode(meta.value("resize_default", std::string("tf-legacy")));
   in.fast_decode = a.fast_decode;
   in.exif = a.exif;
-  in.jpeg_decoder = parse_decode(a.decode).jpeg;
+  in.jpeg_decoder = a.decode.jpeg;
   in.lenient_decode = a.lenient_decode;
   in.max_pixels = a.max_pixels;
   return in;
@@ -186,7 +187,7 @@ InputOptions input_options(const VectorizeArgs& a, const nlohmann::json& meta) {
 WriterOptions writer_options(const VectorizeArgs& a, const nlohmann::json& meta, const InputOptions& in,
                              const ImageSource& source, const Distribution& dist) {
   WriterOptions w;
-  w.format = parse_output_format(a.format, "--format");
+  w.format = a.format;
   w.out_dir = a.out;
   w.shard_rows = a.shard_rows;
   w.resume = !a.no_resume;
@@ -209,10 +210,10 @@ TorchModelOptions model_options(const VectorizeArgs& a) {
   mo.path = a.model;
   mo.optimize = !a.no_optimize;
   mo.channels_last = a.channels_last;
-  mo.precision = parse_precision(a.precision, "--precision");
+  mo.precision = a.precision;
   mo.flush_denormal = a.flush_denormal;
   mo.cuda_graphs = a.cuda_graphs;
-  mo.engine = parse_engine(a.engine, "--engine");
+  mo.engine = a.engine.value_or(EngineKind::torchscript);
   mo.winograd = !a.no_winograd;
   return mo;
 }
@@ -234,7 +235,8 @@ std::string start_line(const VectorizeArgs& a, const std::string& route_origin, 
        << (in.decode_where == DecodeWhere::gpu  ? ", JPEG decode gpu (nvJPEG)"
            : in.jpeg_decoder == JpegDecoder::tf ? ", JPEG decode tf"
                                                 : "")
-       << "; engine " << a.engine << ", strategy " << a.strategy << " on " << a.devices << " =";
+       << "; engine " << to_string(a.engine.value_or(EngineKind::torchscript)) << ", strategy " << a.strategy << " on "
+       << a.devices << " =";
   for (const auto& d : devs) line << " " << d.name() << "(" << d.threads << " thr)";
   line << ", batch " << a.batch << ", decode threads " << a.decode_threads << " (route from " << route_origin << ")";
   if (source.duplicates_skipped() > 0) line << "; " << source.duplicates_skipped() << " duplicate inputs skipped";
@@ -322,7 +324,7 @@ int cmd_vectorize(const VectorizeArgs& args) {
   if (dist.active()) dopt.cpu_cores = dist.cpu_cores();
   const auto devs = expand_devices(a.devices, dopt);
   InputOptions in = input_options(a, meta);
-  in.decode_where = resolve_decode(parse_decode(a.decode), all_cuda(devs), nvjpeg_available(), a.devices);
+  in.decode_where = resolve_decode(a.decode, all_cuda(devs), nvjpeg_available(), a.devices);
   auto source = make_source(a.images, in);
   const WriterOptions w = writer_options(a, meta, in, *source, dist);
   check_replicas_fit(devs, dist.active() ? dist.cpu_cores() : hardware_cores(), a.model, a.force);

@@ -242,7 +242,7 @@ LocalOutcome Executor::run_local(PlannedRun& p, std::size_t index, int rep) {
   fs::remove_all(dir, ec);
   if (rep == 0) {
     nlohmann::json ed = nlohmann::json::array();
-    const auto used = strategy == "sequential" ? std::vector<VirtualDevice>{devs[0]} : devs;
+    const auto used = strategy_devices(strategy, devs);
     for (const auto& d : used) ed.push_back({{"name", d.name()}, {"threads", d.threads}});
     p.result.effective = {{"devices", ed},
                           {"decode_threads", e_.decode_threads},

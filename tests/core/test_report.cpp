@@ -73,7 +73,7 @@ TEST(ReportMarkdown, TablesSpeedupEfficiencyAndStages) {
   TempDir dir("report_tables");
   const std::string md = report_for({golden_base()}, dir, "/nonexistent/python3");
   // Plots are skipped with the reason, not an error.
-  EXPECT_NE(md.find("Plots skipped: /nonexistent/python3 "), std::string::npos) << md;
+  EXPECT_NE(md.find("Plots skipped: cannot start /nonexistent/python3 "), std::string::npos) << md;
   // Metadata.
   EXPECT_NE(md.find("host: `ref-box`; CPU: Golden CPU @ 3.0GHz (8 cores); GPUs: none"), std::string::npos) << md;
   EXPECT_NE(md.find("libtorch 1.13.1"), std::string::npos);

@@ -102,7 +102,7 @@ TEST(DecodeGpu, TheFileSourceHandsOverOnlyJpegsADeviceMayDecode) {
   EXPECT_EQ(a, b);
   // settings a device decoder would not honour keep JPEGs on the host
   InputOptions exif = in;
-  exif.exif = "apply";
+  exif.exif = ExifPolicy::apply;
   EXPECT_FALSE(make_source(list, exif)->load_or_encoded(0, S, a.data(), bytes, t));
   InputOptions fast = in;
   fast.fast_decode = true;

@@ -138,7 +138,7 @@ TEST(Route, ASavedProfileIsUsedNamedInTheFirstLineAndFlagsStillWin) {
   ::unsetenv("VECBENCH_PROFILE_DIR");
   ASSERT_EQ(fs::path(path).parent_path(), d / "profiles");
   RouteChoice r;
-  r.engine = "torchscript";
+  r.engine = EngineKind::torchscript;
   r.strategy = "data-parallel";
   r.devices = "cpu/2";
   r.batch = 3;
@@ -176,7 +176,7 @@ TEST(Route, DefaultsFollowTheCores) {
   f.model_is_export = true;
   f.cores = 2;
   RouteChoice r = default_route(f);
-  EXPECT_EQ(r.engine, "onednn");
+  EXPECT_EQ(r.engine, EngineKind::onednn);
   EXPECT_EQ(r.devices, "cpu/2");
   EXPECT_EQ(r.decode_threads, 1);
   f.cores = 16;
@@ -184,10 +184,10 @@ TEST(Route, DefaultsFollowTheCores) {
   EXPECT_EQ(r.devices, "cpu/8");  // 2-core replicas
   EXPECT_EQ(r.decode_threads, 2);
   f.model_is_export = false;  // not an export: the onednn engine cannot read it
-  EXPECT_EQ(default_route(f).engine, "torchscript");
+  EXPECT_EQ(default_route(f).engine, EngineKind::torchscript);
   f.model_is_export = true;
   f.cuda_devices = 1;
   r = default_route(f);
-  EXPECT_EQ(r.engine, "torchscript");
+  EXPECT_EQ(r.engine, EngineKind::torchscript);
   EXPECT_EQ(r.devices, "cuda");
 }

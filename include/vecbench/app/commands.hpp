@@ -6,10 +6,16 @@
 #include <atomic>
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "vecbench/dist/distributed_run.hpp"
+#include "vecbench/engine/engine_kind.hpp"
+#include "vecbench/input/exif_policy.hpp"
+#include "vecbench/input/jpeg_decoder.hpp"
+#include "vecbench/input/resize_formula.hpp"
+#include "vecbench/output/output_format.hpp"
 
 namespace vecbench {
 
@@ -55,20 +61,21 @@ int close_distribution(int rc);
 /// otherwise).
 void abort_all_ranks(const std::string& reason);
 
-/// The options of `vectorize` (each documented by its flag in tools/vecbench.cpp).
+/// The options of `vectorize` (each documented by its flag in tools/vecbench.cpp); closed sets
+/// arrive parsed (the CLI parses each name once).
 struct VectorizeArgs {
   std::string images;
   std::string out;
   std::string model = default_model();
-  std::string format = "npy";
+  OutputFormat format = OutputFormat::npy;
   // The route: empty / 0 = chosen (a machine profile from `tune --save`, else the defaults for
   // the devices found: include/vecbench/app/route.hpp); the first line says which.
   std::string strategy;
   std::string devices;
-  std::string resize;  // empty: the model's default
-  std::string exif = "ignore";
-  double memory_cap_gb = 0.0;   // CUDA memory cap per virtual device, GB (0: none)
-  std::string decode = "auto";  // auto | cpu (= exact: PIL/OpenCV) | tf (TF's DecodeJpeg) | gpu (nvJPEG)
+  std::optional<ResizeMode> resize;  // unset: the model's default
+  ExifPolicy exif = ExifPolicy::ignore;
+  double memory_cap_gb = 0.0;  // CUDA memory cap per virtual device, GB (0: none)
+  DecodeSetting decode;        // auto | cpu (= exact: PIL/OpenCV) | tf (TF's DecodeJpeg) | gpu (nvJPEG)
   int batch = 0;
   int threads = 0;
   int decode_threads = 0;
@@ -90,8 +97,8 @@ struct VectorizeArgs {
   bool no_profile = false;  // ignore the machine profile (defaults and flags only)
   double progress_s = 30;
   std::uint64_t max_pixels = 178956970;
-  std::string precision = "fp32";
-  std::string engine;  // empty: chosen, as the route above
+  Precision precision = Precision::fp32;
+  std::optional<EngineKind> engine;  // unset: chosen, as the route above
   std::string json_out;
   std::string trace_file;  ///< --trace FILE: write every thread's spans as Chrome trace-event JSON ("": off)
 };

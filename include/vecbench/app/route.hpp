@@ -9,11 +9,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "vecbench/engine/engine_kind.hpp"
+
 namespace vecbench {
 
-/// The route's settings; empty / 0 = not set (left to the next source: profile, then defaults).
+/// The route's settings; unset / empty / 0 = not set (left to the next source: profile, then
+/// defaults).
 struct RouteChoice {
-  std::string engine;    ///< torchscript | onednn | none
+  std::optional<EngineKind> engine;
   std::string strategy;  ///< a registered strategy
   std::string devices;   ///< a device spec (cpu/2, cuda, ...)
   int batch = 0;
@@ -28,11 +31,11 @@ struct MachineKey {
 
 /// What the defaults are chosen from.
 struct RouteFacts {
-  int cores = 1;                   ///< cores this process may use
-  int cuda_devices = 0;            ///< GPUs the backend sees
-  bool onednn_available = false;   ///< this build has the oneDNN engine and the CPU runs it (AVX2 or better)
-  bool model_is_export = false;    ///< the model file has the export's metadata (the onednn engine reads it)
-  std::string precision = "fp32";  ///< the run's precision (fp16 is for CUDA: TorchScript)
+  int cores = 1;                          ///< cores this process may use
+  int cuda_devices = 0;                   ///< GPUs the backend sees
+  bool onednn_available = false;          ///< this build has the oneDNN engine and the CPU runs it (AVX2 or better)
+  bool model_is_export = false;           ///< the model file has the export's metadata (the onednn engine reads it)
+  Precision precision = Precision::fp32;  ///< the run's precision (fp16 is for CUDA: TorchScript)
 };
 
 /// The defaults for these facts: every field set.

@@ -10,9 +10,12 @@
 
 namespace vecbench {
 
+/// What a device is: the host's cores or one CUDA GPU.
+enum class DeviceKind { cpu, cuda };
+
 /// One virtual device: one model replica, one worker thread (and one CUDA stream on a GPU).
 struct VirtualDevice {
-  std::string kind = "cpu";    ///< "cpu" or "cuda"
+  DeviceKind kind = DeviceKind::cpu;
   int ordinal = -1;            ///< CUDA device index; -1 for the host
   int virtual_index = 0;       ///< index among the virtual devices made from one physical device
   int virtual_count = 1;       ///< how many virtual devices share that physical device
@@ -20,13 +23,13 @@ struct VirtualDevice {
   double memory_cap_gb = 0.0;  ///< CUDA memory cap of this virtual device; 0 = none
   /// Name as shown in results: "cpu", "cpu/2#1", "cuda:0", "cuda:0/3#2".
   std::string name() const {
-    std::string base = kind == "cpu" ? "cpu" : "cuda:" + std::to_string(ordinal);
+    std::string base = kind == DeviceKind::cpu ? "cpu" : "cuda:" + std::to_string(ordinal);
     if (virtual_count > 1) base += "/" + std::to_string(virtual_count) + "#" + std::to_string(virtual_index);
     return base;
   }
   /// The LibTorch device string ("cpu", "cuda:0").
-  std::string torch_device() const { return kind == "cpu" ? "cpu" : "cuda:" + std::to_string(ordinal); }
-  bool is_cuda() const { return kind == "cuda"; }
+  std::string torch_device() const { return kind == DeviceKind::cpu ? "cpu" : "cuda:" + std::to_string(ordinal); }
+  bool is_cuda() const { return kind == DeviceKind::cuda; }
 };
 
 /// How to expand a spec.
@@ -74,12 +77,11 @@ inline std::vector<VirtualDevice> expand_devices(const std::string& spec, const 
     std::string dev = item.substr(0, slash);
     if (slash != std::string::npos) count = detail::parse_count(item.substr(slash + 1), spec);
     std::vector<int> ordinals;
-    std::string kind;
+    DeviceKind kind = DeviceKind::cpu;
     if (dev == "cpu") {
-      kind = "cpu";
       ordinals = {-1};
     } else if (dev == "cuda" || dev.rfind("cuda:", 0) == 0) {
-      kind = "cuda";
+      kind = DeviceKind::cuda;
       if (dev == "cuda") {
         if (opt.cuda_devices == 0) throw ConfigError("devices", "'" + item + "': this machine has no CUDA device");
         for (int k = 0; k < opt.cuda_devices; ++k) ordinals.push_back(k);
@@ -103,18 +105,19 @@ inline std::vector<VirtualDevice> expand_devices(const std::string& spec, const 
         d.ordinal = k;
         d.virtual_index = v;
         d.virtual_count = count;
-        d.memory_cap_gb = kind == "cuda" ? opt.memory_cap_gb : 0.0;
+        d.memory_cap_gb = kind == DeviceKind::cuda ? opt.memory_cap_gb : 0.0;
         out.push_back(d);
       }
   }
   // Split host cores between CPU replicas; GPU replicas get one host thread each.
   const int cores = opt.cpu_cores > 0 ? opt.cpu_cores : hardware_cores();
-  const int n_cpu = static_cast<int>(std::count_if(out.begin(), out.end(), [](auto& d) { return d.kind == "cpu"; }));
+  const int n_cpu =
+      static_cast<int>(std::count_if(out.begin(), out.end(), [](auto& d) { return d.kind == DeviceKind::cpu; }));
   int i = 0;
   for (auto& d : out) {
     if (opt.threads_per_replica > 0) {
       d.threads = opt.threads_per_replica;
-    } else if (d.kind == "cpu") {
+    } else if (d.kind == DeviceKind::cpu) {
       d.threads = std::max(1, cores / n_cpu + (i < cores % n_cpu ? 1 : 0));
       ++i;
     } else {

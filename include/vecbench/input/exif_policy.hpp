@@ -11,6 +11,8 @@ namespace vecbench {
 /// flip as the tag says, as OpenCV does.
 enum class ExifPolicy { ignore, apply };
 
+inline const char* to_string(ExifPolicy p) { return p == ExifPolicy::apply ? "apply" : "ignore"; }
+
 inline ExifPolicy parse_exif_policy(const std::string& s) {
   if (s == "ignore") return ExifPolicy::ignore;
   if (s == "apply") return ExifPolicy::apply;

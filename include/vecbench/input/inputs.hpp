@@ -17,7 +17,7 @@ namespace vecbench {
 struct InputOptions {
   ResizeMode resize = ResizeMode::tf_legacy;      ///< resize mode for image files
   bool fast_decode = false;                       ///< reduced-DCT JPEG decode for large images
-  std::string exif = "ignore";                    ///< EXIF orientation: ignore (TF-like) or apply
+  ExifPolicy exif = ExifPolicy::ignore;           ///< EXIF orientation: ignore (TF-like) or apply
   JpegDecoder jpeg_decoder = JpegDecoder::exact;  ///< JPEG arithmetic: exact (PIL/OpenCV) or tf (TF's DecodeJpeg)
   DecodeWhere decode_where = DecodeWhere::cpu;    ///< gpu: JPEGs decoded on the replica's CUDA device (nvJPEG)
   bool lenient_decode = false;                    ///< accept JPEG/PNG decoder data warnings (reported)
@@ -51,7 +51,7 @@ inline std::unique_ptr<ImageSource> make_source(const std::string& spec, const I
   DecodeOptions d;
   d.fast = opt.fast_decode;
   d.jpeg_decoder = opt.jpeg_decoder;
-  d.exif = parse_exif_policy(opt.exif);
+  d.exif = opt.exif;
   d.lenient = opt.lenient_decode;
   d.max_pixels = opt.max_pixels;
   return std::make_unique<FileSource>(collect_images(spec), opt.resize, d, opt.decode_where);

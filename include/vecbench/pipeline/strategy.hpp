@@ -1,5 +1,5 @@
 // Strategy base: what every execution strategy gets (RunContext), shared steps (forward a
-// batch, deliver it), and the registry of strategies by name.
+// batch, deliver it). The registry of strategies by name is strategies/strategies.hpp.
 #pragma once
 #include <atomic>
 #include <memory>

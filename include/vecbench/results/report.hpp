@@ -275,7 +275,7 @@ inline std::string run_plot_script(const std::string& python, const std::string&
   for (const auto& f : files) argv.push_back(f.string());
   argv.insert(argv.end(), {"--out", out_dir.string()});
   const int rc = run_program(argv, (out_dir / "plot.log").string());
-  if (rc == -1) return "cannot start " + python;
+  if (rc == -1) return "cannot start " + python + " (not found, not executable, or killed)";
   if (rc != 0) {
     std::ifstream log(out_dir / "plot.log");
     std::string line, last;

@@ -13,7 +13,7 @@ namespace vecbench {
 inline std::vector<VirtualDevice> strategy_devices(const std::string& strategy,
                                                    const std::vector<VirtualDevice>& devices) {
   std::vector<VirtualDevice> devs = devices;
-  if (strategy == "sequential") devs.resize(1);
+  if (find_strategy(strategy).first_device_only) devs.resize(1);
   return devs;
 }
 

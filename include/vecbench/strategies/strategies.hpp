@@ -17,6 +17,7 @@ struct StrategyEntry {
   const char* name;                     ///< as in --strategy and experiment files
   std::unique_ptr<Strategy> (*make)();  ///< makes a fresh strategy object
   const char* summary;                  ///< one line for help texts
+  bool first_device_only = false;       ///< runs on the first of the devices given (the reference)
 };
 
 template <class S>
@@ -28,7 +29,7 @@ std::unique_ptr<Strategy> make_as() {
 inline const std::vector<StrategyEntry>& strategy_registry() {
   static const std::vector<StrategyEntry> r = {
       {"naive", make_as<NaiveStrategy>, "the seed's mistake: devices run one after another"},
-      {"sequential", make_as<SequentialStrategy>, "one device, the reference"},
+      {"sequential", make_as<SequentialStrategy>, "one device, the reference", true},
       {"sharded", make_as<ShardedStrategy>, "each device takes a contiguous share"},
       {"data-parallel", make_as<DataParallelStrategy>, "decode pool feeds whichever device is free"},
       {"mirrored", make_as<MirroredStrategy>, "every device gets a slice of each batch"},
@@ -45,11 +46,14 @@ inline std::string strategy_list() {
   return s;
 }
 
-/// Makes a strategy by name; ConfigError for an unknown one.
-inline std::unique_ptr<Strategy> make_strategy(const std::string& name) {
+/// The registry's entry of a strategy name; ConfigError for an unknown one.
+inline const StrategyEntry& find_strategy(const std::string& name) {
   for (const auto& e : strategy_registry())
-    if (name == e.name) return e.make();
+    if (name == e.name) return e;
   throw ConfigError("strategy", "unknown strategy '" + name + "' (use " + strategy_list() + ")");
 }
+
+/// Makes a strategy by name; ConfigError for an unknown one.
+inline std::unique_ptr<Strategy> make_strategy(const std::string& name) { return find_strategy(name).make(); }
 
 }  // namespace vecbench
