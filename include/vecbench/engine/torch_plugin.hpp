@@ -25,8 +25,10 @@ namespace vecbench {
 struct TorchModelOptions;
 struct InceptionWeights;
 
-/// Bumped whenever TorchPluginApi changes; a library of another version is refused.
-constexpr int kTorchPluginAbi = 2;
+/// Bumped whenever TorchPluginApi or a type crossing it changes (VirtualDevice, TorchModelOptions,
+/// InceptionWeights, Model); a library of another version is refused. 3: VirtualDevice::kind is a
+/// DeviceKind (a binary and a library either side of that change corrupted each other's devices).
+constexpr int kTorchPluginAbi = 3;
 
 /// The functions of libvecbench_torch.so. Both sides are built from the same tree by the same
 /// compiler (C++ types cross the boundary); `abi` and `size` catch a stale library.
