@@ -1,4 +1,4 @@
-// `vecbench merge` (declared in dist/merge.hpp).
+// `vecbench merge` (declared in app/merge.hpp).
 #include "vecbench/app/merge.hpp"
 
 #include <fstream>

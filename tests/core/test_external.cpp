@@ -1,8 +1,14 @@
 // External peers of an experiment (run_external): the img/s, the images and the line the peer
-// said them on (kept in the result: peers name their versions there), or the reason.
+// said them on (kept in the result: peers name their versions there), or the reason; and
+// run_program, which starts a program without a shell (the report's plot script).
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
+#include "vecbench/core/subprocess.hpp"
 #include "vecbench/experiment/external.hpp"
+#include "vecbench/testing/temp_dir.hpp"
 
 using namespace vecbench;
 
@@ -36,4 +42,23 @@ TEST(External, AFailingPeerGivesItsExitStatusAndWords) {
   EXPECT_NE(o.reason.find("exit status 3"), std::string::npos) << o.reason;
   EXPECT_NE(o.reason.find("openvino is not installed"), std::string::npos) << o.reason;
   EXPECT_TRUE(o.line.empty());
+}
+
+TEST(RunProgram, ArgumentsGoAsTheyAreAndBothOutputsReachTheLog) {
+  const auto d = vecbench::testing::fresh_temp_dir("run_program");
+  const std::string log = (d / "log.txt").string();
+  auto slurp = [&] {
+    std::ifstream in(log);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  // no shell: quotes, spaces and $ in an argument reach the program unchanged
+  EXPECT_EQ(run_program({"printf", "%s|%s", "a 'b' \"c\"", "$HOME x"}, log), 0);
+  EXPECT_EQ(slurp(), "a 'b' \"c\"|$HOME x");
+  // stdout and stderr both land in the log, and the exit status comes back
+  EXPECT_EQ(run_program({"sh", "-c", "echo out; echo err >&2; exit 3"}, log), 3);
+  EXPECT_EQ(slurp(), "out\nerr\n");
+  EXPECT_EQ(run_program({"/nonexistent/program"}, log), -1);
+  fs::remove_all(d);
 }

@@ -44,8 +44,8 @@ RouteChoice default_route(const RouteFacts& f);
 /// The key of this machine for a model whose weights have `model_sha256`.
 MachineKey machine_key(const std::string& model_sha256, int cuda_devices);
 
-/// The folder of profiles: $VECBENCH_PROFILE_DIR, else $XDG_CACHE_HOME/vecbench/profiles, else
-/// ~/.cache/vecbench/profiles.
+/// The folder of profiles: $VECBENCH_PROFILE_DIR, else the cache folder's profiles/
+/// (core/fs_util.hpp cache_dir: $VECBENCH_CACHE, $XDG_CACHE_HOME/vecbench or ~/.cache/vecbench).
 std::string profile_dir();
 
 /// The profile file of `key` in profile_dir().

@@ -53,7 +53,7 @@ inline int run_program(const std::vector<std::string>& argv, const std::string& 
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   if (!log.empty()) {
-    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
   }
   pid_t pid = 0;

@@ -13,8 +13,8 @@
 
 namespace vecbench {
 
-/// The folder of weights files: $VECBENCH_WEIGHTS_DIR, else $XDG_CACHE_HOME/vecbench/weights,
-/// else ~/.cache/vecbench/weights. "off" (VECBENCH_WEIGHTS_DIR=off): no weights files.
+/// The folder of weights files: $VECBENCH_WEIGHTS_DIR, else the cache folder's weights/
+/// (core/fs_util.hpp cache_dir). "off" (VECBENCH_WEIGHTS_DIR=off): no weights files.
 std::string weights_cache_dir();
 
 /// The weights file of a model whose export metadata says `weight_sha256` and whose file has
