@@ -265,35 +265,31 @@ class Graph {
         continue;
       }
       if (!same_kernel_any_batch(pd) || is_reference(pd.impl_info_str())) continue;
-      Args args{{DNNL_ARG_SRC, memory(src1, eng_, DNNL_MEMORY_NONE)},
-                {DNNL_ARG_WEIGHTS, shared_weights(*wts_.packed, name, l, pd.weights_desc(), eng_)},
-                {DNNL_ARG_BIAS, memory(pd.bias_desc(), eng_, const_cast<float*>(l.bias.data()))},
-                {DNNL_ARG_DST, memory(dst1, eng_, DNNL_MEMORY_NONE)}};
-      // where oneDNN writes no slice of a concatenation: a dense image, copied into the slice
+      // One image's view of src and of dst (its handles move from image to image); the layer
+      // writes it directly, or, where oneDNN writes no slice of a concatenation, into a dense
+      // image copied into the slice.
+      const memory in1(src1, eng_, DNNL_MEMORY_NONE), out1_view(dst1, eng_, DNNL_MEMORY_NONE);
       const memory tmp = dense_dst ? arena_.add(pd.dst_desc(), eng_) : memory();
+      const Args conv_args{{DNNL_ARG_SRC, in1},
+                           {DNNL_ARG_WEIGHTS, shared_weights(*wts_.packed, name, l, pd.weights_desc(), eng_)},
+                           {DNNL_ARG_BIAS, memory(pd.bias_desc(), eng_, const_cast<float*>(l.bias.data()))},
+                           {DNNL_ARG_DST, dense_dst ? tmp : out1_view}};
+      const Args copy_args = dense_dst ? Args{{DNNL_ARG_FROM, tmp}, {DNNL_ARG_TO, out1_view}} : Args{};
       const dnnl::primitive conv = dnnl::convolution_forward(pd);
-      const dnnl::primitive copy =
-          dense_dst ? dnnl::primitive(dnnl::reorder(tmp, args.at(DNNL_ARG_DST))) : dnnl::primitive();
+      const dnnl::primitive copy = dense_dst ? dnnl::primitive(dnnl::reorder(tmp, out1_view)) : dnnl::primitive();
       const std::size_t src_step = image_stride(src.get_desc()) * sizeof(float);
       const std::size_t dst_step = image_stride(dst.get_desc()) * sizeof(float);
       Args live{{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}};
       if (dense_dst) live.emplace(DNNL_ARG_WORKSPACE, tmp);
       ops_.emplace_back(
-          [this, args, src, dst, tmp, conv, copy, src_step, dst_step, dense_dst]() mutable {
+          [this, conv_args, copy_args, in1, out1_view, src, dst, conv, copy, src_step, dst_step]() mutable {
             auto* s = static_cast<char*>(src.get_data_handle());
             auto* d = static_cast<char*>(dst.get_data_handle());
-            memory out = args.at(DNNL_ARG_DST);
             for (int i = 0; i < n_; ++i) {
-              args.at(DNNL_ARG_SRC).set_data_handle(s + src_step * static_cast<std::size_t>(i));
-              out.set_data_handle(d + dst_step * static_cast<std::size_t>(i));
-              if (!dense_dst) {
-                conv.execute(*stream_, args);
-                continue;
-              }
-              Args to_tmp = args;
-              to_tmp[DNNL_ARG_DST] = tmp;
-              conv.execute(*stream_, to_tmp);
-              copy.execute(*stream_, {{DNNL_ARG_FROM, tmp}, {DNNL_ARG_TO, out}});
+              in1.set_data_handle(s + src_step * static_cast<std::size_t>(i));
+              out1_view.set_data_handle(d + dst_step * static_cast<std::size_t>(i));
+              conv.execute(*stream_, conv_args);
+              if (!copy_args.empty()) copy.execute(*stream_, copy_args);
             }
           },
           std::move(live));
