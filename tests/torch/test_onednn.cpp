@@ -32,15 +32,23 @@ double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
   return vecbench::testing::rel_l2(a.data(), b.data(), a.size());
 }
 
-std::unique_ptr<MemorySink> run_engine(const ImageSource& src, const TorchModelOptions& mo, const std::string& devices,
-                                       int batch) {
+/// `strategy` over every image of `src` on `devices` (threads per replica: 0 splits the cores).
+std::unique_ptr<MemorySink> run_on(const ImageSource& src, const TorchModelOptions& mo, const std::string& strategy,
+                                   const std::string& devices, int batch, int threads = 0, int warmup = 0) {
   auto sink = std::make_unique<MemorySink>(src.size());
   RunSettings s;
   s.batch_size = batch;
-  s.warmup_batches = 1;
-  run_strategy(batch == 1 && devices == "cpu" ? "sequential" : "data-parallel", src, all_indices(src.size()),
-               expand_devices(devices), torchscript_factory(mo), *sink, s, 299);
+  s.warmup_batches = warmup;
+  DeviceOptions dopt;
+  dopt.threads_per_replica = threads;
+  run_strategy(strategy, src, all_indices(src.size()), expand_devices(devices, dopt), torchscript_factory(mo), *sink, s,
+               299);
   return sink;
+}
+
+std::unique_ptr<MemorySink> run_engine(const ImageSource& src, const TorchModelOptions& mo, const std::string& devices,
+                                       int batch) {
+  return run_on(src, mo, batch == 1 && devices == "cpu" ? "sequential" : "data-parallel", devices, batch, 0, 1);
 }
 
 void expect_same(const MemorySink& got, const MemorySink& ref, std::size_t n, const std::string& what) {
@@ -94,14 +102,7 @@ TEST(OneDnn, BitIdenticalFeaturesForEveryBatchSizeThreadCountAndStrategy) {
   od.path = kModel;
   od.engine = EngineKind::onednn;
   auto run = [&](const std::string& strategy, const std::string& devices, int threads, int batch) {
-    auto sink = std::make_unique<MemorySink>(src->size());
-    RunSettings s;
-    s.batch_size = batch;
-    DeviceOptions dopt;
-    dopt.threads_per_replica = threads;
-    run_strategy(strategy, *src, all_indices(src->size()), expand_devices(devices, dopt), torchscript_factory(od),
-                 *sink, s, 299);
-    return sink;
+    return run_on(*src, od, strategy, devices, batch, threads);
   };
   const auto ref = run("sequential", "cpu", 1, 1);
   auto expect_bits = [&](const MemorySink& got, const std::string& what) {
