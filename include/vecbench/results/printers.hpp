@@ -9,6 +9,7 @@
 #include <string>
 
 #include "vecbench/results/baseline.hpp"
+#include "vecbench/results/markdown_table.hpp"
 #include "vecbench/results/result.hpp"
 
 namespace vecbench {
@@ -26,11 +27,23 @@ class ResultPrinter {
 class RunTablePrinter : public ResultPrinter {
  public:
   void print(const ResultFile& result, std::ostream& out) const override {
-    std::string s =
-        "| strategy | devices | batch | threads | resize | img/s (median) | median CI | reps | spread "
-        "| vs sequential | max rel diff | status |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
-    char buf[512];
+    MarkdownTable table({{"strategy"},
+                         {"devices"},
+                         {"batch"},
+                         {"threads"},
+                         {"resize"},
+                         {"img/s (median)"},
+                         {"median CI"},
+                         {"reps"},
+                         {"spread"},
+                         {"vs sequential"},
+                         {"max rel diff"},
+                         {"status"}});
+    auto printed = [](const char* f, double v) {  // as printf writes it (nan included)
+      char b[64];
+      std::snprintf(b, sizeof b, f, v);
+      return std::string(b);
+    };
     for (const RunResult& r : result.runs) {
       const auto& p = r.params;
       const auto& m = r.summary.images_per_s;
@@ -49,14 +62,11 @@ class RunTablePrinter : public ResultPrinter {
       char ci_s[48] = "-";
       if (const auto& ci = r.summary.images_per_s_median_ci)
         std::snprintf(ci_s, sizeof ci_s, "+-%.1f%% (%.0f%%)", 100 * ci->rel_half, 100 * ci->level);
-      const std::string status = status_text(r);
-      std::snprintf(buf, sizeof buf, "| %s | %s | %s | %s | %s | %.2f | %s | %zu | %.1f%% | %s | %s | %s |\n",
-                    param_string(p, "strategy").c_str(), cell("devices").c_str(), cell("batch").c_str(),
-                    cell("threads").c_str(), cell("resize").c_str(), m.median, ci_s, r.samples.size(),
-                    m.rel_spread * 100, vs_s, rel_s, status.c_str());
-      s += buf;
+      table.row({param_string(p, "strategy"), cell("devices"), cell("batch"), cell("threads"), cell("resize"),
+                 printed("%.2f", m.median), ci_s, std::to_string(r.samples.size()),
+                 printed("%.1f%%", m.rel_spread * 100), vs_s, rel_s, status_text(r)});
     }
-    out << s;
+    out << table.str();
   }
 };
 

@@ -20,6 +20,7 @@
 #include "vecbench/core/subprocess.hpp"
 #include "vecbench/core/weights_note.hpp"
 #include "vecbench/results/baseline.hpp"
+#include "vecbench/results/markdown_table.hpp"
 #include "vecbench/results/report_trace.hpp"
 #include "vecbench/results/result.hpp"
 
@@ -153,19 +154,19 @@ inline std::string externals_markdown(const ResultFile& f) {
     const double y = b->status == RunStatus::ok ? b->summary.images_per_s.median : -1.0;
     return x > y;
   });
-  std::string md =
-      "### Beside other tools (external commands, run interleaved with the runs above)\n\n"
-      "| command | img/s median (min-max) | vs best matrix run | status |\n|---|---:|---:|---|\n";
+  MarkdownTable table(
+      {{"command"}, {"img/s median (min-max)", Align::right}, {"vs best matrix run", Align::right}, {"status"}});
   for (const RunResult* r : ext) {
     const stats::Summary& t = r->summary.images_per_s;
     const bool ok = r->status == RunStatus::ok;
-    md += "| `" + md_cell(param_string(r->params, "strategy").substr(9)) + "` | " +
-          (ok ? format_number("%.2f", t.median) + " (" + format_number("%.2f", t.min) + "-" +
-                    format_number("%.2f", t.max) + ")"
-              : "n/a") +
-          " | " + (ok && best ? format_number("%.2fx", t.median / best->summary.images_per_s.median) : "n/a") + " | " +
-          md_cell(status_text(*r)) + " |\n";
+    table.row({"`" + md_cell(param_string(r->params, "strategy").substr(9)) + "`",
+               ok ? format_number("%.2f", t.median) + " (" + format_number("%.2f", t.min) + "-" +
+                        format_number("%.2f", t.max) + ")"
+                  : "n/a",
+               ok && best ? format_number("%.2fx", t.median / best->summary.images_per_s.median) : "n/a",
+               md_cell(status_text(*r))});
   }
+  std::string md = "### Beside other tools (external commands, run interleaved with the runs above)\n\n" + table.str();
   if (best)
     md += "\nBest matrix run: `" + best->id + "` (" + format_number("%.2f", best->summary.images_per_s.median) +
           " img/s).\n";
@@ -188,10 +189,14 @@ inline std::string scaling_markdown(const ResultFile& f) {
     std::stable_sort(runs.begin(), runs.end(), [](const RunResult* a, const RunResult* b) {
       return device_count(a->params.value("devices", json())) < device_count(b->params.value("devices", json()));
     });
-    md += "### Scaling: `" + (strategy.empty() ? std::string("(no strategy)") : strategy) + "`\n\n" +
-          "| devices | config | img/s median (min-max) | speedup | vs | efficiency | verification "
-          "| status |\n"
-          "|---:|---|---:|---:|---|---:|---|---|\n";
+    MarkdownTable table({{"devices", Align::right},
+                         {"config"},
+                         {"img/s median (min-max)", Align::right},
+                         {"speedup", Align::right},
+                         {"vs"},
+                         {"efficiency", Align::right},
+                         {"verification"},
+                         {"status"}});
     for (const RunResult* r : runs) {
       const int n = device_count(r->params.value("devices", json()));
       const stats::Summary& t = r->summary.images_per_s;
@@ -204,15 +209,15 @@ inline std::string scaling_markdown(const ResultFile& f) {
         speedup = format_number("%.2fx", x);
         if (n > 0) eff = format_number("%.2f", x / n);
       }
-      md += "| " + (n > 0 ? std::to_string(n) : "?") + " (" + md_cell(param_string(r->params, "devices")) + ") | " +
-            md_cell(config_text(r->id)) + " | " +
-            (r->status == RunStatus::ok ? format_number("%.2f", t.median) + " (" + format_number("%.2f", t.min) + "-" +
-                                              format_number("%.2f", t.max) + ")"
-                                        : "n/a") +
-            " | " + speedup + " | " + vs + " | " + eff + " | " + md_cell(verification_text(*r)) + " | " +
-            md_cell(status_text(*r)) + " |\n";
+      table.row({(n > 0 ? std::to_string(n) : "?") + " (" + md_cell(param_string(r->params, "devices")) + ")",
+                 md_cell(config_text(r->id)),
+                 r->status == RunStatus::ok ? format_number("%.2f", t.median) + " (" + format_number("%.2f", t.min) +
+                                                  "-" + format_number("%.2f", t.max) + ")"
+                                            : "n/a",
+                 speedup, vs, eff, md_cell(verification_text(*r)), md_cell(status_text(*r))});
     }
-    md += "\n";
+    md +=
+        "### Scaling: `" + (strategy.empty() ? std::string("(no strategy)") : strategy) + "`\n\n" + table.str() + "\n";
   }
   if (!refs.empty()) {
     md +=
@@ -232,28 +237,25 @@ inline std::string stages_markdown(const ResultFile& f) {
   for (const RunResult& r : f.runs)
     for (const auto& [k, v] : r.summary.stage_s_per_image)
       if (std::find(stages.begin(), stages.end(), k) == stages.end()) stages.push_back(k);
-  std::string md =
-      "### Stage time per image (ms; median over reps of stage seconds / images, summed over "
-      "threads)\n\n| run |";
-  std::string sep = "|---|";
-  for (const auto& s : stages) md += " " + s + " |", sep += "---:|";
-  md += " total |\n" + sep + "---:|\n";
-  bool any = false;
+  MarkdownTable table({{"run"}});
+  for (const auto& s : stages) table.add_column(s, Align::right);
+  table.add_column("total", Align::right);
   for (const RunResult& r : f.runs) {
     if (r.summary.stage_s_per_image.empty()) continue;
-    any = true;
     double total = 0.0;
-    md += "| `" + md_cell(r.id) + "` |";
+    std::vector<std::string> row = {"`" + md_cell(r.id) + "`"};
     for (const auto& s : stages) {
       const auto it = r.summary.stage_s_per_image.find(s);
-      md += " " +
-            (it == r.summary.stage_s_per_image.end() ? std::string("n/a") : format_number("%.2f", 1e3 * it->second)) +
-            " |";
+      row.push_back(it == r.summary.stage_s_per_image.end() ? std::string("n/a")
+                                                            : format_number("%.2f", 1e3 * it->second));
       if (it != r.summary.stage_s_per_image.end()) total += 1e3 * it->second;
     }
-    md += " " + format_number("%.2f", total) + " |\n";
+    row.push_back(format_number("%.2f", total));
+    table.row(std::move(row));
   }
-  return any ? md + "\n" : "### Stage time per image\n\nNo run recorded stage times.\n\n";
+  if (table.empty()) return "### Stage time per image\n\nNo run recorded stage times.\n\n";
+  return "### Stage time per image (ms; median over reps of stage seconds / images, summed over threads)\n\n" +
+         table.str() + "\n";
 }
 }  // namespace detail
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "vecbench/results/markdown_table.hpp"
 #include "vecbench/results/result.hpp"
 
 namespace vecbench {
@@ -28,7 +29,8 @@ inline const Sample* traced_sample(const RunResult& r) {
 /// then, where the plot script drew them in `out_dir`, every run's timeline picture. "" when no
 /// run of `f` was traced.
 inline std::string trace_markdown(const ResultFile& f, std::size_t fi, const std::filesystem::path& out_dir) {
-  std::string md, pics;
+  MarkdownTable table({{"run"}, {"forward overlap", Align::right}, {"busy / starved / blocked %"}, {"trace"}});
+  std::string pics;
   for (std::size_t ri = 0; ri < f.runs.size(); ++ri) {
     const RunResult& r = f.runs[ri];
     const Sample* s = traced_sample(r);
@@ -37,20 +39,20 @@ inline std::string trace_markdown(const ResultFile& f, std::size_t fi, const std
     for (const DeviceShare& d : s->trace->devices)
       shares += (shares.empty() ? "" : "<br>") + md_cell(d.name) + ": " + format_number("%.0f", 100 * d.busy) + " / " +
                 format_number("%.0f", 100 * d.starved) + " / " + format_number("%.0f", 100 * d.blocked);
-    md += "| " + md_cell(r.id) + " | " + format_number("%.2f", s->trace->forward_overlap) + " | " + shares + " | " +
-          (s->trace->file.empty() ? std::string("-") : "[trace](" + md_cell(s->trace->file) + ")") + " |\n";
+    table.row({md_cell(r.id), format_number("%.2f", s->trace->forward_overlap), shares,
+               s->trace->file.empty() ? std::string("-") : "[trace](" + md_cell(s->trace->file) + ")"});
     const std::string png = "timelines/" + std::to_string(fi) + "_" + std::to_string(ri) + ".png";
     std::error_code ec;
     if (!out_dir.empty() && std::filesystem::is_regular_file(out_dir / png, ec))
       pics += "**" + md_cell(r.id) + "**\n\n![timeline of " + md_cell(r.id) + "](" + png + ")\n\n";
   }
-  if (md.empty()) return "";
-  md = "### Trace figures\n\nForward overlap: device-equivalents computing at once (1 = the devices took turns, N = "
-       "all N side by side). Per device, % of the timed window busy (h2d, forward, d2h) / starved (waiting for "
-       "input) / blocked (waiting for the writer or a barrier); the rest is idle or host work in the device's own "
-       "thread. First traced repetition.\n\n| run | forward overlap | busy / starved / blocked % | trace |\n"
-       "|---|---:|---|---|\n" +
-       md + "\n";
+  if (table.empty()) return "";
+  std::string md =
+      "### Trace figures\n\nForward overlap: device-equivalents computing at once (1 = the devices took turns, N = "
+      "all N side by side). Per device, % of the timed window busy (h2d, forward, d2h) / starved (waiting for "
+      "input) / blocked (waiting for the writer or a barrier); the rest is idle or host work in the device's own "
+      "thread. First traced repetition.\n\n" +
+      table.str() + "\n";
   if (!pics.empty())
     md += "<details><summary>Timeline of every run (one lane per thread, coloured by stage)</summary>\n\n" + pics +
           "</details>\n\n";

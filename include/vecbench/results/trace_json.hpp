@@ -23,6 +23,7 @@
 #include "vecbench/core/fs_util.hpp"
 #include "vecbench/core/trace.hpp"
 #include "vecbench/core/trace_figures.hpp"
+#include "vecbench/results/markdown_table.hpp"
 
 namespace vecbench {
 
@@ -177,12 +178,20 @@ inline std::string trace_figures_markdown(const TraceFigures& f) {
   char buf[160];
   std::snprintf(buf, sizeof buf, "timed window %.3f s, %lld spans, forward overlap %.2f device-equivalents\n\n",
                 f.wall_s, static_cast<long long>(f.spans), f.forward_overlap);
-  o << buf << "| device | busy | starved | blocked | other |\n|---|---:|---:|---:|---:|\n";
-  for (const auto& d : f.devices) {
-    std::snprintf(buf, sizeof buf, "| %s | %.1f%% | %.1f%% | %.1f%% | %.1f%% |\n", d.name.c_str(), 100 * d.busy,
-                  100 * d.starved, 100 * d.blocked, 100 * std::max(0.0, 1 - d.busy - d.starved - d.blocked));
-    o << buf;
-  }
+  o << buf;
+  MarkdownTable table({{"device"},
+                       {"busy", Align::right},
+                       {"starved", Align::right},
+                       {"blocked", Align::right},
+                       {"other", Align::right}});
+  auto pct = [&buf](double x) {
+    std::snprintf(buf, sizeof buf, "%.1f%%", 100 * x);
+    return std::string(buf);
+  };
+  for (const auto& d : f.devices)
+    table.row(
+        {d.name, pct(d.busy), pct(d.starved), pct(d.blocked), pct(std::max(0.0, 1 - d.busy - d.starved - d.blocked))});
+  o << table.str();
   return o.str();
 }
 
