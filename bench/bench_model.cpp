@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "vecbench/engine/torchscript_model.hpp"
+#include "vecbench/engine/engines.hpp"
 
 using namespace vecbench;
 
@@ -21,11 +21,11 @@ void BM_ModelForward(benchmark::State& st, EngineKind engine) {
   const int batch = static_cast<int>(st.range(0));
   VirtualDevice d;
   d.threads = static_cast<int>(st.range(1));
-  TorchModelOptions o;
+  ModelSettings o;
   const char* env = std::getenv("VECBENCH_MODEL");
   o.path = env ? env : VECBENCH_DEFAULT_MODEL;
   o.engine = engine;
-  auto model = torchscript_factory(o)(d);
+  auto model = model_factory(o)(d);
   model->warmup(batch, 3);
   const std::size_t s = static_cast<std::size_t>(model->input_size());
   std::vector<float> in(static_cast<std::size_t>(batch) * 3 * s * s, 100.0f),

@@ -1,5 +1,7 @@
-// vecbench: the command line (CLI11 subcommands). It only parses arguments; each command is
-// implemented in src/app/ (declared in include/vecbench/app/commands.hpp).
+// The command line (CLI11 subcommands): parses the arguments into each command's settings and
+// calls the command (src/app/, declared in include/vecbench/app/commands.hpp); nothing else.
+#include "vecbench/app/cli.hpp"
+
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -108,7 +110,7 @@ void add_vectorize_io_options(CLI::App* vec, VectorizeArgs& va) {
                   "Image directory, one image, list file (one path per line), pre-decoded .npy, or synthetic:N[:SEED]")
       ->required();
   vec->add_option("--out", va.out, "Output directory")->required();
-  vec->add_option("--model", va.model, "TorchScript model from tools/export_inception.py")->capture_default_str();
+  vec->add_option("--model", va.model.path, "TorchScript model from tools/export_inception.py")->capture_default_str();
   add_parsed(
       vec, "--format", va.format, [](const std::string& s) { return parse_output_format(s); },
       "vc (one text file per image, as the seed), npy (one .npy per image), shards (N x 2048 .npy shards + "
@@ -186,20 +188,22 @@ void add_vectorize_run_options(CLI::App* vec, VectorizeArgs& va) {
   vec->add_flag("--quiet", va.quiet, "No start line and no progress (errors are still printed)");
   vec->add_flag("--no-profile", va.no_profile,
                 "Ignore this machine's profile (`vecbench tune --save`): the route from defaults and flags only");
-  vec->add_flag("--no-optimize", va.no_optimize, "Skip optimize_for_inference after loading");
-  vec->add_flag("--channels-last", va.channels_last, "Feed channels_last input");
+  vec->add_flag_callback(
+      "--no-optimize", [&va] { va.model.optimize = false; }, "Skip optimize_for_inference after loading");
+  vec->add_flag("--channels-last", va.model.channels_last, "Feed channels_last input");
   add_parsed(
       vec, "--engine", va.engine, [](const std::string& s) { return parse_engine(s); },
       "torchscript (LibTorch runs the module) | onednn (CPU: the module's weights as vecbench's own oneDNN "
       "network: one blocked layout, fused conv+BN+ReLU, zero-copy concat, Winograd 3x3; fastest on CPU; "
       "same features within 1e-4) | none (no network, zero features: the input pipeline's own ceiling) "
       "(default: the route)");
-  vec->add_flag("--no-winograd", va.no_winograd, "onednn: direct convolutions only (no Winograd 3x3)");
-  vec->add_flag("--flush-denormal", va.flush_denormal, "Flush denormal floats to zero in replica threads");
-  vec->add_flag("--cuda-graphs", va.cuda_graphs,
+  vec->add_flag_callback(
+      "--no-winograd", [&va] { va.model.winograd = false; }, "onednn: direct convolutions only (no Winograd 3x3)");
+  vec->add_flag("--flush-denormal", va.model.flush_denormal, "Flush denormal floats to zero in replica threads");
+  vec->add_flag("--cuda-graphs", va.model.cuda_graphs,
                 "CUDA: capture each replica's forward once, replay it for full batches");
   add_parsed(
-      vec, "--precision", va.precision, [](const std::string& s) { return parse_precision(s); },
+      vec, "--precision", va.model.precision, [](const std::string& s) { return parse_precision(s); },
       "fp32 | fp16 | bf16 (CUDA devices; bf16 also with --engine onednn on CPUs with AVX-512 BF16)")
       ->default_str("fp32");
   vec->add_option("--json", va.json_out, "Also write the run's metrics as JSON to this file");
@@ -390,9 +394,9 @@ void add_result_commands(CLI::App& app, Cli& c, const std::string& exit_status) 
 }
 
 /// Runs the parsed subcommand; returns the exit status.
-int dispatch(CLI::App& app, Cli& c, int argc, char** argv) {
+int dispatch(CLI::App& app, Cli& c, int argc, char** argv, const CommandHooks& hooks) {
   if (*c.vec || *c.run) open_distribution(c.dist_args, &argc, &argv);
-  if (*c.vec) return close_distribution(cmd_vectorize(c.va));
+  if (*c.vec) return close_distribution(cmd_vectorize(c.va, hooks));
   if (*c.sts) return cmd_stats(c.stats_in, c.stats_out, c.stats_store);
   if (*c.fid) return cmd_fid(c.fid_args);
   if (*c.ver) return cmd_verify(c.verify_dir, c.verify_repair, c.verify_progress);
@@ -437,7 +441,9 @@ void add_doc_links(CLI::App& app) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace vecbench {
+
+int run_cli(int argc, char** argv, const CommandHooks& hooks) {
   install_signal_handlers();
   CLI::App app{"vecbench " VECBENCH_VERSION
                ": Inception-v3 pool_3 feature vectors from image lists, and the execution strategies "
@@ -467,10 +473,12 @@ int main(int argc, char** argv) {
     return argc > 1 && std::string(argv[1]) == "compare" ? kCompareUnusable : kExitUsage;
   }
   try {
-    return dispatch(app, c, argc, argv);
+    return dispatch(app, c, argc, argv, hooks);
   } catch (const std::exception& e) {
     abort_all_ranks(e.what());
     std::cerr << "vecbench: error: " << e.what() << "\n";
     return dynamic_cast<const OutputFolderError*>(&e) ? kExitOutputRefused : kExitError;
   }
 }
+
+}  // namespace vecbench

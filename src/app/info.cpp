@@ -6,8 +6,8 @@
 
 #include "vecbench/app/commands.hpp"
 #include "vecbench/core/npy.hpp"
+#include "vecbench/engine/engines.hpp"
 #include "vecbench/engine/torch_plugin.hpp"
-#include "vecbench/engine/torchscript_model.hpp"
 #include "vecbench/input/inputs.hpp"
 #include "vecbench/results/trace_json.hpp"
 

@@ -11,9 +11,8 @@
 #include "vecbench/app/commands.hpp"
 #include "vecbench/app/route.hpp"
 #include "vecbench/core/machine_load.hpp"
-#include "vecbench/core/sha256.hpp"
 #include "vecbench/core/weights_note.hpp"
-#include "vecbench/engine/torchscript_model.hpp"
+#include "vecbench/engine/engines.hpp"
 #include "vecbench/experiment/experiment_runner.hpp"
 #include "vecbench/input/inputs.hpp"
 #include "vecbench/results/meta.hpp"
@@ -93,34 +92,31 @@ struct ExperimentOutcome {
 
 ExperimentOutcome run_and_save(Experiment e, const std::string& origin, const std::string& results_dir,
                                const std::string& model_override, int argc, char** argv, bool trace = false) {
-  const std::string model = !model_override.empty() ? model_override : e.model == "default" ? default_model() : e.model;
+  ModelSettings mo = e.model;
+  if (!model_override.empty())
+    mo.path = model_override;
+  else if (mo.path == "default")
+    mo.path = default_model();
+  const std::string& model = mo.path;
   ExperimentEnv env;
   nlohmann::json meta = full_meta(argc, argv, model);
-  meta["engine"] = {{"name", to_string(e.engine)}, {"winograd", e.winograd}};
+  meta["engine"] = {{"name", to_string(mo.engine)}, {"winograd", mo.winograd}};
   env.meta = meta_from_json(meta, "meta");
-  if (e.engine == EngineKind::none && e.verify) {  // zero features: nothing to verify
+  if (mo.engine == EngineKind::none && e.verify) {  // zero features: nothing to verify
     std::cerr << "vecbench: engine none (input pipeline only): verification off\n";
     e.verify = false;
   }
-  const auto& mm = meta["model"];
-  env.model_resize = parse_resize_mode(mm.value("resize_default", std::string("tf-legacy")));
-  env.input_size = mm.value("input_size", 299);
+  const ModelInfo info = model_info_from(model, meta["model"]);
+  env.model_resize = info.resize_default;
+  env.input_size = info.input_size;
   env.cuda_devices = cuda_device_count();
-  TorchModelOptions mo;
-  mo.path = model;
-  mo.optimize = e.optimize;
-  mo.precision = e.precision;
-  mo.channels_last = e.channels_last;
-  mo.cuda_graphs = e.cuda_graphs;
-  mo.engine = e.engine;
-  mo.winograd = e.winograd;
-  env.make_factory = [mo] { return torchscript_factory(mo); };
-  TorchModelOptions ref = mo;  // the reference pass: TorchScript, fp32, as exported
+  env.make_factory = [mo] { return model_factory(mo); };
+  ModelSettings ref = mo;  // the reference pass: TorchScript, fp32, as exported
   ref.precision = Precision::fp32;
   ref.channels_last = false;
   ref.cuda_graphs = false;
   ref.engine = EngineKind::torchscript;
-  env.make_reference_factory = [ref] { return torchscript_factory(ref); };
+  env.make_reference_factory = [ref] { return model_factory(ref); };
   env.make_source = [&e](ResizeMode m) { return experiment_source(e.images, m); };
   env.work_dir = fs::path(results_dir) / e.name / (".tmp-" + std::to_string(::getpid()));
   env.stop = &stop_flag();
@@ -137,7 +133,8 @@ ExperimentOutcome run_and_save(Experiment e, const std::string& origin, const st
     }
   }
   std::cerr << "vecbench: experiment '" << e.name << "' (" << origin << "), model " << model
-            << (mm.contains("weights_note") ? " (" + mm["weights_note"].get<std::string>() + ")" : "") << "\n";
+            << (info.raw.contains("weights_note") ? " (" + info.raw["weights_note"].get<std::string>() + ")" : "")
+            << "\n";
   ExperimentOutcome o;
   o.path = result_path(results_dir, e.name);      // named before the run: its traces go beside it
   if (dist.active() && !dist.comm().connected())  // one file per shard: vecbench merge --results
@@ -230,10 +227,7 @@ RouteChoice route_of(const RunResult& r, EngineKind engine) {
 /// Writes `best` (a run of `model`) as this machine's profile for that model.
 void save_tune_profile(const std::string& model, const RunResult& best, EngineKind engine, double ips,
                        const std::string& images) {
-  const auto meta = read_model_meta(model);
-  std::string sha = meta.value("weight_sha256", std::string());
-  if (sha.empty()) sha = sha256_file(model);
-  const MachineKey key = machine_key(sha, cuda_device_count());
+  const MachineKey key = machine_key(read_model_info(model).identity(), cuda_device_count());
   const std::string path = profile_path(key);
   save_profile(path, key, route_of(best, engine),
                {{"img_per_s", ips}, {"images", images.empty() ? "generated" : images}, {"model", model}});

@@ -10,12 +10,11 @@
 
 #include "vecbench/app/commands.hpp"
 #include "vecbench/app/route.hpp"
-#include "vecbench/core/sha256.hpp"
 #include "vecbench/core/weights_note.hpp"
 #include "vecbench/dist/job_progress.hpp"
 #include "vecbench/dist/merge_manifests.hpp"
 #include "vecbench/dist/rank_gather.hpp"
-#include "vecbench/engine/torchscript_model.hpp"
+#include "vecbench/engine/engines.hpp"
 #include "vecbench/input/inputs.hpp"
 #include "vecbench/output/writer.hpp"
 #include "vecbench/pipeline/progress.hpp"
@@ -28,20 +27,19 @@ namespace vecbench {
 namespace {
 
 /// What makes this run's vectors (the output folder's fingerprint).
-Fingerprint vectorize_fingerprint(const VectorizeArgs& a, const nlohmann::json& meta, const InputOptions& in,
+Fingerprint vectorize_fingerprint(const VectorizeArgs& a, const ModelInfo& model, const InputOptions& in,
                                   const ImageSource& source) {
   FingerprintFields f;
-  f.model_sha256 = meta.value("weight_sha256", std::string());
-  if (f.model_sha256.empty()) f.model_sha256 = sha256_file(a.model);  // not made by the export tool
-  f.model_arch = meta.value("arch", std::string("?"));
-  f.input_size = meta.value("input_size", 299);
-  f.feature_dim = meta.value("feature_dim", 2048);
+  f.model_sha256 = model.identity();
+  f.model_arch = model.raw.contains("arch") ? model.arch : "?";
+  f.input_size = model.input_size;
+  f.feature_dim = model.feature_dim;
   f.resize = to_string(in.resize);
   f.exif = to_string(a.exif);
   f.fast_decode = a.fast_decode;
   f.jpeg_decoder = in.jpeg_decoder;
   f.decode_where = in.decode_where;
-  f.arithmetic = a.engine == EngineKind::none ? "none" : to_string(a.precision);
+  f.arithmetic = a.model.engine == EngineKind::none ? "none" : to_string(a.model.precision);
   f.source = source.kind();
   if (const auto* syn = dynamic_cast<const SyntheticSource*>(&source))
     f.source += " seed " + std::to_string(syn->seed());
@@ -59,20 +57,19 @@ bool onednn_runs_here() {
 
 /// Fills the route fields the flags left open (engine, strategy, devices, batch, threads, decode
 /// threads) from this machine's profile, else from the defaults; returns where they came from.
-std::string resolve_route(VectorizeArgs& a, const nlohmann::json& meta, int cores, int cuda) {
+std::string resolve_route(VectorizeArgs& a, const ModelInfo& model, int cores, int cuda) {
   RouteChoice flags{a.engine, a.strategy, a.devices, a.batch, a.threads, a.decode_threads};
   const bool engine_flag = a.engine.has_value();
   RouteFacts facts;
   facts.cores = cores;
   facts.cuda_devices = cuda;
   facts.onednn_available = onednn_runs_here();
-  facts.model_is_export = meta.contains("arch");
-  facts.precision = a.precision;
+  facts.model_is_export = model.raw.contains("arch");
+  facts.precision = a.model.precision;
   std::optional<RouteChoice> profile;
   std::string file;
   if (!a.no_profile) {
-    std::string sha = meta.value("weight_sha256", std::string());
-    if (sha.empty()) sha = sha256_file(a.model);
+    const std::string sha = model.identity();
     file = profile_path(machine_key(sha, cuda));
     std::string why;
     profile = load_profile(file, machine_key(sha, cuda), &why);
@@ -83,6 +80,7 @@ std::string resolve_route(VectorizeArgs& a, const nlohmann::json& meta, int core
   if (!engine_flag && flags.engine == EngineKind::onednn && flags.devices.find("cuda") != std::string::npos)
     flags.engine = EngineKind::torchscript;
   a.engine = flags.engine;
+  a.model.engine = flags.engine.value_or(EngineKind::torchscript);
   a.strategy = flags.strategy;
   a.devices = flags.devices;
   a.batch = flags.batch;
@@ -173,9 +171,9 @@ VectorizeTotals finish_vectorize(const Distribution& dist, const RunStats& st, l
   return t;
 }
 
-InputOptions input_options(const VectorizeArgs& a, const nlohmann::json& meta) {
+InputOptions input_options(const VectorizeArgs& a, const ModelInfo& model) {
   InputOptions in;
-  in.resize = a.resize ? *a.resize : parse_resize_mode(meta.value("resize_default", std::string("tf-legacy")));
+  in.resize = a.resize ? *a.resize : model.resize_default;
   in.fast_decode = a.fast_decode;
   in.exif = a.exif;
   in.jpeg_decoder = a.decode.jpeg;
@@ -184,16 +182,16 @@ InputOptions input_options(const VectorizeArgs& a, const nlohmann::json& meta) {
   return in;
 }
 
-WriterOptions writer_options(const VectorizeArgs& a, const nlohmann::json& meta, const InputOptions& in,
+WriterOptions writer_options(const VectorizeArgs& a, const ModelInfo& model, const InputOptions& in,
                              const ImageSource& source, const Distribution& dist) {
   WriterOptions w;
   w.format = a.format;
   w.out_dir = a.out;
   w.shard_rows = a.shard_rows;
   w.resume = !a.no_resume;
-  w.fingerprint = vectorize_fingerprint(a, meta, in, source);
+  w.fingerprint = vectorize_fingerprint(a, model, in, source);
   w.replace_fingerprint = a.replace_fingerprint;
-  w.feature_dim = meta.value("feature_dim", 2048);
+  w.feature_dim = model.feature_dim;
   w.hash_inputs = a.hash_inputs;
   w.check_features = true;  // no NaN, Inf, negative or huge vector is ever stored as ok
   w.stop = &stop_flag();    // a full disk or a broken model ends the run early (abort_reason)
@@ -205,22 +203,9 @@ WriterOptions writer_options(const VectorizeArgs& a, const nlohmann::json& meta,
   return w;
 }
 
-TorchModelOptions model_options(const VectorizeArgs& a) {
-  TorchModelOptions mo;
-  mo.path = a.model;
-  mo.optimize = !a.no_optimize;
-  mo.channels_last = a.channels_last;
-  mo.precision = a.precision;
-  mo.flush_denormal = a.flush_denormal;
-  mo.cuda_graphs = a.cuda_graphs;
-  mo.engine = a.engine.value_or(EngineKind::torchscript);
-  mo.winograd = !a.no_winograd;
-  return mo;
-}
-
 /// The first line: inputs, what is left to do, model, route, fingerprint (one write: ranks share
 /// stderr).
-std::string start_line(const VectorizeArgs& a, const std::string& route_origin, const nlohmann::json& meta,
+std::string start_line(const VectorizeArgs& a, const std::string& route_origin, const ModelInfo& model,
                        const InputOptions& in, const ImageSource& source, const Distribution& dist, std::size_t todo,
                        std::size_t share, const std::vector<VirtualDevice>& devs, const OutputWriter& writer,
                        OutputFormat format) {
@@ -229,14 +214,14 @@ std::string start_line(const VectorizeArgs& a, const std::string& route_origin, 
        << "), " << todo << " to do, " << (share - todo) << " already done";
   if (dist.active())
     line << " (" << dist.size() << " " << (dist.comm().connected() ? "ranks, " + dist.mode() : "shards") << ")";
-  const std::string weights = meta.value("weight_source", "?"), note = weights_note(weights);
-  line << "; model " << meta.value("arch", "?") << " (" << (note.empty() ? weights : note) << "), resize "
-       << to_string(in.resize)
+  const std::string weights = model.raw.contains("weight_source") ? model.weight_source : "?",
+                    note = weights_note(weights);
+  line << "; model " << (model.raw.contains("arch") ? model.arch : "?") << " (" << (note.empty() ? weights : note)
+       << "), resize " << to_string(in.resize)
        << (in.decode_where == DecodeWhere::gpu  ? ", JPEG decode gpu (nvJPEG)"
            : in.jpeg_decoder == JpegDecoder::tf ? ", JPEG decode tf"
                                                 : "")
-       << "; engine " << to_string(a.engine.value_or(EngineKind::torchscript)) << ", strategy " << a.strategy << " on "
-       << a.devices << " =";
+       << "; engine " << to_string(a.model.engine) << ", strategy " << a.strategy << " on " << a.devices << " =";
   for (const auto& d : devs) line << " " << d.name() << "(" << d.threads << " thr)";
   line << ", batch " << a.batch << ", decode threads " << a.decode_threads << " (route from " << route_origin << ")";
   if (source.duplicates_skipped() > 0) line << "; " << source.duplicates_skipped() << " duplicate inputs skipped";
@@ -311,27 +296,27 @@ void write_vectorize_trace(const Trace& t, const std::string& file, const Distri
 
 }  // namespace
 
-int cmd_vectorize(const VectorizeArgs& args) {
-  const nlohmann::json meta = read_model_meta(args.model);
+int cmd_vectorize(const VectorizeArgs& args, const CommandHooks& hooks) {
+  const ModelInfo model = read_model_info(args.model.path);
   const Distribution& dist = current_distribution();
   VectorizeArgs a = args;
   const int cuda = cuda_device_count();
-  const std::string route_origin = resolve_route(a, meta, dist.active() ? dist.cpu_cores() : hardware_cores(), cuda);
+  const std::string route_origin = resolve_route(a, model, dist.active() ? dist.cpu_cores() : hardware_cores(), cuda);
+  const StrategyEntry& strategy = find_strategy(a.strategy);  // the strategy's name, parsed once
   DeviceOptions dopt;  // devices first: a refused device spec leaves OUT untouched
   dopt.threads_per_replica = a.threads;
   dopt.cuda_devices = cuda;
   dopt.memory_cap_gb = a.memory_cap_gb;
   if (dist.active()) dopt.cpu_cores = dist.cpu_cores();
   const auto devs = expand_devices(a.devices, dopt);
-  InputOptions in = input_options(a, meta);
+  InputOptions in = input_options(a, model);
   in.decode_where = resolve_decode(a.decode, all_cuda(devs), nvjpeg_available(), a.devices);
   auto source = make_source(a.images, in);
-  const WriterOptions w = writer_options(a, meta, in, *source, dist);
-  check_replicas_fit(devs, dist.active() ? dist.cpu_cores() : hardware_cores(), a.model, a.force);
-  const TorchModelOptions mo = model_options(a);
+  const WriterOptions w = writer_options(a, model, in, *source, dist);
+  check_replicas_fit(devs, dist.active() ? dist.cpu_cores() : hardware_cores(), a.model.path, a.force);
   // The engine before OUT: one that needs LibTorch opens it here (engine/torch_plugin.hpp), so a
   // missing library refuses the run before anything is written; the oneDNN engine loads nothing yet.
-  ModelFactory factory = torchscript_factory(mo);
+  ModelFactory factory = model_factory(a.model);
   OutputWriter writer(*source, w);
   std::size_t share = source->size();
   auto todo = dist.todo(writer.pending(), source->size(), &share);
@@ -350,14 +335,12 @@ int cmd_vectorize(const VectorizeArgs& args) {
                    dist.rank(), "vecbench vectorize" + (dist.active() ? " " + dist.label() : std::string())))
                   .get();
   if (!a.quiet)
-    std::cerr << start_line(a, route_origin, meta, in, *source, dist, todo.size(), share, devs, writer, w.format)
+    std::cerr << start_line(a, route_origin, model, in, *source, dist, todo.size(), share, devs, writer, w.format)
               << std::flush;
   RunStats st;
   long chunks = -1;
-  ResultSink* sink = &writer;
-  std::unique_ptr<DieAfterSink> die;  // test hook: VECBENCH_TEST_DIE_AFTER=N[@RANK]
-  if (const auto d = die_after_from_env(dist.rank()); d.n > 0)
-    sink = (die = std::make_unique<DieAfterSink>(writer, d, dist.label())).get();
+  std::unique_ptr<ResultSink> wrapped = hooks.wrap_writer ? hooks.wrap_writer(writer, dist) : nullptr;
+  ResultSink* sink = wrapped ? wrapped.get() : &writer;
   ProgressOptions po;  // rank 0 of an MPI job shows the job's counts; the other ranks send theirs
   po.interval_s = a.quiet || (dist.comm().connected() && !dist.comm().leader()) ? 0 : a.progress_s;
   po.terminal = ::isatty(STDERR_FILENO) != 0;
@@ -365,8 +348,9 @@ int cmd_vectorize(const VectorizeArgs& args) {
   JobProgress job(dist.comm());
   if (!a.quiet && a.progress_s > 0) job.hook(po);
   ProgressSink progress(*sink, todo.size(), po, std::cerr);
-  if (!todo.empty())
-    st = dist.run(a.strategy, *source, todo, devs, factory, progress, s, meta.value("input_size", 299), &chunks);
+  if (!todo.empty())  // one process runs the strategy itself; ranks and shards take their share
+    st = dist.active() ? dist.run(strategy, *source, todo, devs, factory, progress, s, model.input_size, &chunks)
+                       : run_strategy(strategy, *source, todo, devs, factory, progress, s, model.input_size);
   progress.stop();
   if (!a.quiet && st.decode_threads > static_cast<std::size_t>(a.decode_threads))
     std::cerr << "vecbench: " + (dist.active() ? dist.label() + ": " : std::string()) +

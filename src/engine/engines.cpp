@@ -1,4 +1,4 @@
-// The engine functions of torchscript_model.hpp, without LibTorch: the oneDNN engine from its
+// The engine functions of engines.hpp, without LibTorch: the oneDNN engine from its
 // weights file, `--engine none` on CPU devices and the model's stored metadata need no LibTorch;
 // everything else goes to libvecbench_torch.so, opened on first use (torch_plugin.hpp).
 #include <dlfcn.h>
@@ -11,10 +11,10 @@
 #include <system_error>
 
 #include "vecbench/core/error.hpp"
+#include "vecbench/engine/engines.hpp"
 #include "vecbench/engine/model_file.hpp"
 #include "vecbench/engine/null_model.hpp"
 #include "vecbench/engine/torch_plugin.hpp"
-#include "vecbench/engine/torchscript_model.hpp"
 
 #ifdef VECBENCH_WITH_ONEDNN
 #include "vecbench/engine/onednn_inception.hpp"
@@ -48,7 +48,7 @@ std::shared_ptr<const InceptionWeights> cached_inception_weights(const std::stri
 }
 
 /// Replicas of the oneDNN engine: the weights are read once, by the first replica to start.
-ModelFactory onednn_factory(const TorchModelOptions& opt) {
+ModelFactory onednn_factory(const ModelSettings& opt) {
   struct Shared {
     std::mutex mu;
     std::shared_ptr<const InceptionWeights> weights;
@@ -104,7 +104,7 @@ bool has_engine(EngineKind k) {
   return std::find(e.begin(), e.end(), k) != e.end();
 }
 
-ModelFactory torchscript_factory(const TorchModelOptions& opt) {
+ModelFactory model_factory(const ModelSettings& opt) {
   if (opt.engine == EngineKind::none) {  // the input pipeline alone; the model file only gives the shapes
     const auto meta = read_model_meta(opt.path);
     const int dim = meta.value("feature_dim", 2048), size = meta.value("input_size", 299);

@@ -20,9 +20,9 @@
 #include <mutex>
 
 #include "vecbench/core/error.hpp"
+#include "vecbench/engine/engines.hpp"
 #include "vecbench/engine/null_model.hpp"
 #include "vecbench/engine/onednn_inception.hpp"
-#include "vecbench/engine/torchscript_model.hpp"
 
 #ifdef VECBENCH_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
@@ -129,7 +129,7 @@ class DeviceDecodeOnlyModel : public NullModel {
 
 class TorchScriptModel : public Model {
  public:
-  TorchScriptModel(const VirtualDevice& dev, const TorchModelOptions& opt)
+  TorchScriptModel(const VirtualDevice& dev, const ModelSettings& opt)
       : dev_(dev), opt_(opt), device_(dev.torch_device()) {
     (void)at::get_num_threads();  // force lazy init before setting this thread's count
     at::set_num_threads(dev.threads);
@@ -283,7 +283,7 @@ class TorchScriptModel : public Model {
     return v.toTensor();
   }
   VirtualDevice dev_;
-  TorchModelOptions opt_;
+  ModelSettings opt_;
   torch::Device device_;
   torch::jit::Module module_;
   nlohmann::json meta_;
@@ -371,7 +371,7 @@ void read_inception_weights(const std::string& path, InceptionWeights& out) {
 }
 
 /// Replicas of the TorchScript engine.
-ModelFactory plugin_factory(const TorchModelOptions& opt) {
+ModelFactory plugin_factory(const ModelSettings& opt) {
   return [opt](const VirtualDevice& dev) -> std::unique_ptr<Model> {
     return std::make_unique<TorchScriptModel>(dev, opt);
   };

@@ -125,8 +125,8 @@ class Executor {
 /// pass, never against its own sequential run.
 bool Executor::is_reference_run(const nlohmann::json& p) const {
   return p["strategy"] == "sequential" && p["devices"] == "cpu" && p["batch"] == 1 && p["threads"] == 0 &&
-         e_.engine == EngineKind::torchscript && e_.precision == Precision::fp32 && !e_.channels_last &&
-         !e_.cuda_graphs;
+         e_.model.engine == EngineKind::torchscript && e_.model.precision == Precision::fp32 &&
+         !e_.model.channels_last && !e_.model.cuda_graphs;
 }
 
 // Only the inputs that `got` has and the reference lacks are run (a rank of a multi-process run
@@ -224,7 +224,7 @@ LocalOutcome Executor::run_local(PlannedRun& p, std::size_t index, int rep) {
     sinks.push_back(writer.get());
   }
   TeeSink tee(sinks);
-  const std::string strategy = params["strategy"].get<std::string>();
+  const StrategyEntry& strategy = find_strategy(params["strategy"].get<std::string>());
   std::vector<std::size_t> todo = all_indices(src.size());
   if (dist_ && !talk()) todo = strided_share(todo, dist_->rank(), dist_->size());
   const int rank = dist_ ? dist_->rank() : 0;
@@ -232,7 +232,7 @@ LocalOutcome Executor::run_local(PlannedRun& p, std::size_t index, int rep) {
   if (!env_.trace_dir.empty()) s.trace = (trace = std::make_unique<Trace>(rank, trace_process_name(p, rank))).get();
   LoadProbe probe;
   probe.start();
-  const ModelFactory factory = injected_slowdown(strategy, env_.make_factory());
+  const ModelFactory factory = injected_slowdown(strategy.name, env_.make_factory());
   out.stats = dist_ ? dist_->run(strategy, src, todo, devs, factory, tee, s, env_.input_size, &out.chunks)
                     : run_strategy(strategy, src, todo, devs, factory, tee, s, env_.input_size);
   out.load = probe.stop();
@@ -339,7 +339,7 @@ ResultFile assemble(const Experiment& e, const ExperimentEnv& env, const Distrib
   f.meta = env.meta;
   f.config.requested = e.raw;
   f.config.effective = effective_config(e, env, dist);
-  const double tolerance = rel_tolerance(e.engine, e.precision);
+  const double tolerance = rel_tolerance(e.model.engine, e.model.precision);
   for (auto& p : runs) {
     RunResult& r = p.result;
     if (r.status == RunStatus::ok && r.samples.empty()) {

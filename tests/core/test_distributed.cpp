@@ -11,6 +11,7 @@
 #include "vecbench/app/merge.hpp"
 #include "vecbench/dist/distributed_run.hpp"
 #include "vecbench/dist/job_progress.hpp"
+#include "vecbench/testing/fault_injection.hpp"
 #include "vecbench/testing/named_source.hpp"
 #include "vecbench/testing/stub_model.hpp"
 #include "vecbench/testing/temp_dir.hpp"
@@ -58,8 +59,8 @@ std::vector<RankOutcome> run_ranks(int n, const DistributionOptions& opt, const 
       auto& o = out[static_cast<std::size_t>(r)];
       try {
         const auto todo = dist.todo(all_indices(src.size()), src.size(), nullptr);
-        o.stats = dist.run("data-parallel", src, todo, expand_devices("cpu/2"), factory_of(r), sink, s, input_size,
-                           &o.chunks);
+        o.stats = dist.run(find_strategy("data-parallel"), src, todo, expand_devices("cpu/2"), factory_of(r), sink, s,
+                           input_size, &o.chunks);
       } catch (const std::exception& e) {
         o.error = e.what();
       }

@@ -200,9 +200,9 @@ TEST(Experiment, ValidNamesEveryKeyItUses) {
     "matrix": [{"strategy": ["sequential"], "devices": "cpu"}, {"strategy": ["naive", "sharded"], "devices": ["cpu/2"], "batch": [1, 8]}],
     "repetitions": 5, "interleave": false, "time_budget_s": 30, "engine": "onednn", "winograd": false})"));
   ASSERT_EQ(e.matrices.size(), 2u);
-  EXPECT_EQ(e.engine, EngineKind::onednn);
-  EXPECT_FALSE(e.winograd);
-  EXPECT_EQ(parse_experiment(nlohmann::json::parse(R"({"name": "x", "images": {"synthetic": 1}})")).engine,
+  EXPECT_EQ(e.model.engine, EngineKind::onednn);
+  EXPECT_FALSE(e.model.winograd);
+  EXPECT_EQ(parse_experiment(nlohmann::json::parse(R"({"name": "x", "images": {"synthetic": 1}})")).model.engine,
             EngineKind::torchscript);
   EXPECT_EQ(e.matrices[1].batch_sizes, (std::vector<int>{1, 8}));
   EXPECT_EQ(e.matrices[0].devices, (std::vector<std::string>{"cpu"}));

@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "vecbench/core/subprocess.hpp"
-#include "vecbench/engine/torchscript_model.hpp"
+#include "vecbench/engine/engines.hpp"
 #include "vecbench/input/inputs.hpp"
 #include "vecbench/testing/temp_dir.hpp"
 

@@ -15,12 +15,16 @@ namespace {
 
 const std::string kCommon = " --threads 1 --batch 1 --warmup 0";
 
-/// `mpirun -np 2 [env] vecbench ARGS`, with a time limit.
-std::string mpirun(const std::string& args, const std::string& env = "") {
+/// vecbench with a fault around its writer (tests/vecbench_fault.cpp: VECBENCH_TEST_DIE_AFTER).
+const std::string kFaultExe = VECBENCH_FAULT_EXE;
+
+/// `mpirun -np 2 [env] vecbench ARGS`, with a time limit; a `fault` (VECBENCH_TEST_DIE_AFTER's
+/// value) runs vecbench_fault with it.
+std::string mpirun(const std::string& args, const std::string& fault = "") {
   std::string m = "timeout 300 " + std::string(VECBENCH_MPIEXEC) + " -np 2 --oversubscribe";
   if (::getuid() == 0) m += " --allow-run-as-root";
-  if (!env.empty()) m += " -x " + env;
-  return m + " " + kExe + " " + args;
+  if (!fault.empty()) m += " -x VECBENCH_TEST_DIE_AFTER=" + fault;
+  return m + " " + (fault.empty() ? kExe : kFaultExe) + " " + args;
 }
 
 class Mpi : public ::testing::Test {
@@ -110,7 +114,7 @@ TEST_F(Mpi, AKilledRankEndsTheJobWithAClearMessageAndARerunResumes) {
   const fs::path d = tmpdir("mpi_kill");
   const std::string args =
       "vectorize --images synthetic:10 --out " + (d / "out").string() + " --format shards --shard-rows 1" + kCommon;
-  auto r = sh(mpirun(args, "VECBENCH_TEST_DIE_AFTER=1@1"));
+  auto r = sh(mpirun(args, "1@1"));
   EXPECT_NE(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("rank 1 ("), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("VECBENCH_TEST_DIE_AFTER=1 reached: dying on purpose"), std::string::npos) << r.out;
@@ -130,12 +134,12 @@ TEST_F(Mpi, DynamicModeEndsOnADeadServerOrAHungRankAndARerunResumes) {
   const std::string args = "vectorize --images synthetic:10 --out " + (d / "out").string() +
                            " --format shards --distribution dynamic --chunk 1" + kCommon;
   // A hung rank: rank 0 gives up on it after --rank-timeout (large shards: nothing is flushed).
-  auto r = sh(mpirun(args + " --shard-rows 100 --rank-timeout 3", "VECBENCH_TEST_DIE_AFTER=1@1:hang"));
+  auto r = sh(mpirun(args + " --shard-rows 100 --rank-timeout 3", "1@1:hang"));
   EXPECT_NE(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("rank 0: rank 1 ("), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("for more than 3 s without asking for more: it died or hung"), std::string::npos) << r.out;
   // A dead rank 0 (the one that serves the chunks).
-  r = sh(mpirun(args + " --shard-rows 1", "VECBENCH_TEST_DIE_AFTER=1@0"));
+  r = sh(mpirun(args + " --shard-rows 1", "1@0"));
   EXPECT_NE(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("rank 0 ("), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("dying on purpose"), std::string::npos) << r.out;

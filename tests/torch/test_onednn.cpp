@@ -9,7 +9,7 @@
 #include <iterator>
 
 #include "vecbench/core/npy.hpp"
-#include "vecbench/engine/torchscript_model.hpp"
+#include "vecbench/engine/engines.hpp"
 #ifdef VECBENCH_WITH_ONEDNN
 #include "vecbench/engine/onednn_inception.hpp"
 #include "vecbench/engine/weights_file.hpp"
@@ -33,7 +33,7 @@ double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 /// `strategy` over every image of `src` on `devices` (threads per replica: 0 splits the cores).
-std::unique_ptr<MemorySink> run_on(const ImageSource& src, const TorchModelOptions& mo, const std::string& strategy,
+std::unique_ptr<MemorySink> run_on(const ImageSource& src, const ModelSettings& mo, const std::string& strategy,
                                    const std::string& devices, int batch, int threads = 0, int warmup = 0) {
   auto sink = std::make_unique<MemorySink>(src.size());
   RunSettings s;
@@ -41,12 +41,11 @@ std::unique_ptr<MemorySink> run_on(const ImageSource& src, const TorchModelOptio
   s.warmup_batches = warmup;
   DeviceOptions dopt;
   dopt.threads_per_replica = threads;
-  run_strategy(strategy, src, all_indices(src.size()), expand_devices(devices, dopt), torchscript_factory(mo), *sink, s,
-               299);
+  run_strategy(strategy, src, all_indices(src.size()), expand_devices(devices, dopt), model_factory(mo), *sink, s, 299);
   return sink;
 }
 
-std::unique_ptr<MemorySink> run_engine(const ImageSource& src, const TorchModelOptions& mo, const std::string& devices,
+std::unique_ptr<MemorySink> run_engine(const ImageSource& src, const ModelSettings& mo, const std::string& devices,
                                        int batch) {
   return run_on(src, mo, batch == 1 && devices == "cpu" ? "sequential" : "data-parallel", devices, batch, 0, 1);
 }
@@ -74,10 +73,10 @@ TEST(OneDnn, EqualsTorchScriptOnRealPhotosAnyBatchWithAndWithoutWinograd) {
   const fs::path d = vecbench::testing::fresh_temp_dir("onednn_photos");
   const auto src = photos(5, d);
   ASSERT_GE(src->size(), 3u) << "opencv-doc photos missing (apt-get install opencv-doc)";
-  TorchModelOptions ts;
+  ModelSettings ts;
   ts.path = kModel;
   const auto ref = run_engine(*src, ts, "cpu", 1);
-  TorchModelOptions od = ts;
+  ModelSettings od = ts;
   od.engine = EngineKind::onednn;
   // batch 3 on 5 photos: one full batch and a partial one (padded, on the batch-3 network)
   for (const auto& [devices, batch] : std::vector<std::pair<std::string, int>>{{"cpu", 1}, {"cpu/2", 3}, {"cpu", 2}}) {
@@ -98,7 +97,7 @@ TEST(OneDnn, BitIdenticalFeaturesForEveryBatchSizeThreadCountAndStrategy) {
   const fs::path d = vecbench::testing::fresh_temp_dir("onednn_batch_free");
   const auto src = photos(6, d);
   ASSERT_GE(src->size(), 5u) << "opencv-doc photos missing (apt-get install opencv-doc)";
-  TorchModelOptions od;
+  ModelSettings od;
   od.path = kModel;
   od.engine = EngineKind::onednn;
   auto run = [&](const std::string& strategy, const std::string& devices, int threads, int batch) {
@@ -128,10 +127,10 @@ TEST(OneDnn, OneNetworkPerReplicaForEveryBatchSizeAndOneSharedCopyOfThePackedWei
   const fs::path d = vecbench::testing::fresh_temp_dir("onednn_builds");
   const auto src = photos(5, d);
   ASSERT_EQ(src->size(), 5u) << "opencv-doc photos missing (apt-get install opencv-doc)";
-  TorchModelOptions ts;
+  ModelSettings ts;
   ts.path = kModel;
   const auto ref = run_engine(*src, ts, "cpu", 1);
-  TorchModelOptions od = ts;
+  ModelSettings od = ts;
   od.engine = EngineKind::onednn;
   od.winograd = false;
   auto run_counted = [&](const std::string& devices, OneDnnCounters& delta) {
@@ -160,7 +159,7 @@ TEST(OneDnn, AWeightsFileStartsTheEngineWithoutLoadingTheModuleAndGivesTheSameFe
   const fs::path d = vecbench::testing::fresh_temp_dir("onednn_weights_file");
   ::setenv("VECBENCH_WEIGHTS_DIR", (d / "w").string().c_str(), 1);
   SyntheticSource src(2);
-  TorchModelOptions od;
+  ModelSettings od;
   od.path = kModel;
   od.engine = EngineKind::onednn;
   const std::size_t l0 = torchscript_module_loads();
@@ -196,10 +195,10 @@ TEST(OneDnn, AWeightsFileStartsTheEngineWithoutLoadingTheModuleAndGivesTheSameFe
 TEST(OneDnn, ReadsTheFusedExport) {
   if (!have_onednn()) GTEST_SKIP() << "built without libdnnl-dev";
   SyntheticSource src(3);
-  TorchModelOptions ts;
+  ModelSettings ts;
   ts.path = kModel;
   const auto ref = run_engine(src, ts, "cpu", 1);
-  TorchModelOptions od;
+  ModelSettings od;
   od.path = std::string(VECBENCH_DEFAULT_FUSED_MODEL);
   od.engine = EngineKind::onednn;
   expect_same(*run_engine(src, od, "cpu", 1), *ref, src.size(), "fused export");
@@ -215,10 +214,10 @@ TEST(OneDnn, TorchvisionLayoutPoolsCountThePadding) {
                           "/tools/export_inception.py --arch torchvision --seed 3 --out " + model + " > /dev/null";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   SyntheticSource src(2);
-  TorchModelOptions ts;
+  ModelSettings ts;
   ts.path = model;
   const auto ref = run_engine(src, ts, "cpu", 1);
-  TorchModelOptions od = ts;
+  ModelSettings od = ts;
   od.engine = EngineKind::onednn;
   expect_same(*run_engine(src, od, "cpu", 1), *ref, src.size(), "torchvision arch");
   fs::remove_all(d);
@@ -233,7 +232,7 @@ TEST(OneDnn, AFileWithoutTheLayersFailsNamingIt) {
       " -c \"import torch,sys; torch.jit.save(torch.jit.script(torch.nn.Identity()), sys.argv[1])\" " + model;
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   SyntheticSource src(1);
-  TorchModelOptions od;
+  ModelSettings od;
   od.path = model;
   od.engine = EngineKind::onednn;
   try {
@@ -273,10 +272,10 @@ TEST(OneDnn, Bf16IsCloseButNotEqualOrRefusedWithTheReason) {
   if (!have_onednn()) GTEST_SKIP() << "built without libdnnl-dev";
   const fs::path d = vecbench::testing::fresh_temp_dir("onednn_bf16");
   const auto src = photos(3, d);
-  TorchModelOptions ts;
+  ModelSettings ts;
   ts.path = kModel;
   const auto ref = run_engine(*src, ts, "cpu", 1);
-  TorchModelOptions od = ts;
+  ModelSettings od = ts;
   od.engine = EngineKind::onednn;
   od.precision = Precision::bf16;
   if (backend_info()["onednn"].value("bf16", false)) {

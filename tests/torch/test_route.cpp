@@ -9,7 +9,7 @@
 #include "vecbench/app/route.hpp"
 #include "vecbench/core/npy.hpp"
 #include "vecbench/core/subprocess.hpp"
-#include "vecbench/engine/torchscript_model.hpp"
+#include "vecbench/engine/engines.hpp"
 #include "vecbench/testing/rel_l2.hpp"
 #include "vecbench/testing/temp_dir.hpp"
 

@@ -12,7 +12,7 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include "vecbench/core/subprocess.hpp"
-#include "vecbench/engine/torchscript_model.hpp"
+#include "vecbench/engine/engines.hpp"
 #include "vecbench/input/inputs.hpp"
 #include "vecbench/output/writer.hpp"
 #include "vecbench/strategies/runner.hpp"
@@ -55,10 +55,9 @@ std::unique_ptr<MemorySink> features(const ImageSource& src, const std::string& 
   RunSettings s;
   s.batch_size = batch;
   s.warmup_batches = 1;
-  TorchModelOptions mo;
+  ModelSettings mo;
   mo.path = kModel;
-  run_strategy(strategy, src, all_indices(src.size()), expand_devices(devices, o), torchscript_factory(mo), *sink, s,
-               299);
+  run_strategy(strategy, src, all_indices(src.size()), expand_devices(devices, o), model_factory(mo), *sink, s, 299);
   return sink;
 }
 
@@ -335,10 +334,10 @@ TEST(Model, FusedPrepackedExportGivesTheSameFeatures) {
     RunSettings s;
     s.batch_size = batch;
     s.warmup_batches = 1;
-    TorchModelOptions mo;
+    ModelSettings mo;
     mo.path = fused;
-    run_strategy("data-parallel", src, all_indices(src.size()), expand_devices("cpu/2"), torchscript_factory(mo), *sink,
-                 s, 299);
+    run_strategy("data-parallel", src, all_indices(src.size()), expand_devices("cpu/2"), model_factory(mo), *sink, s,
+                 299);
     for (std::size_t i = 0; i < src.size(); ++i) {
       ASSERT_EQ(sink->features(i).size(), 2048u) << sink->error(i);
       EXPECT_LE(rel_l2(sink->features(i).data(), ref->features(i).data(), 2048), 1e-4)

@@ -1,17 +1,20 @@
-// The commands of the vecbench CLI: tools/vecbench.cpp parses the command line into these
+// The commands of the vecbench CLI: src/app/cli.cpp parses the command line into these
 // argument structs and calls the commands, which live in src/app/ (library vecbench_commands).
 // The process-wide state of a command (the stop flag set by Ctrl-C, the process group of MPI
 // ranks or shards) is here too, behind functions.
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "vecbench/dist/distributed_run.hpp"
 #include "vecbench/engine/engine_kind.hpp"
+#include "vecbench/engine/model_settings.hpp"
 #include "vecbench/input/exif_policy.hpp"
 #include "vecbench/input/jpeg_decoder.hpp"
 #include "vecbench/input/resize_formula.hpp"
@@ -61,12 +64,13 @@ int close_distribution(int rc);
 /// otherwise).
 void abort_all_ranks(const std::string& reason);
 
-/// The options of `vectorize` (each documented by its flag in tools/vecbench.cpp); closed sets
+/// The options of `vectorize` (each documented by its flag in src/app/cli.cpp); closed sets
 /// arrive parsed (the CLI parses each name once).
 struct VectorizeArgs {
   std::string images;
   std::string out;
-  std::string model = default_model();
+  /// The model and its replicas' settings; `model.engine` is the route's (see `engine`).
+  ModelSettings model{default_model()};
   OutputFormat format = OutputFormat::npy;
   // The route: empty / 0 = chosen (a machine profile from `tune --save`, else the defaults for
   // the devices found: include/vecbench/app/route.hpp); the first line says which.
@@ -84,11 +88,6 @@ struct VectorizeArgs {
   std::size_t shard_rows = 1024;
   bool fast_decode = false;
   bool no_resume = false;
-  bool no_optimize = false;
-  bool channels_last = false;
-  bool flush_denormal = false;
-  bool cuda_graphs = false;
-  bool no_winograd = false;
   bool lenient_decode = false;
   bool hash_inputs = false;  // an input file's XXH3-64 joins its identity (reruns read every input)
   bool replace_fingerprint = false;
@@ -97,14 +96,21 @@ struct VectorizeArgs {
   bool no_profile = false;  // ignore the machine profile (defaults and flags only)
   double progress_s = 30;
   std::uint64_t max_pixels = 178956970;
-  Precision precision = Precision::fp32;
-  std::optional<EngineKind> engine;  // unset: chosen, as the route above
+  std::optional<EngineKind> engine;  // --engine as given; unset: chosen, as the route above
   std::string json_out;
   std::string trace_file;  ///< --trace FILE: write every thread's spans as Chrome trace-event JSON ("": off)
 };
 
+/// What a test changes in a command from outside (tests/vecbench_fault.cpp); the vecbench
+/// executable sets none.
+struct CommandHooks {
+  /// vectorize: the sink results go to in place of the output writer (a wrapper around it, as
+  /// testing/fault_injection.hpp's), or null to keep the writer.
+  std::function<std::unique_ptr<ResultSink>(ResultSink& writer, const Distribution& dist)> wrap_writer;
+};
+
 /// `vecbench vectorize`: returns the exit status.
-int cmd_vectorize(const VectorizeArgs& a);
+int cmd_vectorize(const VectorizeArgs& a, const CommandHooks& hooks = {});
 /// `vecbench stats IN --out FILE.npz`: mu and sigma (float64) of an output folder or .npy matrix;
 /// an image folder, list or image is vectorized first into a store below `store_root`.
 int cmd_stats(const std::string& in, const std::string& out, const std::string& store_root = "");

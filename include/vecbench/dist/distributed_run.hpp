@@ -24,7 +24,6 @@
 
 #include "vecbench/dist/distributed.hpp"
 #include "vecbench/dist/distribution_mode.hpp"
-#include "vecbench/dist/fault_injection.hpp"
 #include "vecbench/output/writer.hpp"
 #include "vecbench/results/meta.hpp"
 #include "vecbench/strategies/runner.hpp"
@@ -258,16 +257,15 @@ class Distribution {
   /// rank takes its strided share (static) or the chunks rank 0 hands it (dynamic); otherwise
   /// `todo` is all this process's. Returns this rank's figures (wall time from its first image
   /// to its last; setup not included). `chunks` gets the number of chunks it ran (dynamic).
-  RunStats run(const std::string& strategy, const ImageSource& src, const std::vector<std::size_t>& todo,
+  RunStats run(const StrategyEntry& strategy, const ImageSource& src, const std::vector<std::size_t>& todo,
                const std::vector<VirtualDevice>& devs, const ModelFactory& factory, ResultSink& sink,
                const RunSettings& s, int input_size, long* chunks = nullptr) const {
-    make_strategy(strategy);  // an unknown name fails before any worker starts
     ReplicaPool pool(strategy_devices(strategy, devs), factory);
     return run(strategy, src, todo, pool, sink, s, input_size, chunks);
   }
 
   /// The same on the replicas of `pool` (kept there for later runs; see run_strategy).
-  RunStats run(const std::string& strategy, const ImageSource& src, const std::vector<std::size_t>& todo,
+  RunStats run(const StrategyEntry& strategy, const ImageSource& src, const std::vector<std::size_t>& todo,
                ReplicaPool& pool, ResultSink& sink, const RunSettings& s, int input_size,
                long* chunks = nullptr) const {
     if (chunks) *chunks = -1;
@@ -283,7 +281,7 @@ class Distribution {
  private:
   /// Dynamic: every replica of the pool is made and warm before the first request; then each
   /// chunk is one run on the same pool (no warm-up: the replicas are warm).
-  RunStats run_dynamic(const std::string& strategy, const ImageSource& src, const std::vector<std::size_t>& todo,
+  RunStats run_dynamic(const StrategyEntry& strategy, const ImageSource& src, const std::vector<std::size_t>& todo,
                        ReplicaPool& pool, ResultSink& sink, const RunSettings& s, int input_size, long* chunks) const {
     std::exception_ptr error;
     RunStats total;

@@ -1,4 +1,4 @@
-// The small model interface the strategies need. LibTorch lives behind it (torchscript_model.hpp),
+// The small model interface the strategies need. LibTorch lives behind it (engines.hpp),
 // and tests use a tiny stand-in (testing/stub_model.hpp).
 #pragma once
 #include <cstddef>

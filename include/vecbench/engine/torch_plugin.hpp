@@ -4,7 +4,7 @@
 // (weights_file.hpp). So everything that calls LibTorch lives in one shared library,
 // libvecbench_torch.so (src/engine/torch_plugin.cpp), which the vecbench executable does not
 // link: `torch_plugin()` opens it on first use (dlopen) and returns its table of functions.
-// The rest of vecbench calls the engine functions of torchscript_model.hpp, which open the
+// The rest of vecbench calls the engine functions of engines.hpp, which open the
 // library only for what needs it: the TorchScript engine's replicas, a model file without
 // stored metadata, the oneDNN engine's first read of a model's weights, CUDA devices, and
 // backend_info().
@@ -22,21 +22,22 @@
 
 namespace vecbench {
 
-struct TorchModelOptions;
+struct ModelSettings;
 struct InceptionWeights;
 
-/// Bumped whenever TorchPluginApi or a type crossing it changes (VirtualDevice, TorchModelOptions,
+/// Bumped whenever TorchPluginApi or a type crossing it changes (VirtualDevice, ModelSettings,
 /// InceptionWeights, Model); a library of another version is refused. 3: VirtualDevice::kind is a
 /// DeviceKind (a binary and a library either side of that change corrupted each other's devices).
-constexpr int kTorchPluginAbi = 3;
+/// 4: the model settings are ModelSettings (engine/model_settings.hpp).
+constexpr int kTorchPluginAbi = 4;
 
 /// The functions of libvecbench_torch.so. Both sides are built from the same tree by the same
 /// compiler (C++ types cross the boundary); `abi` and `size` catch a stale library.
 struct TorchPluginApi {
   int abi = kTorchPluginAbi;
   std::size_t size = sizeof(TorchPluginApi);
-  /// Replicas of the TorchScript engine: see torchscript_factory in torchscript_model.hpp.
-  ModelFactory (*torchscript_factory)(const TorchModelOptions& opt) = nullptr;
+  /// Replicas of the TorchScript engine: see model_factory in engines.hpp.
+  ModelFactory (*torchscript_factory)(const ModelSettings& opt) = nullptr;
   /// `--engine none` on CUDA devices: the input pipeline decoding on the device as a replica
   /// would (`--decode gpu`), zero features of `feature_dim`; refused in a build without CUDA.
   ModelFactory (*device_decode_factory)(int feature_dim, int input_size) = nullptr;
@@ -50,7 +51,7 @@ struct TorchPluginApi {
   std::size_t (*module_loads)() = nullptr;
   /// CUDA devices LibTorch sees (0 in a CPU build).
   int (*cuda_device_count)() = nullptr;
-  /// libtorch, cuda, cudnn, gpus, parallel_info (see backend_info in torchscript_model.hpp).
+  /// libtorch, cuda, cudnn, gpus, parallel_info (see backend_info in engines.hpp).
   nlohmann::json (*backend_info)() = nullptr;
 };
 

@@ -11,6 +11,7 @@
 
 #include "vecbench/core/error.hpp"
 #include "vecbench/engine/engine_kind.hpp"
+#include "vecbench/engine/model_settings.hpp"
 #include "vecbench/input/imageset_spec.hpp"
 #include "vecbench/input/resize.hpp"
 #include "vecbench/output/output_format.hpp"
@@ -22,14 +23,11 @@ namespace vecbench {
 struct Experiment {
   std::string name;  ///< results go to results/<name>/<UTC timestamp>.json
   std::string description;
-  std::string model = "default";                ///< model file, or "default" (the build's synthetic model)
-  bool optimize = true;                         ///< optimize_for_inference after loading
-  Precision precision = Precision::fp32;        ///< fp16/bf16: CUDA; bf16 also engine onednn on AVX-512 BF16
-  bool channels_last = false;                   ///< feed channels_last input
-  bool cuda_graphs = false;                     ///< CUDA: replay a captured graph per replica for full batches
-  double memory_cap_gb = 0.0;                   ///< CUDA: memory cap per virtual device, GB (0: none; the seed's 1 GB)
-  EngineKind engine = EngineKind::torchscript;  ///< onednn: CPU; none: input pipeline only, no verify
-  bool winograd = true;                         ///< onednn: Winograd 3x3 convolutions where the CPU has them
+  /// The model and its replicas' settings; path "default" = the build's synthetic model.
+  /// Engine none: the input pipeline only (no verify); onednn: CPU; fp16/bf16: CUDA, and bf16
+  /// also engine onednn on AVX-512 BF16.
+  ModelSettings model{"default"};
+  double memory_cap_gb = 0.0;  ///< CUDA: memory cap per virtual device, GB (0: none; the seed's 1 GB)
   ImageSetSpec images;
   /// One matrix: every combination of its lists is one run. "matrix" in the file is one such
   /// object or an array of them (their runs are concatenated, duplicates dropped).
@@ -187,18 +185,19 @@ inline std::vector<Experiment::External> parse_external(const nlohmann::json& x)
 
 /// The model keys: model, optimize, precision, channels_last, cuda_graphs, memory_cap_gb, engine, winograd.
 inline void parse_model_settings(const nlohmann::json& j, Experiment& e) {
-  if (j.contains("model")) e.model = get_as<std::string>(j["model"], "model");
-  if (j.contains("optimize")) e.optimize = get_as<bool>(j["optimize"], "optimize");
-  if (j.contains("channels_last")) e.channels_last = get_as<bool>(j["channels_last"], "channels_last");
-  if (j.contains("cuda_graphs")) e.cuda_graphs = get_as<bool>(j["cuda_graphs"], "cuda_graphs");
+  ModelSettings& m = e.model;
+  if (j.contains("model")) m.path = get_as<std::string>(j["model"], "model");
+  if (j.contains("optimize")) m.optimize = get_as<bool>(j["optimize"], "optimize");
+  if (j.contains("channels_last")) m.channels_last = get_as<bool>(j["channels_last"], "channels_last");
+  if (j.contains("cuda_graphs")) m.cuda_graphs = get_as<bool>(j["cuda_graphs"], "cuda_graphs");
   if (j.contains("memory_cap_gb")) {
     e.memory_cap_gb = get_as<double>(j["memory_cap_gb"], "memory_cap_gb");
     if (!(e.memory_cap_gb >= 0.0 && e.memory_cap_gb <= 4096.0))
       throw ConfigError("memory_cap_gb", "must be 0 (no cap) to 4096 GB");
   }
-  if (j.contains("winograd")) e.winograd = get_as<bool>(j["winograd"], "winograd");
-  if (j.contains("engine")) e.engine = parse_engine(get_as<std::string>(j["engine"], "engine"));
-  if (j.contains("precision")) e.precision = parse_precision(get_as<std::string>(j["precision"], "precision"));
+  if (j.contains("winograd")) m.winograd = get_as<bool>(j["winograd"], "winograd");
+  if (j.contains("engine")) m.engine = parse_engine(get_as<std::string>(j["engine"], "engine"));
+  if (j.contains("precision")) m.precision = parse_precision(get_as<std::string>(j["precision"], "precision"));
 }
 
 /// The run keys: repetitions, warm-up, interleaving, budget, queues, output, verification.

@@ -2,6 +2,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "vecbench/strategies/strategies.hpp"
@@ -10,10 +11,10 @@ namespace vecbench {
 
 /// The devices `strategy` runs on of `devices`: sequential uses only the first (the host's CPU
 /// when `devices` is empty).
-inline std::vector<VirtualDevice> strategy_devices(const std::string& strategy,
+inline std::vector<VirtualDevice> strategy_devices(const StrategyEntry& strategy,
                                                    const std::vector<VirtualDevice>& devices) {
   std::vector<VirtualDevice> devs = devices;
-  if (find_strategy(strategy).first_device_only) devs.resize(1);
+  if (strategy.first_device_only) devs.resize(1);
   return devs;
 }
 
@@ -30,9 +31,9 @@ inline std::int64_t steady_ns(Clock::time_point t) {
 /// `input_size` is the model's image side. With `settings.trace`, every thread of the run records
 /// its spans there, and the run's timed window widens the trace's. Returns the run's figures;
 /// throws on replica failure (after every job of the run has finished).
-inline RunStats run_strategy(const std::string& strategy, const ImageSource& source, std::vector<std::size_t> todo,
+inline RunStats run_strategy(const StrategyEntry& strategy, const ImageSource& source, std::vector<std::size_t> todo,
                              ReplicaPool& pool, ResultSink& sink, const RunSettings& settings, int input_size) {
-  auto s = make_strategy(strategy);
+  auto s = strategy.make();
   const std::vector<VirtualDevice> devs = strategy_devices(strategy, pool.devices());
   if (devs.empty()) throw ConfigError("devices", "no device to run on");
   std::vector<std::string> names;
@@ -57,12 +58,18 @@ inline RunStats run_strategy(const std::string& strategy, const ImageSource& sou
 /// by `factory` for this run only (a pool of its own).
 /// `input_size` is the model's image side. Returns the run's figures; throws on replica failure
 /// (after every thread has joined).
-inline RunStats run_strategy(const std::string& strategy, const ImageSource& source, std::vector<std::size_t> todo,
+inline RunStats run_strategy(const StrategyEntry& strategy, const ImageSource& source, std::vector<std::size_t> todo,
                              const std::vector<VirtualDevice>& devices, const ModelFactory& factory, ResultSink& sink,
                              const RunSettings& settings, int input_size) {
-  make_strategy(strategy);  // an unknown name fails before any worker starts
   ReplicaPool pool(strategy_devices(strategy, devices), factory);
   return run_strategy(strategy, source, std::move(todo), pool, sink, settings, input_size);
+}
+
+/// The same by the strategy's name (find_strategy: an unknown name fails before any worker starts).
+template <class... Rest>
+RunStats run_strategy(const std::string& strategy, const ImageSource& source, std::vector<std::size_t> todo,
+                      Rest&&... rest) {
+  return run_strategy(find_strategy(strategy), source, std::move(todo), std::forward<Rest>(rest)...);
 }
 
 /// All input indices 0..n-1.

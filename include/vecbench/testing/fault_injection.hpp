@@ -1,5 +1,5 @@
-// The test hook of the distributed tests: a process that dies or hangs after N images, as a
-// crashed or hung node would.
+// The fault of the distributed tests: a process that dies or hangs after N images, as a
+// crashed or hung node would (tests/vecbench_fault.cpp puts it around the writer).
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -12,7 +12,7 @@
 
 namespace vecbench {
 
-/// Test hook: VECBENCH_TEST_DIE_AFTER=N (every rank) or N@R (rank R only) makes the process
+/// VECBENCH_TEST_DIE_AFTER=N (every rank) or N@R (rank R only) makes the process
 /// abort (as a crash would) right after its N-th image is delivered; with ":hang" appended it
 /// stops making progress instead (as a hung node would). n = -1 when not set for `rank`.
 struct DieAfter {

@@ -1,0 +1,78 @@
+// The model a run uses and how its replicas are made, declared once: `vectorize` fills it from its
+// flags, an experiment (`run`, `tune`) from its file, and the engines read it. What the model file
+// says about itself is ModelInfo, read once from the file.
+#pragma once
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "vecbench/core/error.hpp"
+#include "vecbench/core/sha256.hpp"
+#include "vecbench/engine/engine_kind.hpp"
+#include "vecbench/input/resize.hpp"
+
+namespace vecbench {
+
+/// How replicas of a model are made.
+struct ModelSettings {
+  std::string path;  ///< TorchScript file from tools/export_inception.py
+  /// What runs the network: torchscript (LibTorch runs the module), onednn (CPU only: the
+  /// module's weights in vecbench's own oneDNN network, engine/onednn_inception.hpp), or none (no
+  /// network, zero features: the input pipeline alone, null_model.hpp).
+  EngineKind engine = EngineKind::torchscript;
+  Precision precision = Precision::fp32;  ///< fp16/bf16: CUDA (model and input converted); bf16 also engine onednn
+  bool optimize = true;                   ///< torch::jit::optimize_for_inference (freeze + fold) after loading
+  bool channels_last = false;             ///< feed NHWC-strided input (channels_last memory format)
+  bool cudnn_benchmark = true;            ///< CUDA only: let cuDNN autotune convolution algorithms
+  bool flush_denormal = false;            ///< CPU: flush denormal floats to zero (FTZ/DAZ) in each replica thread
+  bool cuda_graphs = false;               ///< CUDA only: capture the forward of full batches once, then replay it
+  bool winograd = true;                   ///< onednn: Winograd for 3x3 stride-1 convolutions where the CPU has them
+};
+
+/// What a model file says about itself (the export's `vecbench_meta.json`), read once.
+struct ModelInfo {
+  std::string path;
+  std::string arch;           ///< "" when the file is not from the export tool
+  std::string weight_source;  ///< "" when unknown
+  std::string weight_sha256;  ///< the export's ("" when not from the export tool: see identity())
+  int input_size = 299;
+  int feature_dim = 2048;
+  ResizeMode resize_default = ResizeMode::tf_legacy;
+  bool optimize_after_load = true;  ///< false: the export is already optimized (fused)
+  bool cpu_only = false;            ///< the export runs on CPU only (a prepacked fused model)
+  std::string fuse;                 ///< the export's fusion ("" when none)
+  nlohmann::json raw;               ///< the metadata as stored (recorded in results)
+  bool is_export() const { return !arch.empty(); }
+  /// The weights' identity (fingerprints, machine profiles): weight_sha256, else the SHA-256 of
+  /// the file itself (read in full, so only asked where needed).
+  std::string identity() const { return !weight_sha256.empty() ? weight_sha256 : sha256_file(path); }
+};
+
+/// Parses the stored metadata `raw` (as read_model_meta returns it) of the file `path`. Throws
+/// ConfigError naming the file and the field when a field has the wrong type.
+inline ModelInfo model_info_from(const std::string& path, const nlohmann::json& raw) {
+  ModelInfo m;
+  m.path = path;
+  m.raw = raw;
+  if (!raw.is_object()) return m;
+  try {
+    m.arch = raw.value("arch", std::string());
+    m.weight_source = raw.value("weight_source", std::string());
+    m.weight_sha256 = raw.value("weight_sha256", std::string());
+    m.input_size = raw.value("input_size", 299);
+    m.feature_dim = raw.value("feature_dim", 2048);
+    m.resize_default = parse_resize_mode(raw.value("resize_default", std::string("tf-legacy")));
+    m.optimize_after_load = raw.value("optimize_after_load", true);
+    m.cpu_only = raw.value("devices", std::string("any")) == "cpu";
+    m.fuse = raw.value("fuse", std::string());
+  } catch (const nlohmann::json::exception& e) {
+    throw ConfigError(path, std::string("model metadata (vecbench_meta.json): ") + e.what());
+  } catch (const ConfigError& e) {
+    throw ConfigError(path, std::string("model metadata (vecbench_meta.json): ") + e.what());
+  }
+  if (m.input_size <= 0 || m.feature_dim <= 0)
+    throw ConfigError(path, "model metadata (vecbench_meta.json): input_size and feature_dim must be positive");
+  return m;
+}
+
+}  // namespace vecbench
