@@ -53,11 +53,10 @@ CLI::Option* add_parsed(CLI::App* app, const std::string& name, T& field, Parse 
 }
 
 void add_dist_options(CLI::App* c, DistArgs& d) {
-  c->add_option("--distribution", d.mode,
-                "Several processes (mpirun): static (rank r takes every R-th input) or dynamic (rank 0 hands out "
-                "chunks on request)")
-      ->capture_default_str()
-      ->check(parsed_by(parse_distribution_mode));
+  add_parsed(c, "--distribution", d.mode, parse_distribution_mode,
+             "Several processes (mpirun): static (rank r takes every R-th input) or dynamic (rank 0 hands out "
+             "chunks on request)")
+      ->default_str("static");
   c->add_option("--chunk", d.chunk, "dynamic: inputs per request (0: N/(16 ranks), within [2 x batch x devices, 256])")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 30));

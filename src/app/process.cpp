@@ -41,7 +41,7 @@ Distribution& open_distribution(const DistArgs& d, int* argc, char*** argv) {
     (void)argv;
     g_comm = open_process_group(d.shard_index, d.num_shards, mpi, std::cerr);
     g_dist = std::make_unique<Distribution>(*g_comm,
-                                            DistributionOptions{parse_distribution_mode(d.mode), d.chunk, d.timeout_s});
+                                            DistributionOptions{d.mode, d.chunk, d.timeout_s});
   }
   return *g_dist;
 }

@@ -29,7 +29,7 @@ namespace {
 /// these weights, else read from the module by LibTorch (then written to the weights file, so
 /// that the next start loads no LibTorch).
 std::shared_ptr<const InceptionWeights> cached_inception_weights(const std::string& path) {
-  const std::string sha = read_model_meta(path).value("weight_sha256", std::string());
+  const std::string sha = read_model_info(path).weight_sha256;  // "" when not an export: no weights file
   std::error_code ec;
   const auto bytes = std::filesystem::file_size(path, ec);
   const std::string file = ec ? "" : weights_file_path(sha, bytes);
@@ -106,8 +106,8 @@ bool has_engine(EngineKind k) {
 
 ModelFactory model_factory(const ModelSettings& opt) {
   if (opt.engine == EngineKind::none) {  // the input pipeline alone; the model file only gives the shapes
-    const auto meta = read_model_meta(opt.path);
-    const int dim = meta.value("feature_dim", 2048), size = meta.value("input_size", 299);
+    const ModelInfo info = read_model_info(opt.path);
+    const int dim = info.feature_dim, size = info.input_size;
     // A CUDA device decodes on the device as a real replica would (in libvecbench_torch.so).
     return [dim, size](const VirtualDevice& dev) -> std::unique_ptr<Model> {
       if (dev.is_cuda()) return torch_plugin().device_decode_factory(dim, size)(dev);

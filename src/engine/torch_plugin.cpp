@@ -158,15 +158,15 @@ class TorchScriptModel : public Model {
 #ifdef VECBENCH_WITH_CUDA
     if (dev.is_cuda()) at::globalContext().setBenchmarkCuDNN(opt.cudnn_benchmark);
 #endif
-    meta_ = parse_meta(meta_text);
-    feature_dim_ = meta_.value("feature_dim", 2048);
-    input_size_ = meta_.value("input_size", 299);
-    if (meta_.value("devices", std::string("any")) == "cpu" && dev.is_cuda())
-      throw ReplicaError(opt.path + ": this model runs on CPU only (fuse=" + meta_.value("fuse", std::string("?")) +
+    const ModelInfo info = model_info_from(opt.path, parse_meta(meta_text));
+    feature_dim_ = info.feature_dim;
+    input_size_ = info.input_size;
+    if (info.cpu_only && dev.is_cuda())
+      throw ReplicaError(opt.path + ": this model runs on CPU only (fuse=" + (info.fuse.empty() ? "?" : info.fuse) +
                          "); export one without --fuse for " + dev.name());
     // A model exported with --fuse prepacked is already folded, and freezing it would
     // constant-fold its lazily built oneDNN contexts away.
-    if (opt.optimize && meta_.value("optimize_after_load", true)) {
+    if (opt.optimize && info.optimize_after_load) {
       try {
         module_ = torch::jit::optimize_for_inference(module_);
       } catch (const c10::Error& e) {
@@ -286,7 +286,6 @@ class TorchScriptModel : public Model {
   ModelSettings opt_;
   torch::Device device_;
   torch::jit::Module module_;
-  nlohmann::json meta_;
   int feature_dim_ = 2048;
   int input_size_ = 299;
   torch::Tensor pinned_;
@@ -311,15 +310,15 @@ std::vector<float> floats_of(const torch::Tensor& t) {
 void read_inception_weights(const std::string& path, InceptionWeights& out) {
   std::string meta_text;
   auto m = load_module(path, torch::Device("cpu"), &meta_text);
-  const auto meta = parse_meta(meta_text);
+  const ModelInfo info = model_info_from(path, parse_meta(meta_text));
   InceptionWeights* w = &out;
   w->source = path;
-  if (!meta.contains("arch"))
+  if (!info.raw.contains("arch"))
     throw ReplicaError(path +
                        ": no vecbench metadata (arch); the onednn engine takes files from tools/export_inception.py");
-  w->arch = meta.value("arch", std::string());
-  w->input_size = meta.value("input_size", 299);
-  w->feature_dim = meta.value("feature_dim", 2048);
+  w->arch = info.arch;
+  w->input_size = info.input_size;
+  w->feature_dim = info.feature_dim;
   std::map<std::string, torch::Tensor> t;
   for (const auto& p : m.named_parameters(true)) t[p.name] = p.value;
   for (const auto& b : m.named_buffers(true)) t[b.name] = b.value;

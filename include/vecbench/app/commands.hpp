@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "vecbench/dist/distributed_run.hpp"
+#include "vecbench/dist/distribution_mode.hpp"
 #include "vecbench/engine/engine_kind.hpp"
 #include "vecbench/engine/model_settings.hpp"
 #include "vecbench/input/exif_policy.hpp"
@@ -46,8 +47,7 @@ void install_signal_handlers();
 
 /// How the processes of `vectorize` and `run` share the work (MPI ranks or shards).
 struct DistArgs {
-  /// static | dynamic (--distribution)
-  std::string mode = "static";
+  DistributionMode mode = DistributionMode::static_share;  ///< --distribution static | dynamic
   std::size_t chunk = 0;
   double timeout_s = 600;
   int shard_index = -1, num_shards = 0;
