@@ -24,6 +24,9 @@
 #   --stage measure  the measurements, reusing the build of an earlier `--stage build` (same
 #                    machine: the build folder and its work folder are kept between calls)
 #   --stage all      both (default)
+#   --stage configure  the build's checks and its configure alone (a rehearsal: CUDA, nvJPEG, the
+#                    carried headers and codec found?), e.g. here against tools/cuda_build.sh's venv:
+#                    PYTHON=~/.cache/vecbench/venvs/torch-cuda/bin/python ... --stage configure
 #   --devices cpu    the dry run: cpu and cpu/3 (--force) in place of cuda:0 and cuda:0/3, a few
 #                    images, fp32 only (fp16/bf16 need CUDA), host decoding only; with
 #                    --vecbench build/vecbench it builds nothing (CI runs it: tests/py/gpu_check_dry.py)
@@ -56,7 +59,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -n "$OUT" ] || usage
-case "$STAGE" in all|build|measure) ;; *) echo "gpu_check: --stage all|build|measure" >&2; exit 2 ;; esac
+case "$STAGE" in all|build|measure|configure) ;; *) echo "gpu_check: --stage all|build|measure|configure" >&2; exit 2 ;; esac
 case "$DEVICES" in cuda|cpu) ;; *) echo "gpu_check: --devices cuda|cpu" >&2; exit 2 ;; esac
 case "$DEADLINE_S" in ''|*[!0-9]*) echo "gpu_check: --deadline takes whole seconds" >&2; exit 2 ;; esac
 mkdir -p "$OUT" || exit 1
@@ -97,8 +100,9 @@ if [ -n "$VB" ]; then
   [ -n "$WORK" ] || WORK=$(mktemp -d "${TMPDIR:-/tmp}/gpu_check.XXXXXX")
 else
   BUILD=${BUILD:-build-gpu}
-  VB=$ROOT/$BUILD/vecbench
-  [ -n "$WORK" ] || WORK=$ROOT/$BUILD/gpu_check.work  # kept between the build and the measure call
+  case "$BUILD" in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
+  VB=$BUILD/vecbench
+  [ -n "$WORK" ] || WORK=$BUILD/gpu_check.work  # kept between the build and the measure call
 fi
 mkdir -p "$WORK" && WORK=$(cd "$WORK" && pwd)
 case "$WORK/" in "$OUT"/*) echo "gpu_check: the work folder must be outside OUT" | tee /dev/fd/3; exit 2 ;; esac
@@ -138,9 +142,11 @@ publish() {  # the report and the archive, each by a dot-temp in OUT and a renam
     rm -f "$OUT/.gpu_check.md.tmp"; echo "gpu_check: the report failed"
   fi
 }
+STAGE_NAME="" STAGE_END=0 STAGE_T0=0 STAGE_RC=0 STAGE_NOTE="" STAGE_ACTIVE=0
 # shellcheck disable=SC2317  # called by the EXIT trap
 finish() {
   trap - EXIT TERM INT
+  [ "$STAGE_ACTIVE" = 1 ] && record "$STAGE_NAME" failed $(($(now) - STAGE_T0)) "the check itself stopped in this stage (see the log)"
   say "done: writing the report and the archive"
   publish
   cat "$OUT/gpu_check.md" >&3 2>/dev/null
@@ -151,7 +157,6 @@ trap 'echo "gpu_check: stopped by a signal"; exit 143' TERM INT
 
 # A stage: stage_begin NAME (returns 1 and records the skip when too little time is left), steps,
 # stage_end. Each step runs under `timeout -k KILL` with what the stage has left (at most its cap).
-STAGE_NAME="" STAGE_END=0 STAGE_T0=0 STAGE_RC=0 STAGE_NOTE=""
 stage_begin() {
   local name=$1 cap min avail
   if [ "$DEVICES" = cuda ]; then cap=${CAP_CUDA[$name]}; else cap=${CAP_CPU[$name]}; fi
@@ -162,7 +167,7 @@ stage_begin() {
     return 1
   fi
   [ "$avail" -lt "$cap" ] && cap=$avail
-  STAGE_NAME=$name STAGE_T0=$(now) STAGE_END=$(($(now) + cap)) STAGE_RC=0 STAGE_NOTE=""
+  STAGE_NAME=$name STAGE_T0=$(now) STAGE_END=$(($(now) + cap)) STAGE_RC=0 STAGE_NOTE="" STAGE_ACTIVE=1
   say "$name: start (up to ${cap} s)"
   return 0
 }
@@ -196,6 +201,7 @@ stage_end() {
   local status=ok
   if [ "$STAGE_RC" -eq 124 ] || [ "$STAGE_RC" -eq 137 ]; then status=timeout
   elif [ "$STAGE_RC" -ne 0 ]; then status=failed; fi
+  STAGE_ACTIVE=0
   record "$STAGE_NAME" "$status" $(($(now) - STAGE_T0)) "$STAGE_NOTE"
   publish
 }
@@ -218,29 +224,32 @@ find_nvcc() {
   done
   return 1
 }
-build_preflight() {  # prints the reason and returns 1 when the build cannot give a CUDA vecbench
+NVCC="" TORCH_PREFIX="" WHY=""
+build_preflight() {  # sets NVCC and TORCH_PREFIX, or WHY and returns 1: the build cannot give a CUDA vecbench
   local h
   for h in nlohmann/json.hpp CLI/CLI.hpp xxhash.h; do
     if [ ! -f ".gpu-deps/include/$h" ] && [ ! -f "/usr/include/$h" ]; then
-      echo "no $h in .gpu-deps/include or /usr/include: run tools/device/pack_deps.sh here and carry .gpu-deps"
+      WHY="no $h in .gpu-deps/include or /usr/include: run tools/device/pack_deps.sh here and carry .gpu-deps"
       return 1
     fi
   done
-  if ! command -v cmake >/dev/null; then echo "no cmake"; return 1; fi
-  if ! NVCC=$(find_nvcc); then echo "no nvcc (CUDA_HOME, /usr/local/cuda, PATH): nvJPEG decoding cannot build"; return 1; fi
-  if ! TORCH_PREFIX=$("$PY" -c 'import torch; assert torch.version.cuda, "torch without CUDA"; print(torch.utils.cmake_prefix_path)' 2>&1); then
-    echo "$PY has no CUDA PyTorch: $TORCH_PREFIX"; return 1
+  if ! command -v cmake >/dev/null; then WHY="no cmake"; return 1; fi
+  if ! NVCC=$(find_nvcc); then WHY="no nvcc (CUDA_HOME, /usr/local/cuda, PATH): nvJPEG decoding cannot build"; return 1; fi
+  # stdout alone: torch's import warnings (no NumPy, ...) go to stderr and must not reach the path.
+  if ! TORCH_PREFIX=$(timeout 60 "$PY" -c 'import torch; assert torch.version.cuda, "torch without CUDA"; print(torch.utils.cmake_prefix_path)' 2> "$WORK/logs/python.txt"); then
+    WHY="$PY has no CUDA PyTorch: $(tail -n 1 "$WORK/logs/python.txt")"; return 1
   fi
+  TORCH_PREFIX=$(echo "$TORCH_PREFIX" | tail -n 1)
   return 0
 }
 stage_build() {
-  local log=$WORK/logs/cmake.log why gen=() nvj=() codec=()
+  local log=$WORK/logs/cmake.log gen=() nvj=() codec=()
   mkdir -p "$WORK/logs"
   stage_begin build || return 1
-  if ! why=$(build_preflight); then
-    STAGE_RC=1 STAGE_NOTE="preflight: $why"; stage_end; return 1
+  if ! build_preflight; then
+    STAGE_RC=1 STAGE_NOTE="preflight: $WHY"; stage_end; return 1
   fi
-  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$WORK/logs/nvidia-smi.txt" 2>&1
+  timeout 30 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$WORK/logs/nvidia-smi.txt" 2>&1
   cat "$WORK/logs/nvidia-smi.txt"
   command -v ninja >/dev/null && gen=(-G Ninja)
   [ -f .gpu-deps/nvjpeg/include/nvjpeg.h ] && nvj=(-DVECBENCH_NVJPEG_ROOT="$ROOT/.gpu-deps/nvjpeg")
@@ -266,6 +275,7 @@ stage_build() {
     STAGE_RC=1 STAGE_NOTE="no python with torch for the model export"; stage_end; return 1
   fi
   grep -q "image decoding: JPEG+PNG" "$log" || echo "gpu_check: this build cannot read JPEG files: decode runs will fail"
+  if [ "$STAGE" = configure ]; then STAGE_NOTE="configured (--stage configure: not built)"; stage_end; return 1; fi
   step cmake --build "$BUILD" -j"$(nproc)" --target vecbench default_model_plain > "$WORK/logs/build.log" 2>&1 \
     || tail -n 40 "$WORK/logs/build.log"
   stage_end
@@ -408,6 +418,17 @@ stage_fp32_more() {
 # ---- the plan -------------------------------------------------------------------------------
 say "gpu_check: stage $STAGE, devices $DEVICES, deadline ${DEADLINE_S} s, work $WORK, out $OUT"
 mkdir -p "$WORK/exp" "$WORK/results" "$WORK/logs"
+if [ "$STAGE" = configure ]; then
+  if [ "$DEVICES" != cuda ] || [ -z "$BUILD" ]; then
+    echo "gpu_check: --stage configure is for --devices cuda without --vecbench" >&3
+    exit 2
+  fi
+  rm -f "$WORK/stages.tsv"
+  write_check_json
+  stage_build
+  grep -q "^build	ok	" "$WORK/stages.tsv"
+  exit $?
+fi
 if [ "$STAGE" = measure ]; then  # keep the build call's records, drop an earlier measurement's
   rm -rf "$WORK/exp" "$WORK/results" "$WORK/decode" && mkdir -p "$WORK/exp" "$WORK/results"
   if [ -f "$WORK/stages.tsv" ]; then
