@@ -19,6 +19,8 @@
 #      Not here, because their code is the same in both builds (the main build's ctest runs them):
 #      the other core tests (no LibTorch), the store, host decoding, shards, progress, MPI and the
 #      Python tests.
+#   4. the GPU check's configure (tools/device/gpu_check.sh --stage configure) against the same
+#      LibTorch: the GPU machine's build settings find CUDA and nvJPEG.
 #   tools/cuda_build.sh [BUILD_DIR]     (default build-cuda)
 #   CUDA_BUILD_TESTS=0 tools/cuda_build.sh     build and link only
 #   CUDA_BUILD_TESTS=all tools/cuda_build.sh   every target and the whole suite
@@ -74,6 +76,18 @@ else
   cmake --build "$BUILD" -j"$JOBS" --target vecbench vecbench_core_tests vecbench_torch_tests
 fi
 "$BUILD/vecbench" devices
+# The GPU check's own configure, rehearsed: the GPU machine's (no OpenCV, MPI off, sm_90, the
+# carried headers where .gpu-deps has them) against this venv's LibTorch must find CUDA and
+# nvJPEG (tools/device/gpu_check.sh --stage configure: ~10 s, nothing built).
+rehearsal=$(mktemp -d)
+if ! PYTHON="$venv/bin/python" CUDA_HOME="$CUDA_HOME" tools/device/gpu_check.sh --stage configure \
+  --build-dir "$rehearsal/build" --work "$rehearsal/work" "$rehearsal/out" > /dev/null; then
+  cat "$rehearsal/out/gpu_check.log" "$rehearsal/work/logs/cmake.log" 2>/dev/null
+  echo "cuda_build: the GPU check's configure failed (above)" >&2
+  exit 1
+fi
+echo "cuda_build: the GPU check's configure finds CUDA and nvJPEG"
+rm -rf "$rehearsal"
 case "$TESTS" in
   0) echo "cuda_build: the CUDA build links" ;;
   all) (cd "$BUILD" && ctest --output-on-failure -j"$JOBS")

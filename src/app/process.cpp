@@ -40,8 +40,7 @@ Distribution& open_distribution(const DistArgs& d, int* argc, char*** argv) {
     (void)argc;
     (void)argv;
     g_comm = open_process_group(d.shard_index, d.num_shards, mpi, std::cerr);
-    g_dist = std::make_unique<Distribution>(*g_comm,
-                                            DistributionOptions{d.mode, d.chunk, d.timeout_s});
+    g_dist = std::make_unique<Distribution>(*g_comm, DistributionOptions{d.mode, d.chunk, d.timeout_s});
   }
   return *g_dist;
 }

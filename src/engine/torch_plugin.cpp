@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -125,6 +126,20 @@ class DeviceDecodeOnlyModel : public NullModel {
   DeviceJpegStage jpeg_;
   torch::Tensor buf_;
 };
+
+/// fp32 on CUDA is fp32: cuDNN's convolutions (and cuBLAS's matmuls, where allowed) use TF32
+/// by default, inputs rounded to a 10-bit mantissa, which can put features beyond the 1e-4 that
+/// fp32 verification allows against the CPU reference.
+/// Process-wide switches, set once by the first fp32 CUDA replica (never turned back on), and
+/// said in the log; backend_info() records it as cuda_fp32_tf32.
+void fp32_without_tf32() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    at::globalContext().setAllowTF32CuDNN(false);
+    at::globalContext().setAllowTF32CuBLAS(false);
+    std::fprintf(stderr, "vecbench: fp32 on CUDA: TF32 off (cuDNN convolutions, cuBLAS matmuls)\n");
+  });
+}
 #endif
 
 class TorchScriptModel : public Model {
@@ -157,6 +172,7 @@ class TorchScriptModel : public Model {
     if (opt.precision == Precision::bf16) module_.to(torch::kBFloat16);
 #ifdef VECBENCH_WITH_CUDA
     if (dev.is_cuda()) at::globalContext().setBenchmarkCuDNN(opt.cudnn_benchmark);
+    if (dev.is_cuda() && opt.precision == Precision::fp32) fp32_without_tf32();
 #endif
     const ModelInfo info = model_info_from(opt.path, parse_meta(meta_text));
     feature_dim_ = info.feature_dim;
@@ -412,6 +428,7 @@ nlohmann::json plugin_backend_info() {
   j["gpus"] = nlohmann::json::array();
 #ifdef VECBENCH_WITH_CUDA
   j["cuda"] = std::to_string(CUDA_VERSION / 1000) + "." + std::to_string(CUDA_VERSION / 10 % 100);
+  j["cuda_fp32_tf32"] = false;  // fp32_without_tf32(): fp32 replicas on CUDA turn TF32 off
   for (int k = 0; k < plugin_cuda_device_count(); ++k) {
     const auto* p = at::cuda::getDeviceProperties(k);
     j["gpus"].push_back({{"name", p->name}, {"memory_bytes", p->totalGlobalMem}});

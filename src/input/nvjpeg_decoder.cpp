@@ -7,7 +7,10 @@
 //   - A batched call that fails is redone one image at a time (nvjpegDecode), so that only the
 //     files at fault are rejected (and decoded on the CPU by the caller).
 //   - A file's fault (corrupt, unsupported: CMYK, arithmetic coding, ...) rejects that image;
-//     anything else (allocation, execution, internal errors) throws Error naming the call.
+//     anything else (allocation, execution, internal errors, and INVALID_PARAMETER: a misuse of
+//     the API, which must not hide as host fallbacks) throws Error naming the call.
+//   - The hardware engine failing to set up (its handle, states or stream) leaves the decoder on
+//     the default backend alone ("hybrid"), as on a device without the engine.
 #include <cuda_runtime.h>
 #include <nvjpeg.h>
 
@@ -65,10 +68,10 @@ void check_cuda(cudaError_t e, const char* call) {
 }
 
 /// The statuses of a per-image call that are the file's fault (the image is rejected).
+/// INVALID_PARAMETER is not: it is what nvJPEG says to a wrong call.
 bool file_fault(nvjpegStatus_t s) {
   return s == NVJPEG_STATUS_BAD_JPEG || s == NVJPEG_STATUS_JPEG_NOT_SUPPORTED ||
-         s == NVJPEG_STATUS_INCOMPLETE_BITSTREAM || s == NVJPEG_STATUS_INVALID_PARAMETER ||
-         s == NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED;
+         s == NVJPEG_STATUS_INCOMPLETE_BITSTREAM || s == NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED;
 }
 
 /// Images larger than this many pixels are left to the CPU (no device buffer of gigabytes).
@@ -89,15 +92,19 @@ struct Codec {
   }
 };
 
-/// Creates `c` on `backend`; returns the status of nvjpegCreateEx (the states must then succeed).
-nvjpegStatus_t create_codec(Codec& c, nvjpegBackend_t backend) {
-  const nvjpegStatus_t s = nvjpegCreateEx(backend, nullptr, nullptr, 0, &c.handle);
+/// Creates `c` on `backend` with its states; returns the first status that was not SUCCESS
+/// (`c` then released) and names its call in `*call`.
+nvjpegStatus_t create_codec(Codec& c, nvjpegBackend_t backend, const char** call) {
+  nvjpegStatus_t s = nvjpegCreateEx(backend, nullptr, nullptr, 0, &c.handle);
+  *call = "nvjpegCreateEx";
   if (s != NVJPEG_STATUS_SUCCESS) {
     c.handle = nullptr;
     return s;
   }
-  check(nvjpegJpegStateCreate(c.handle, &c.batched), "nvjpegJpegStateCreate");
-  check(nvjpegJpegStateCreate(c.handle, &c.single), "nvjpegJpegStateCreate");
+  *call = "nvjpegJpegStateCreate";
+  s = nvjpegJpegStateCreate(c.handle, &c.batched);
+  if (s == NVJPEG_STATUS_SUCCESS) s = nvjpegJpegStateCreate(c.handle, &c.single);
+  if (s != NVJPEG_STATUS_SUCCESS) c.release();
   return s;
 }
 
@@ -117,11 +124,10 @@ class NvjpegDecoder final : public DeviceJpegDecoder {
     if (size <= 0) throw Error("nvJPEG decoder: bad output size " + std::to_string(size));
     try {
       set_device();
-      // The hardware engine where the device has one; otherwise (ARCH_MISMATCH, NOT_SUPPORTED)
-      // only the default backend.
-      if (create_codec(hw_, NVJPEG_BACKEND_HARDWARE) == NVJPEG_STATUS_SUCCESS)
-        check(nvjpegJpegStreamCreate(hw_.handle, &hw_stream_), "nvjpegJpegStreamCreate");
-      check(create_codec(sw_, NVJPEG_BACKEND_DEFAULT), "nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT)");
+      setup_hardware();
+      const char* call = "";
+      const nvjpegStatus_t s = create_codec(sw_, NVJPEG_BACKEND_DEFAULT, &call);
+      if (s != NVJPEG_STATUS_SUCCESS) fail(call, s);
       buffers_.resize(static_cast<std::size_t>(max_batch > 0 ? max_batch : 1));
     } catch (...) {
       release();
@@ -138,6 +144,7 @@ class NvjpegDecoder final : public DeviceJpegDecoder {
 
  private:
   void set_device() { check_cuda(cudaSetDevice(ordinal_), "cudaSetDevice"); }
+  void setup_hardware() noexcept;
   void release() noexcept;
   bool probe(const EncodedView& img, Dims& d);
   bool hardware_supports(const EncodedView& img);
@@ -154,6 +161,17 @@ class NvjpegDecoder final : public DeviceJpegDecoder {
   nvjpegJpegStream_t hw_stream_ = nullptr;
   std::vector<DeviceBuffer> buffers_;  ///< one per position in the batch, grown, never shrunk
 };
+
+/// The hardware engine where the device has one and it sets up; otherwise (ARCH_MISMATCH,
+/// NOT_SUPPORTED, or any failure of its handle, states or stream) only the default backend.
+void NvjpegDecoder::setup_hardware() noexcept {
+  const char* call = "";
+  if (create_codec(hw_, NVJPEG_BACKEND_HARDWARE, &call) != NVJPEG_STATUS_SUCCESS) return;
+  if (nvjpegJpegStreamCreate(hw_.handle, &hw_stream_) != NVJPEG_STATUS_SUCCESS) {
+    hw_stream_ = nullptr;
+    hw_.release();
+  }
+}
 
 void NvjpegDecoder::release() noexcept {
   cudaSetDevice(ordinal_);
@@ -292,6 +310,8 @@ std::vector<bool> NvjpegDecoder::decode_resize(const std::vector<EncodedView>& i
 }  // namespace
 
 bool nvjpeg_available() { return true; }
+
+bool nvjpeg_status_is_file_fault(int status) { return file_fault(static_cast<nvjpegStatus_t>(status)); }
 
 std::unique_ptr<DeviceJpegDecoder> make_nvjpeg_decoder(int ordinal, void* stream, int max_batch, int size,
                                                        ResizeMode mode) {

@@ -5,6 +5,8 @@ namespace vecbench {
 
 bool nvjpeg_available() { return false; }
 
+bool nvjpeg_status_is_file_fault(int) { return false; }
+
 std::unique_ptr<DeviceJpegDecoder> make_nvjpeg_decoder(int, void*, int, int, ResizeMode) {
   throw ConfigError("decode",
                     "gpu decoding needs nvJPEG, and this build has no nvJPEG (a CUDA build with the nvidia-nvjpeg "

@@ -250,3 +250,32 @@ TEST(DecodeSetting, GpuDecodingHasItsOwnFingerprint) {
   EXPECT_EQ(gpu.fields.value("decode", std::string()), "gpu");
   EXPECT_FALSE(host.fields.contains("decode"));
 }
+
+// Which nvJPEG statuses reject a file (decoded on the host instead, counted as fallbacks) and
+// which throw: INVALID_PARAMETER is nvJPEG's answer to a wrong call, so it must throw rather
+// than hide as host fallbacks. The values are nvjpeg.h's (nvjpegStatus_t, CUDA 11-13). Without
+// nvJPEG no status is a file's fault (there is no device decoder to reject one).
+TEST(DeviceDecode, NvjpegStatusesThatAreTheFilesFault) {
+  enum : int {
+    success = 0,
+    not_initialized,
+    invalid_parameter,
+    bad_jpeg,
+    jpeg_not_supported,
+    allocator_failure,
+    execution_failed,
+    arch_mismatch,
+    internal_error,
+    implementation_not_supported,
+    incomplete_bitstream
+  };
+  if (!nvjpeg_available()) {
+    EXPECT_FALSE(nvjpeg_status_is_file_fault(bad_jpeg));
+    return;
+  }
+  for (int s : {bad_jpeg, jpeg_not_supported, incomplete_bitstream, implementation_not_supported})
+    EXPECT_TRUE(nvjpeg_status_is_file_fault(s)) << s;
+  for (int s : {success, not_initialized, invalid_parameter, allocator_failure, execution_failed, arch_mismatch,
+                internal_error})
+    EXPECT_FALSE(nvjpeg_status_is_file_fault(s)) << s;
+}

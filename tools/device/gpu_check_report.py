@@ -1,50 +1,106 @@
 #!/usr/bin/env python3
-"""The GPU check's markdown report (tools/device/gpu_check.sh writes OUT_DIR, this reads it):
-one table row per run of every `vecbench run` result file (median img/s, verification), the
-`vectorize` decode runs (--decode cpu / gpu, and --engine none, the decode ceiling), and the
-issue's targets computed from them, each ratio from runs of this one check:
-  - data-parallel on cuda:0/3 (best batch) >= 1.5x the seed-style loop (sequential cuda:0 batch 1);
-  - naive on cuda:0/3 shows the seed's slowdown against sequential cuda:0 at the same batch;
-  - end to end (gpu decode) >= 80 % of min(decode ceiling, model ceiling).
+"""The GPU check's markdown report, from its work folder or its archive (tools/device/gpu_check.sh
+writes both; it runs this after every stage, so the report is there however far the check got):
+  - every stage of the plan: ok / failed / timeout with its seconds and why, or "not run: <why>";
+  - one table row per run of every `vecbench run` result (median img/s, repetitions,
+    verification), the smoke test and the `vectorize` decode runs (decode cpu / gpu, with the
+    model and with --engine none, the decode ceiling);
+  - the issue's targets, each with the ratio measured within this check, or why it was not:
+    data-parallel on the split device (cuda:0/3) >= 1.5x the seed-style loop (sequential on the
+    single device, batch 1); naive on the split device shows the seed's slowdown; end to end with
+    GPU decoding >= 80 % of min(decode ceiling, model ceiling); fp32 within 1e-4 of the CPU fp32
+    reference (fp16 2e-2, bf16 1e-1).
 Standard library only (the GPU machine has no registry).
-  gpu_check_report.py OUT_DIR > OUT_DIR/gpu_check.md"""
-import glob
+  gpu_check_report.py WORK_DIR | gpu_check.tar.gz > gpu_check.md"""
+import io
 import json
 import os
 import statistics
 import sys
+import tarfile
+
+STAGES = [
+    ("build", "configure and build `vecbench` and the plain default model"),
+    ("smoke", "the build answers: devices, model info, one model run, one decode run"),
+    ("fp32", "fp32 model matrix (throughput): seed-style loop, data-parallel and naive on the split device"),
+    ("verify_fp32", "fp32 against the CPU fp32 reference, small set"),
+    ("decode", "end to end: GPU against CPU decoding, with the model and without (the decode ceiling)"),
+    ("fp16", "fp16 model matrix (throughput)"),
+    ("bf16", "bf16 model matrix (throughput)"),
+    ("verify_half", "fp16 and bf16 against the CPU fp32 reference, small set"),
+    ("fp32_more", "the rest of the fp32 matrix: sharded, mirrored, data-parallel on the single device"),
+]
 
 
-def runs_of(out):
-    rows = []
-    for path in sorted(glob.glob(os.path.join(out, "*.json"))):
+class Files:
+    """The check's files by relative path, from a folder or a .tar.gz."""
+
+    def __init__(self, src):
+        self.texts = {}
+        if os.path.isdir(src):
+            for root, dirs, names in os.walk(src):
+                dirs[:] = [d for d in dirs if d not in ("photos", "jpegs", "vec")]
+                for n in names:
+                    p = os.path.join(root, n)
+                    rel = os.path.relpath(p, src).replace(os.sep, "/")
+                    if n.endswith((".json", ".tsv", ".txt")):
+                        try:
+                            with open(p, encoding="utf-8", errors="replace") as f:
+                                self.texts[rel] = f.read()
+                        except OSError:
+                            pass
+        elif os.path.isfile(src):
+            with tarfile.open(src) as t:
+                for m in t.getmembers():
+                    if m.isfile() and m.name.endswith((".json", ".tsv", ".txt")):
+                        rel = m.name[2:] if m.name.startswith("./") else m.name
+                        self.texts[rel] = io.TextIOWrapper(t.extractfile(m), encoding="utf-8", errors="replace").read()
+
+    def json(self, rel):
         try:
-            d = json.load(open(path))
-        except (OSError, ValueError):
-            continue
+            return json.loads(self.texts[rel])
+        except (KeyError, ValueError):
+            return None
+
+    def under(self, prefix, suffix=".json"):
+        return sorted(k for k in self.texts if k.startswith(prefix) and k.endswith(suffix))
+
+
+def stages_of(files):
+    got = {}
+    for line in files.texts.get("stages.tsv", "").splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 2:
+            got[parts[0]] = {"status": parts[1], "seconds": parts[2] if len(parts) > 2 else "",
+                             "note": parts[3] if len(parts) > 3 else ""}
+    return got
+
+
+def runs_of(files):
+    rows = []
+    for rel in files.under("results/"):
+        d = files.json(rel)
         if not isinstance(d, dict) or "runs" not in d:
             continue
         prec = d.get("config", {}).get("requested", {}).get("precision", "fp32")
         for r in d["runs"]:
             p = r.get("params", {})
-            rate = r.get("summary", {}).get("images_per_s", {}).get("median")
+            s = r.get("summary", {}).get("images_per_s", {})
             v = r.get("verification") or {}
             rows.append({"experiment": d.get("name", "?"), "precision": prec, "strategy": p.get("strategy"),
                          "devices": p.get("devices"), "batch": p.get("batch"), "input": p.get("input"),
-                         "img_s": rate, "rel": v.get("max_rel_diff"), "tol": v.get("rel_tolerance"),
-                         "status": r.get("status")})
+                         "img_s": s.get("median"), "reps": s.get("count"), "rel": v.get("max_rel_diff"),
+                         "tol": v.get("rel_tolerance"), "status": r.get("status"), "reason": r.get("reason")})
     return rows
 
 
-def decode_runs(out):
+def decode_runs(files):
     got = {}
-    for path in glob.glob(os.path.join(out, "decode_*_r*.json")):
-        name = os.path.basename(path)[len("decode_"):].rsplit("_r", 1)[0]  # cpu_torchscript, gpu_none, ...
-        try:
-            s = json.load(open(path))
-        except (OSError, ValueError):
-            continue
-        got.setdefault(name, []).append(s)
+    for rel in files.under("decode/decode_"):
+        name = os.path.basename(rel)[len("decode_"):-len(".json")].rsplit("_r", 1)[0]  # gpu_torchscript, ...
+        s = files.json(rel)
+        if isinstance(s, dict):
+            got.setdefault(name, []).append(s)
     return got
 
 
@@ -52,55 +108,151 @@ def fmt(x, spec=".1f"):
     return "-" if x is None else format(x, spec)
 
 
-def main(out):
-    rows = runs_of(out)
-    print("# GPU check\n")
-    print("Every row is one run of `tools/device/gpu_check.sh` (median images/s over its repetitions;")
-    print("verification against the CPU fp32 reference).\n")
-    print("| experiment | precision | strategy | devices | batch | input | img/s | max rel diff | tolerance | status |")
-    print("|---|---|---|---|---:|---|---:|---:|---:|---|")
+def median_rate(runs):
+    rates = [s.get("images_per_s") for s in runs if s.get("images_per_s")]
+    return statistics.median(rates) if rates else None
+
+
+def print_stages(stages, check):
+    print("## Stages (in the order they run)\n")
+    print("| stage | what | status | seconds | notes |")
+    print("|---|---|---|---:|---|")
+    for name, what in STAGES:
+        st = stages.get(name)
+        if st is None:
+            status, secs, note = "not run", "-", "not reached (the check ended before it, or it is still running)"
+            if name in ("build", "smoke") and check.get("stage") == "measure":
+                note = "not run: no record of the build call in this work folder"
+        else:
+            status, secs = st["status"], st["seconds"]
+            note = ("not run: " if status == "skipped" else "") + st["note"]
+        print(f"| {name} | {what} | {status} | {secs} | {note.replace('|', '/')} |")
+    print()
+
+
+def print_runs(rows):
+    if not rows:
+        print("No `vecbench run` results.\n")
+        return
+    print("## Model runs (`vecbench run`: median img/s over the repetitions)\n")
+    print("| experiment | precision | strategy | devices | batch | input | img/s | reps | max rel diff | tolerance | status |")
+    print("|---|---|---|---|---:|---|---:|---:|---:|---:|---|")
     for r in rows:
+        status = r["status"] + (f" ({r['reason']})" if r.get("reason") else "")
         print(f"| {r['experiment']} | {r['precision']} | {r['strategy']} | {r['devices']} | {r['batch']} | "
-              f"{r['input']} | {fmt(r['img_s'])} | {fmt(r['rel'], '.2e')} | {fmt(r['tol'], '.0e')} | {r['status']} |")
-    dec = decode_runs(out)
-    if dec:
-        print("\n## Decoding real JPEGs (`vectorize`, data-parallel cuda:0/3, batch 32, 1 GB cap each)\n")
-        print("| decode | engine | rounds | img/s (median) | on device | host fallbacks |")
-        print("|---|---|---:|---:|---:|---:|")
-        for k in sorted(dec):
-            d, eng = k.split("_", 1)
-            rates = [s.get("images_per_s", 0.0) for s in dec[k]]
-            print(f"| {d} | {eng} | {len(rates)} | {statistics.median(rates):.1f} | "
-                  f"{dec[k][0].get('device_decoded', '-')} | {dec[k][0].get('device_decode_fallbacks', '-')} |")
-    fp32 = [r for r in rows if r["precision"] == "fp32" and r["input"] == "synthetic" and r["img_s"]]
+              f"{r['input']} | {fmt(r['img_s'])} | {r['reps'] or '-'} | {fmt(r['rel'], '.2e')} | "
+              f"{fmt(r['tol'], '.0e')} | {status.replace('|', '/')} |")
+    print()
 
-    def best(strategy, devices, batch=None):
-        c = [r["img_s"] for r in fp32 if r["strategy"] == strategy and r["devices"] == devices and
-             (batch is None or r["batch"] == batch)]
-        return max(c) if c else None
 
-    print("\n## Targets (ratios within this check)\n")
-    seed = best("sequential", "cuda:0", 1)
-    dp3 = best("data-parallel", "cuda:0/3")
-    if seed and dp3:
-        print(f"- data-parallel cuda:0/3 (best batch) {dp3:.1f} img/s vs the seed-style loop (sequential cuda:0 "
-              f"batch 1) {seed:.1f}: {dp3 / seed:.2f}x (target >= 1.5x: {'met' if dp3 / seed >= 1.5 else 'NOT met'})")
-    for b in (1, 32, 128):
-        nv, sq = best("naive", "cuda:0/3", b), best("sequential", "cuda:0", b)
-        if nv and sq:
-            print(f"- batch {b}: naive cuda:0/3 {nv:.1f} img/s vs sequential cuda:0 {sq:.1f}: {nv / sq:.2f}x "
-                  f"({'the seed slowdown shows' if nv < sq else 'no slowdown'})")
-    if "gpu_torchscript" in dec and "gpu_none" in dec:
-        e2e = statistics.median(s.get("images_per_s", 0.0) for s in dec["gpu_torchscript"])
-        ceiling_decode = statistics.median(s.get("images_per_s", 0.0) for s in dec["gpu_none"])
-        model = best("data-parallel", "cuda:0/3", 32)
-        if model:
-            lim = min(ceiling_decode, model)
-            print(f"- end to end with GPU decode {e2e:.1f} img/s vs min(decode ceiling {ceiling_decode:.1f}, model "
-                  f"ceiling {model:.1f}) = {lim:.1f}: {e2e / lim:.0%} (target >= 80 %: "
-                  f"{'met' if e2e >= 0.8 * lim else 'NOT met'})")
+def print_decode(dec, files, check):
+    smoke = [(rel, files.json(rel)) for rel in files.under("smoke/smoke_")]
+    if smoke:
+        print("## Smoke test (`vectorize`)\n")
+        print("| run | images | img/s | failed | on device | host fallbacks |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for rel, s in smoke:
+            if isinstance(s, dict):
+                print(f"| {os.path.basename(rel)[:-5]} | {s.get('images', '-')} | {fmt(s.get('images_per_s'))} | "
+                      f"{s.get('failed', '-')} | {s.get('device_decoded', '-')} | {s.get('device_decode_fallbacks', '-')} |")
+        print()
+    if not dec:
+        return
+    print(f"## Decoding {check.get('decode_images', '?')} photos end to end (`vectorize`, data-parallel on "
+          f"{check.get('split', '?')}, batch {check.get('decode_batch', '?')})\n")
+    print("| decode | engine | rounds | img/s (median) | on device | host fallbacks |")
+    print("|---|---|---:|---:|---:|---:|")
+    for k in sorted(dec):
+        d, eng = k.split("_", 1)
+        print(f"| {d} | {eng} | {len(dec[k])} | {fmt(median_rate(dec[k]))} | "
+              f"{dec[k][0].get('device_decoded', '-')} | {dec[k][0].get('device_decode_fallbacks', '-')} |")
+    print()
+
+
+def best(rows, precision, strategy, devices, batch=None):
+    c = [r["img_s"] for r in rows if r["precision"] == precision and r["strategy"] == strategy and
+         r["devices"] == devices and (batch is None or r["batch"] == batch) and r["img_s"] and
+         r["input"] == "synthetic"]
+    return max(c) if c else None
+
+
+def why_not(stages, *names):
+    for n in names:
+        st = stages.get(n)
+        if st is None:
+            return f"stage {n} not reached"
+        if st["status"] == "skipped":
+            return f"stage {n} not run: {st['note']}"
+        if st["status"] != "ok":
+            return f"stage {n} {st['status']}: {st['note']}"
+    return "no runs with figures (see the tables and the log)"
+
+
+def print_targets(rows, dec, stages, check):
+    one, split = check.get("single", "cuda:0"), check.get("split", "cuda:0/3")
+    b = check.get("batches", [1, 32, 128])
+    print("## Targets (ratios within this check)\n")
+    if check.get("devices") == "cpu":
+        print(f"Dry run: `{one}` stands for cuda:0 and `{split}` for cuda:0/3; the figures say nothing about a GPU.\n")
+    seed, dp = best(rows, "fp32", "sequential", one, b[0]), best(rows, "fp32", "data-parallel", split)
+    if seed and dp:
+        print(f"- data-parallel {split} (best batch) {dp:.1f} img/s vs the seed-style loop (sequential {one} batch "
+              f"{b[0]}) {seed:.1f}: **{dp / seed:.2f}x** (target >= 1.5x: {'met' if dp / seed >= 1.5 else 'NOT met'})")
     else:
-        print("- end to end against the decode ceiling: not measured (no decode runs; see the log)")
+        print(f"- data-parallel {split} >= 1.5x the seed-style loop: not measured ({why_not(stages, 'fp32')})")
+    shown = False
+    for batch in b:
+        nv, sq = best(rows, "fp32", "naive", split, batch), best(rows, "fp32", "sequential", one, batch)
+        if nv and sq:
+            shown = True
+            print(f"- batch {batch}: naive {split} {nv:.1f} img/s vs sequential {one} {sq:.1f}: **{nv / sq:.2f}x** "
+                  f"({'the seed slowdown shows' if nv < sq else 'no slowdown'})")
+    if not shown:
+        print(f"- naive {split} shows the seed's slowdown: not measured ({why_not(stages, 'fp32')})")
+    dk = "gpu" if check.get("devices", "cuda") == "cuda" else "cpu"
+    e2e, ceiling = median_rate(dec.get(f"{dk}_torchscript", [])), median_rate(dec.get(f"{dk}_none", []))
+    model = best(rows, "fp32", "data-parallel", split, check.get("decode_batch", 32))
+    if e2e and ceiling and model:
+        lim = min(ceiling, model)
+        print(f"- end to end with {dk} decoding {e2e:.1f} img/s vs min(decode ceiling {ceiling:.1f}, model ceiling "
+              f"{model:.1f}) = {lim:.1f}: **{e2e / lim:.0%}** (target >= 80 %: {'met' if e2e >= 0.8 * lim else 'NOT met'})")
+    else:
+        print(f"- end to end >= 80 % of min(decode ceiling, model ceiling): not measured "
+              f"({why_not(stages, 'fp32', 'decode')})")
+    for prec, stage in (("fp32", "verify_fp32"), ("fp16", "verify_half"), ("bf16", "verify_half")):
+        v = [r for r in rows if r["precision"] == prec and r["rel"] is not None]
+        if v:
+            worst = max(v, key=lambda r: r["rel"])
+            tol = worst["tol"]
+            ok = all(r["tol"] is None or r["rel"] <= r["tol"] for r in v)
+            print(f"- {prec} against the CPU fp32 reference: largest relative difference **{worst['rel']:.2e}** "
+                  f"({worst['strategy']} {worst['devices']} batch {worst['batch']}; tolerance {fmt(tol, '.0e')}): "
+                  f"{'within' if ok else 'NOT within'} over {len(v)} runs")
+        elif prec == "fp32" or check.get("devices", "cuda") == "cuda":
+            print(f"- {prec} against the CPU fp32 reference: not measured ({why_not(stages, stage)})")
+    print()
+
+
+def main(src):
+    files = Files(src)
+    check = files.json("check.json") or {}
+    stages, rows, dec = stages_of(files), runs_of(files), decode_runs(files)
+    print("# GPU check\n")
+    if not files.texts:
+        print(f"Nothing to report: no files in {src}.")
+        return
+    print(f"`tools/device/gpu_check.sh --stage {check.get('stage', '?')} --devices {check.get('devices', '?')}` "
+          f"(deadline {check.get('deadline_s', '?')} s, started {check.get('started_utc', '?')}; "
+          f"{check.get('model_images', '?')} images per model run, {check.get('decode_images', '?')} per decode run, "
+          f"{check.get('verify_images', '?')} verified). The log is gpu_check.log, every file behind these tables "
+          "is in gpu_check.tar.gz.\n")
+    print_targets(rows, dec, stages, check)
+    print_stages(stages, check)
+    print_runs(rows)
+    print_decode(dec, files, check)
+    smi = files.texts.get("logs/nvidia-smi.txt")
+    if smi:
+        print("## Machine\n\n```\n" + smi.strip() + "\n```")
 
 
 if __name__ == "__main__":

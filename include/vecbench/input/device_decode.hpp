@@ -127,6 +127,12 @@ inline DeviceDecodeCounts decode_on_device(DeviceJpegDecoder& decoder, const Enc
 /// True when this build has the nvJPEG decoder (a CUDA build with nvJPEG found).
 bool nvjpeg_available();
 
+/// Whether an nvJPEG status (nvjpegStatus_t's value) from a per-image call is the file's fault
+/// (BAD_JPEG, JPEG_NOT_SUPPORTED, INCOMPLETE_BITSTREAM, IMPLEMENTATION_NOT_SUPPORTED: the image is
+/// rejected and decoded on the host) rather than an error that throws (INVALID_PARAMETER, a wrong
+/// call; allocation, execution, internal failures). False in a build without nvJPEG.
+bool nvjpeg_status_is_file_fault(int status);
+
 /// Makes an nvJPEG decoder on CUDA device `ordinal`, enqueuing on `stream` (a cudaStream_t),
 /// for batches of up to `max_batch` images resized to `size` x `size` with `mode`.
 /// Throws ConfigError where the build has no nvJPEG, Error where nvJPEG fails to start.
