@@ -249,5 +249,43 @@ class TestSeed(unittest.TestCase):
         self.assertLessEqual(rel_l2(self.feats["a0"], ref), TOL)
 
 
+class TestOwnBlocks(unittest.TestCase):
+    """tools/vecbench_export/inception_blocks.py (used where torchvision is missing, as on the GPU
+    machine) builds the same network as torchvision's blocks: the same state_dict keys in the same
+    order with the same shapes, the same seeded weights and the same features, bit for bit, for
+    both architectures, scripted as the export scripts them."""
+
+    def test_same_network_as_torchvision(self):
+        import importlib
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+        from vecbench_export import arch, weights
+        x = random_images(seed=5, n=2)
+        theirs, seeded = {}, {}
+        for name in ("tf2015", "torchvision"):
+            theirs[name] = arch.make_features(name)
+            seeded[name] = weights.seeded_state_dict(name, 3)
+        hidden = {k: v for k, v in sys.modules.items() if k == "torchvision" or k.startswith("torchvision.")}
+        try:  # arch.py again, as on a machine without torchvision
+            for k in hidden:
+                del sys.modules[k]
+            sys.modules["torchvision"] = None  # import torchvision raises ImportError
+            importlib.reload(arch)
+            self.assertEqual(arch.tvi.__name__, "vecbench_export.inception_blocks")
+            for name in ("tf2015", "torchvision"):
+                ours = arch.make_features(name)
+                self.assertEqual([(k, tuple(v.shape)) for k, v in theirs[name].state_dict().items()],
+                                 [(k, tuple(v.shape)) for k, v in ours.state_dict().items()], name)
+                mine = weights.seeded_state_dict(name, 3)
+                self.assertTrue(all(torch.equal(seeded[name][k], mine[k]) for k in mine), name)
+                ours.load_state_dict(theirs[name].state_dict())
+                theirs[name].eval(), ours.eval()
+                with torch.no_grad():
+                    a, b = torch.jit.script(theirs[name])(x.clone()), torch.jit.script(ours)(x.clone())
+                self.assertTrue(torch.equal(a, b), name)
+        finally:
+            del sys.modules["torchvision"]
+            sys.modules.update(hidden)
+            importlib.reload(arch)
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

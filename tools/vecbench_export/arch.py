@@ -6,7 +6,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
-from torchvision.models import inception as tvi
+try:
+    from torchvision.models import inception as tvi
+except ImportError:  # a bare PyTorch (the GPU machine): the same blocks, our own copy
+    from . import inception_blocks as tvi  # type: ignore[no-redef]
 
 from .common import ARCH_INFO, INPUT_SIZE, NORM_BUFFERS
 

@@ -1,5 +1,6 @@
 """Constants, the user-facing error and small helpers shared by the export package."""
 
+import ctypes
 import hashlib
 from typing import Dict, List
 
@@ -42,13 +43,24 @@ class ExportError(Exception):
 
 
 
+def float32_bytes(v: Tensor) -> bytes:
+    """The tensor's values as float32 bytes, in memory order (NumPy's tobytes where there is
+    NumPy; a bare PyTorch without it reads the tensor's memory)."""
+    t = v.detach().to(torch.float32).contiguous().cpu()
+    try:
+        import numpy  # noqa: F401  (only whether it is there)
+    except ImportError:
+        return ctypes.string_at(t.data_ptr(), t.numel() * t.element_size())
+    return t.numpy().tobytes()
+
+
 def state_dict_sha256(sd: Dict[str, Tensor]) -> str:
     """sha256 of the float32 bytes of the floating tensors, in sorted key order."""
     h = hashlib.sha256()
     for k in sorted(sd):
         v = sd[k]
         if torch.is_tensor(v) and v.is_floating_point():
-            h.update(v.detach().to(torch.float32).contiguous().cpu().numpy().tobytes())
+            h.update(float32_bytes(v))
     return h.hexdigest()
 
 

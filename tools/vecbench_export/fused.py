@@ -5,7 +5,10 @@ from typing import List, Optional
 import torch
 import torch.nn as nn
 from torch import Tensor
-from torchvision.models import inception as tvi
+try:
+    from torchvision.models import inception as tvi
+except ImportError:  # a bare PyTorch (the GPU machine): the same blocks, our own copy
+    from . import inception_blocks as tvi  # type: ignore[no-redef]
 
 from .bn import fold_bn
 from .common import ExportError

@@ -5,7 +5,6 @@ import math
 import os
 from typing import Dict, List, Optional, Tuple
 
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -13,7 +12,6 @@ from torch import Tensor
 
 from .arch import backbone_template, make_features
 from .common import FEATURE_DIM, INPUT_SIZE, NORM_BUFFERS, ExportError, fmt_list, fmt_shape
-from .protobuf import TFGraphConsts
 
 def check_and_prepare_state_dict(sd, arch: str, path: str) -> Dict[str, Tensor]:
     """Validate a torchvision-layout state_dict; return the backbone tensors.
@@ -160,6 +158,10 @@ def tf_scope_map() -> Dict[str, str]:
 
 def load_from_tf(path: str, arch: str) -> Tuple[Dict[str, Tensor], Dict[str, float]]:
     """Returns (backbone state_dict, {bn prefix: eps}) read from a GraphDef."""
+    import numpy as np  # --from-tf only: a bare PyTorch exports synthetic weights without NumPy
+
+    from .protobuf import TFGraphConsts
+
     if not os.path.isfile(path):
         raise ExportError(f"{path}: no such file")
     with open(path, "rb") as f:
