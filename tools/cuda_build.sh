@@ -19,8 +19,8 @@
 #      Not here, because their code is the same in both builds (the main build's ctest runs them):
 #      the other core tests (no LibTorch), the store, host decoding, shards, progress, MPI and the
 #      Python tests.
-#   4. the GPU check's configure (tools/device/gpu_check.sh --stage configure) against the same
-#      LibTorch: the GPU machine's build settings find CUDA and nvJPEG.
+#   4. the GPU check's build (tools/device/gpu_check.sh --stage compile) against the same LibTorch:
+#      the GPU machine's settings find CUDA and nvJPEG, build vecbench, export the model.
 #   tools/cuda_build.sh [BUILD_DIR]     (default build-cuda)
 #   CUDA_BUILD_TESTS=0 tools/cuda_build.sh     build and link only
 #   CUDA_BUILD_TESTS=all tools/cuda_build.sh   every target and the whole suite
@@ -76,17 +76,18 @@ else
   cmake --build "$BUILD" -j"$JOBS" --target vecbench vecbench_core_tests vecbench_torch_tests
 fi
 "$BUILD/vecbench" devices
-# The GPU check's own configure, rehearsed: the GPU machine's (no OpenCV, MPI off, sm_90, the
-# carried headers where .gpu-deps has them) against this venv's LibTorch must find CUDA and
-# nvJPEG (tools/device/gpu_check.sh --stage configure: ~10 s, nothing built).
+# The GPU check's own build, rehearsed: the GPU machine's configure (no OpenCV, MPI off, sm_90,
+# the carried headers where .gpu-deps has them) against this venv's LibTorch must find CUDA and
+# nvJPEG, build `vecbench`, and export the plain model with this venv's torch 2.11, which has
+# neither torchvision nor NumPy (tools/device/gpu_check.sh --stage compile; no GPU needed).
 rehearsal=$(mktemp -d)
-if ! PYTHON="$venv/bin/python" CUDA_HOME="$CUDA_HOME" tools/device/gpu_check.sh --stage configure \
-  --build-dir "$rehearsal/build" --work "$rehearsal/work" "$rehearsal/out" > /dev/null; then
-  cat "$rehearsal/out/gpu_check.log" "$rehearsal/work/logs/cmake.log" 2>/dev/null
-  echo "cuda_build: the GPU check's configure failed (above)" >&2
+if ! PYTHON="$venv/bin/python" CUDA_HOME="$CUDA_HOME" BUILD_CAP_S=1500 tools/device/gpu_check.sh --stage compile \
+  --deadline 1600 --build-dir "$rehearsal/build" --work "$rehearsal/work" "$rehearsal/out" > /dev/null; then
+  tail -n 60 "$rehearsal/out/gpu_check.log" "$rehearsal/work/logs/cmake.log" "$rehearsal/work/logs/build.log" 2>/dev/null
+  echo "cuda_build: the GPU check's build failed (above)" >&2
   exit 1
 fi
-echo "cuda_build: the GPU check's configure finds CUDA and nvJPEG"
+echo "cuda_build: the GPU check's build (GPU machine's configure) builds vecbench and the model"
 rm -rf "$rehearsal"
 case "$TESTS" in
   0) echo "cuda_build: the CUDA build links" ;;

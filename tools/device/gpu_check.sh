@@ -27,6 +27,8 @@
 #   --stage configure  the build's checks and its configure alone (a rehearsal: CUDA, nvJPEG, the
 #                    carried headers and codec found?), e.g. here against tools/cuda_build.sh's venv:
 #                    PYTHON=~/.cache/vecbench/venvs/torch-cuda/bin/python ... --stage configure
+#   --stage compile  configure and build as on the GPU machine, no GPU needed (CI's rehearsal:
+#                    tools/cuda_build.sh); BUILD_CAP_S overrides the build stage's cap (420 s)
 #   --devices cpu    the dry run: cpu and cpu/3 (--force) in place of cuda:0 and cuda:0/3, a few
 #                    images, fp32 only (fp16/bf16 need CUDA), host decoding only; with
 #                    --vecbench build/vecbench it builds nothing (CI runs it: tests/py/gpu_check_dry.py)
@@ -59,7 +61,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -n "$OUT" ] || usage
-case "$STAGE" in all|build|measure|configure) ;; *) echo "gpu_check: --stage all|build|measure|configure" >&2; exit 2 ;; esac
+case "$STAGE" in all|build|measure|configure|compile) ;; *) echo "gpu_check: --stage all|build|measure|configure|compile" >&2; exit 2 ;; esac
 case "$DEVICES" in cuda|cpu) ;; *) echo "gpu_check: --devices cuda|cpu" >&2; exit 2 ;; esac
 case "$DEADLINE_S" in ''|*[!0-9]*) echo "gpu_check: --deadline takes whole seconds" >&2; exit 2 ;; esac
 mkdir -p "$OUT" || exit 1
@@ -83,7 +85,7 @@ else
 fi
 RESERVE=$((KILL + 5))  # kept back for the last step's kill and the final report and archive
 # stage: cap_s(cuda) cap_s(cpu) min_s
-declare -A CAP_CUDA=([build]=420 [smoke]=90 [fp32]=170 [verify_fp32]=60 [decode]=150 [fp16]=75 [bf16]=75
+declare -A CAP_CUDA=([build]=${BUILD_CAP_S:-420} [smoke]=90 [fp32]=170 [verify_fp32]=60 [decode]=150 [fp16]=75 [bf16]=75
                      [verify_half]=60 [fp32_more]=90)
 declare -A CAP_CPU=([build]=900 [smoke]=60 [fp32]=90 [verify_fp32]=60 [decode]=60 [fp16]=60 [bf16]=60
                     [verify_half]=60 [fp32_more]=60)
@@ -418,15 +420,18 @@ stage_fp32_more() {
 # ---- the plan -------------------------------------------------------------------------------
 say "gpu_check: stage $STAGE, devices $DEVICES, deadline ${DEADLINE_S} s, work $WORK, out $OUT"
 mkdir -p "$WORK/exp" "$WORK/results" "$WORK/logs"
-if [ "$STAGE" = configure ]; then
+if [ "$STAGE" = configure ] || [ "$STAGE" = compile ]; then
   if [ "$DEVICES" != cuda ] || [ -z "$BUILD" ]; then
-    echo "gpu_check: --stage configure is for --devices cuda without --vecbench" >&3
+    echo "gpu_check: --stage $STAGE is for --devices cuda without --vecbench" >&3
     exit 2
   fi
   rm -f "$WORK/stages.tsv"
   write_check_json
   stage_build
-  grep -q "^build	ok	" "$WORK/stages.tsv"
+  grep -q "^build	ok	" "$WORK/stages.tsv" || exit 1
+  [ "$STAGE" = configure ] && exit 0
+  # compile: the binary starts, and the model made with this PyTorch is there and readable
+  timeout -k 5 60 "$VB" devices && timeout -k 5 60 "$VB" model info
   exit $?
 fi
 if [ "$STAGE" = measure ]; then  # keep the build call's records, drop an earlier measurement's
