@@ -2,7 +2,8 @@
 # The whole-job benchmark of issue #13: whole-process wall time, peak RSS (GNU time's maximum
 # resident set size) and start-up (process start to the first feature file written) of the
 # default `vecbench vectorize` command on real photo sets of 60 and 100 images (opencv-doc,
-# mixed JPEG/PNG), beside ONNX Runtime model-only (batch 8, 2 threads: tools/peers/ort_bench.py)
+# mixed JPEG/PNG), beside ONNX Runtime and OpenVINO model-only (fp32, batch 8, 2 threads:
+# tools/peers/ort_bench.py, tools/peers/openvino_bench.py; OpenVINO where its venv exists)
 # and the seed-style run (TorchScript engine, sequential, batch 1, .vc files); optionally an
 # older binary's default command (OLD_VECBENCH) for "before". Rounds are interleaved (every
 # command once per round), figures are medians; writes results/whole-job/<UTC stamp>.md and .json.
@@ -27,6 +28,7 @@ MODEL=${MODEL:-build/models/inception_tf2015_seed0.pt}
 DATA=${PHOTOS:-/usr/share/doc/opencv-doc/examples/data}
 WORK=${WORK:-/tmp/vecbench-whole-job}
 ORT_PY=${VECBENCH_VENVS:-$HOME/.cache/vecbench/venvs}/onnxruntime/bin/python
+OV_PY=${VECBENCH_VENVS:-$HOME/.cache/vecbench/venvs}/openvino/bin/python  # optional (tools/peers_setup.sh openvino)
 ONNX=${VECBENCH_PEERS_WORK:-/tmp/vecbench-peers}/inc.onnx
 RESULTS=${RESULTS:-results/whole-job}
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
@@ -73,6 +75,9 @@ for r in $(seq 1 "$ROUNDS"); do
     measure default-60 "$WORK/o60" "$VB" vectorize --images "$WORK/photos60.txt" --out "$WORK/o60"
     measure default-100 "$WORK/o100" "$VB" vectorize --images "$WORK/photos100.txt" --out "$WORK/o100"
     measure ort-b8-t2 "" "$ORT_PY" tools/peers/ort_bench.py "$ONNX" 8 2 15
+    # vecbench's own model-only rate: the default route on synthetic input (its printed img/s)
+    measure model-only-default "$WORK/m" "$VB" vectorize --images synthetic:96 --out "$WORK/m" --format none
+    if [ -x "$OV_PY" ]; then measure ov-b8-t2 "" "$OV_PY" tools/peers/openvino_bench.py "$ONNX" 8 2 f32 15; fi
     measure default-100-vc "$WORK/v100" "$VB" vectorize --images "$WORK/photos100.txt" --out "$WORK/v100" --format vc
     measure seed-style-100-vc "$WORK/s100" "$VB" vectorize --images "$WORK/photos100.txt" --out "$WORK/s100" \
       --format vc --engine torchscript --strategy sequential --devices cpu --batch 1 --decode-threads 1
