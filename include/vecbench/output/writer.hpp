@@ -73,95 +73,22 @@ struct WriterOptions {
 /// line has this fingerprint and the data it points at is complete; anything else is redone.
 class OutputWriter : public ResultSink {
  public:
-  OutputWriter(const ImageSource& src, WriterOptions opt) : src_(src), opt_(std::move(opt)) {
-    if (opt_.format == OutputFormat::none) return;
-    std::error_code ec;
-    fs::create_directories(opt_.out_dir, ec);
-    if (ec) throw IoError(opt_.out_dir.string(), "cannot create output directory: " + ec.message());
-    if (opt_.lock) lock_ = OutputLock(opt_.out_dir, opt_.rank);
-    if (!opt_.fingerprint.empty()) {
-      if (opt_.replace_fingerprint && opt_.rank >= 0)
-        throw ConfigError("--replace-fingerprint",
-                          "needs the only writer: run it once without MPI ranks or --shard-index shards");
-      open_store_identity(opt_.out_dir, opt_.fingerprint, opt_.replace_fingerprint, *opt_.log);
-      fp_id_ = opt_.fingerprint.id();
-    }
-    if (opt_.stale_temp_age_s >= 0) remove_stale_temp_files(opt_.out_dir, opt_.stale_temp_age_s);
-    repair_manifests();
-    done_.assign(src_.size(), false);
-    // Before any input is read: a file rewritten later is found changed on the next run.
-    ids_.resize(src_.size());
-    if (src_.kind() == "files")
-      for (std::size_t i = 0; i < src_.size(); ++i) ids_[i] = stat_identity(src_.name(i));
-    if (opt_.hash_inputs && src_.kind() == "files") {
-      hashes_.resize(src_.size());
-      for (std::size_t i = 0; i < src_.size(); ++i) hashes_[i] = file_xxh3(src_.name(i));
-    }
-    std::map<std::string, std::string> recorded;  // input -> output name of its complete ok line
-    std::map<std::string, std::string> taken;     // output name -> input it belongs to
-    scan_existing(recorded, taken);
-    assign_names(recorded, taken);
-    manifest_ = std::make_unique<ManifestAppender>(opt_.out_dir / manifest_name(opt_.rank));
-  }
-  ~OutputWriter() override {
-    try {
-      finish();
-    } catch (...) {
-    }
-  }
+  OutputWriter(const ImageSource& src, WriterOptions opt);
+  ~OutputWriter() override;
   OutputWriter(const OutputWriter&) = delete;
   OutputWriter& operator=(const OutputWriter&) = delete;
 
   /// Indices still to do (all of them without resume).
-  std::vector<std::size_t> pending() const {
-    std::vector<std::size_t> v;
-    for (std::size_t i = 0; i < src_.size(); ++i)
-      if (done_.empty() || !done_[i]) v.push_back(i);
-    return v;
-  }
+  std::vector<std::size_t> pending() const;
   /// Output file of input `i` (vc/npy), relative to out_dir.
   const std::string& output_name(std::size_t i) const { return names_.at(i); }
 
-  void on_features(std::size_t index, const float* f, int dim) override {
-    std::lock_guard<std::mutex> lk(m_);
-    if (opt_.check_features && !plausible(index, f, dim)) return;
-    switch (opt_.format) {
-      case OutputFormat::none:
-        return;
-      case OutputFormat::vc:
-      case OutputFormat::npy:
-        try {
-          if (opt_.format == OutputFormat::vc)
-            atomic_write(opt_.out_dir / names_[index], vc_text(f, dim));
-          else
-            npy::save_f32(opt_.out_dir / names_[index], f, {static_cast<std::size_t>(dim)});
-        } catch (const IoError& e) {  // this input's file alone: the run goes on
-          note_write_failure(e.what());
-          record_error(index, src_.name(index) + ": cannot write its output: " + e.what());
-          return;
-        }
-        break;
-      case OutputFormat::shards:
-        dim_ = dim;
-        rows_.insert(rows_.end(), f, f + dim);
-        row_index_.push_back(index);
-        if (row_index_.size() >= opt_.shard_rows) flush_shard();
-        return;
-    }
-    manifest_->append(ok_line(index, {{"output", names_[index]}, {"xxh3", vector_xxh3(f, dim)}}));
-  }
+  void on_features(std::size_t index, const float* f, int dim) override;
 
-  void on_error(std::size_t index, const std::string& message) override {
-    std::lock_guard<std::mutex> lk(m_);
-    record_error(index, message);
-  }
+  void on_error(std::size_t index, const std::string& message) override;
 
   /// Writes the last partial shard and puts the manifest on disk. Safe to call more than once.
-  void finish() {
-    std::lock_guard<std::mutex> lk(m_);
-    if (opt_.format == OutputFormat::shards && !row_index_.empty()) flush_shard();
-    if (manifest_) manifest_->sync();
-  }
+  void finish();
   std::size_t failed() const { return failed_; }
   /// Inputs whose vector was computed but could not be written (disk full, permissions): the run
   /// counts them as failed, not ok. The first such error's text, for the summary.
@@ -170,10 +97,7 @@ class OutputWriter : public ResultSink {
   /// Inputs whose vector was implausible (feature_check.hpp): errors, not stored.
   std::size_t implausible() const { return implausible_; }
   /// Why the writer asked the run to stop taking work ("" when it did not).
-  std::string abort_reason() const {
-    std::lock_guard<std::mutex> lk(m_);
-    return abort_reason_;
-  }
+  std::string abort_reason() const;
   /// Inputs written with a decoder warning (lenient decoding).
   std::size_t warned() const { return warned_; }
   /// Shard files in OUT that no manifest line points at (left out of every reader).
@@ -184,98 +108,22 @@ class OutputWriter : public ResultSink {
   const std::string& fingerprint_id() const { return fp_id_; }
 
  private:
-  std::string ok_line(std::size_t index, nlohmann::json j) {
-    set_manifest_input(j, src_.name(index));
-    j["status"] = "ok";
-    const std::string w = src_.warning(index);
-    if (!w.empty()) {
-      j["warning"] = w;
-      ++warned_;
-      if (!opt_.quiet) std::cerr << ("vecbench: warning: " + src_.name(index) + ": " + w + "\n") << std::flush;
-    }
-    if (!fp_id_.empty()) j["fp"] = fp_id_;
-    if (ids_[index]) j["src"] = identity_json(*ids_[index]);
-    if (ids_[index] && !hashes_.empty() && !hashes_[index].empty()) j["src"]["xxh3"] = hashes_[index];
-    return manifest_text(j);
-  }
+  std::string ok_line(std::size_t index, nlohmann::json j);
 
-  void note_write_failure(const std::string& what, std::size_t inputs = 1) {
-    write_failures_ += inputs;
-    if (first_write_error_.empty()) first_write_error_ = what;
-    // A full disk fails every later write too: no more decoding and computing for nothing.
-    if (what.find(std::strerror(ENOSPC)) != std::string::npos || what.find(std::strerror(EDQUOT)) != std::string::npos)
-      request_stop("the disk is full (" + what + ")");
-  }
+  void note_write_failure(const std::string& what, std::size_t inputs = 1);
 
-  void request_stop(const std::string& why) {
-    if (!abort_reason_.empty()) return;
-    abort_reason_ = why;
-    if (opt_.stop) opt_.stop->store(true);
-  }
+  void request_stop(const std::string& why);
 
   /// An implausible vector is its input's error; most of 8 or more: a broken model, the run stops.
-  bool plausible(std::size_t index, const float* f, int dim) {
-    ++checked_;
-    const std::string bad = implausible_features(f, dim);
-    if (bad.empty()) return true;
-    ++implausible_;
-    record_error(index, src_.name(index) + ": implausible feature vector (" + bad +
-                            "): the model or its weights are likely broken; not stored");
-    if (checked_ >= 8 && implausible_ * 2 > checked_)
-      request_stop(std::to_string(implausible_) + " of " + std::to_string(checked_) +
-                   " feature vectors implausible: the model or its weights file is broken (check it with "
-                   "`vecbench model info --model FILE`, or export it again)");
-    return false;
-  }
+  bool plausible(std::size_t index, const float* f, int dim);
 
-  void record_error(std::size_t index, const std::string& message) {
-    ++failed_;
-    if (!opt_.quiet)
-      std::cerr << ("vecbench: error: " + message + "\n") << std::flush;  // one write: ranks share stderr
-    if (opt_.format == OutputFormat::none) return;
-    nlohmann::json j = {{"status", "error"}, {"error", message}};
-    set_manifest_input(j, src_.name(index));
-    if (!fp_id_.empty()) j["fp"] = fp_id_;
-    manifest_->append(manifest_text(j));
-  }
+  void record_error(std::size_t index, const std::string& message);
 
-  void flush_shard() {
-    char name[48];
-    if (opt_.rank < 0)
-      std::snprintf(name, sizeof name, "shard-%05zu.npy", next_shard_++);
-    else
-      std::snprintf(name, sizeof name, "shard-r%04d-%05zu.npy", opt_.rank, next_shard_++);
-    try {
-      npy::save_f32(opt_.out_dir / name, rows_.data(), {row_index_.size(), static_cast<std::size_t>(dim_)});
-    } catch (const IoError& e) {  // the shard's inputs fail, each with the cause; the run goes on
-      note_write_failure(e.what(), row_index_.size());
-      for (std::size_t i : row_index_) record_error(i, src_.name(i) + ": cannot write its shard: " + e.what());
-      rows_.clear();
-      row_index_.clear();
-      return;
-    }
-    std::string lines;
-    for (std::size_t r = 0; r < row_index_.size(); ++r)
-      lines +=
-          ok_line(row_index_[r], {{"shard", name}, {"row", r}, {"xxh3", vector_xxh3(rows_.data() + r * dim_, dim_)}});
-    manifest_->append(lines);  // one write for the shard's lines, after the shard is in place
-    rows_.clear();
-    row_index_.clear();
-  }
+  void flush_shard();
 
   /// Cuts a partial last line (a crash mid-append) off the manifests this writer may touch: its
   /// own, or every one when it is the only writer.
-  void repair_manifests() {
-    std::vector<fs::path> files;
-    if (opt_.rank < 0)
-      files = manifest_files(opt_.out_dir);
-    else
-      files = {opt_.out_dir / manifest_name(opt_.rank)};
-    for (const auto& f : files)
-      if (const auto cut = repair_manifest_tail(f))
-        *opt_.log << "vecbench: " << f.string() << ": cut a partial last line (" << cut
-                  << " bytes) left by an interrupted run\n";
-  }
+  void repair_manifests();
 
   /// Reads every manifest of OUT and lists OUT once: which inputs are done (their newest ok line
   /// of this fingerprint points at complete data made from the file as it is now: `recorded`
@@ -283,92 +131,15 @@ class OutputWriter : public ResultSink {
   /// files no line points at, and the number the next shard gets: above every shard of this
   /// writer that a file or any line names, so that no line of an earlier run ever points at rows
   /// of a later one.
-  void scan_existing(std::map<std::string, std::string>& recorded, std::map<std::string, std::string>& taken) {
-    std::map<std::string, std::size_t> by_name;
-    for (std::size_t i = 0; i < src_.size(); ++i) by_name.emplace(src_.name(i), i);
-    LineDataCheck complete(opt_.out_dir, opt_.feature_dim);
-    std::set<std::string> referenced;
-    std::vector<char> changed(src_.size(), 0);
-    for (const auto& file : manifest_files(opt_.out_dir)) {
-      for_each_manifest_line(file, [&](const nlohmann::json& j) {
-        const std::string input = manifest_input(j);
-        if (j.contains("shard") && j["shard"].is_string()) {
-          referenced.insert(j["shard"].get<std::string>());
-          bump_shard_number(j["shard"].get<std::string>());
-        }
-        if (j.contains("output") && j["output"].is_string()) taken.emplace(j["output"].get<std::string>(), input);
-        if (!opt_.resume || j.value("status", "") != "ok") return;
-        if (!fp_id_.empty() && j.value("fp", "") != fp_id_) return;
-        const auto it = by_name.find(input);
-        if (it == by_name.end()) return;
-        const std::size_t i = it->second;
-        // The newest ok line decides: a line appended after an input was redone supersedes the old.
-        const bool same = identity_unchanged(j, ids_[i], hashes_.empty() ? std::string() : hashes_[i]) &&
-                          !input_newer_than_its_data(j, opt_.out_dir.string(), ids_[i]);
-        changed[i] = !same;
-        done_[i] = same && complete(j);
-        if (done_[i] && j.contains("output") && j["output"].is_string())
-          recorded[input] = j["output"].get<std::string>();
-        else
-          recorded.erase(input);
-      });
-    }
-    changed_ = static_cast<std::size_t>(std::count(changed.begin(), changed.end(), 1));
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(opt_.out_dir, ec)) {
-      const std::string n = e.path().filename().string();
-      bump_shard_number(n);
-      // Orphans only for the one writer: other processes may be between a shard and its lines now.
-      if (opt_.rank < 0 && is_shard_name(n) && !referenced.count(n)) ++orphans_;
-    }
-    if (orphans_)
-      *opt_.log << "vecbench: " << opt_.out_dir.string() << ": " << orphans_
-                << " shard file(s) that no manifest line points at (a run killed between a shard and its lines): "
-                   "left out, and their inputs are redone\n";
-  }
+  void scan_existing(std::map<std::string, std::string>& recorded, std::map<std::string, std::string>& taken);
 
   /// Output names (vc/npy): a done input keeps the name its line records; another gets its path
   /// relative to the input root (never escaping OUT), shortened with a hash when too long, and
   /// made unique with a hash of the input name when another input has (or had) that name.
-  void assign_names(const std::map<std::string, std::string>& recorded, std::map<std::string, std::string>& taken) {
-    names_.resize(src_.size());
-    if (opt_.format != OutputFormat::vc && opt_.format != OutputFormat::npy) return;
-    const std::string ext = opt_.format == OutputFormat::vc ? ".vc" : ".npy";
-    for (std::size_t i = 0; i < src_.size(); ++i) {
-      const auto r = recorded.find(src_.name(i));
-      if (r != recorded.end() && done_[i]) {
-        names_[i] = r->second;
-        taken[r->second] = src_.name(i);
-      }
-    }
-    std::set<std::string> seen_inputs;
-    for (std::size_t i = 0; i < src_.size(); ++i) {
-      if (!names_[i].empty()) continue;
-      const std::string name = src_.name(i);
-      // The same name twice in one source (not from a file list, which is deduplicated): its own key.
-      const std::string key = seen_inputs.insert(name).second ? name : name + "#" + std::to_string(i);
-      // A name that is not valid UTF-8 (Linux allows any bytes) gets an ASCII-safe one with a hash.
-      const std::string rel = safe_relative_name(name, src_.root()).string(), clean = utf8_safe(rel);
-      const std::string plain = clean + ext;
-      auto taken_by_other = [&](const std::string& n) {
-        const auto owner = taken.find(n);
-        return owner != taken.end() && owner->second != key;
-      };
-      std::string n = plain;
-      if (taken_by_other(n) || clean != rel || fs::path(n).filename().string().size() > kMaxOutputNameBytes) {
-        n = hashed_output_name(plain, ext, key);
-        if (taken_by_other(n)) n = hashed_output_name(plain, ext, key, 64);
-      }
-      taken[n] = key;
-      names_[i] = n;
-    }
-  }
+  void assign_names(const std::map<std::string, std::string>& recorded, std::map<std::string, std::string>& taken);
 
   /// Raises the next shard number above `name` when it is one of this writer's shards.
-  void bump_shard_number(const std::string& name) {
-    const long num = shard_number_of(name, opt_.rank);
-    if (num >= 0 && static_cast<std::size_t>(num) + 1 > next_shard_) next_shard_ = static_cast<std::size_t>(num) + 1;
-  }
+  void bump_shard_number(const std::string& name);
 
   const ImageSource& src_;
   WriterOptions opt_;
