@@ -117,6 +117,9 @@ class Executor {
   /// fp32): the first repetition of a matrix run that is exactly that, or else an extra untimed
   /// pass with the reference factory.
   std::map<ResizeMode, std::unique_ptr<MemorySink>> refs_;
+  /// keep_replicas: each matrix run's pool (by its index in the plan), made by its first
+  /// repetition and kept for the others.
+  std::map<std::size_t, std::unique_ptr<ReplicaPool>> pools_;
 };
 
 /// A matrix run stands in for the reference pass only when it runs exactly what that pass runs:
@@ -233,8 +236,15 @@ LocalOutcome Executor::run_local(PlannedRun& p, std::size_t index, int rep) {
   LoadProbe probe;
   probe.start();
   const ModelFactory factory = injected_slowdown(strategy.name, env_.make_factory());
-  out.stats = dist_ ? dist_->run(strategy, src, todo, devs, factory, tee, s, env_.input_size, &out.chunks)
-                    : run_strategy(strategy, src, todo, devs, factory, tee, s, env_.input_size);
+  if (e_.keep_replicas) {
+    auto& pool = pools_[index];
+    if (!pool) pool = std::make_unique<ReplicaPool>(strategy_devices(strategy, devs), factory);
+    out.stats = dist_ ? dist_->run(strategy, src, todo, *pool, tee, s, env_.input_size, &out.chunks)
+                      : run_strategy(strategy, src, todo, *pool, tee, s, env_.input_size);
+  } else {
+    out.stats = dist_ ? dist_->run(strategy, src, todo, devs, factory, tee, s, env_.input_size, &out.chunks)
+                      : run_strategy(strategy, src, todo, devs, factory, tee, s, env_.input_size);
+  }
   out.load = probe.stop();
   if (trace) out.trace = record_trace(*trace, index, rep, rank);
   if (writer) writer->finish();

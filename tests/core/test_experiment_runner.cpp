@@ -206,6 +206,34 @@ TEST(ExperimentRunner, InterleavesRepetitionsAndSummarizesEachRun) {
   EXPECT_NE(result_table(f).find("| data-parallel | cpu/2 | 1 | 0 |"), std::string::npos) << result_table(f);
 }
 
+TEST(ExperimentRunner, KeepReplicasMakesEachRunsReplicasOnce) {
+  for (const bool keep : {false, true}) {
+    Env t;
+    auto made = std::make_shared<std::atomic<int>>(0);
+    t.env.make_factory = [made] {
+      const ModelFactory f = stub_factory(StubOptions{});
+      return ModelFactory([f, made](const VirtualDevice& d) {
+        ++*made;
+        return f(d);
+      });
+    };
+    const Experiment e =
+        experiment({{"matrix", {{"strategy", {"data-parallel", "sequential"}}, {"devices", "cpu/2"}, {"batch", {4}}}},
+                    {"repetitions", 3},
+                    {"warmup_batches", 1},
+                    {"verify", false},
+                    {"keep_replicas", keep}});
+    const ResultFile f = run_experiment(e, t.env);
+    ASSERT_EQ(f.runs.size(), 2u);
+    for (const RunResult& r : f.runs) {
+      EXPECT_EQ(r.status, RunStatus::ok) << r.reason;
+      EXPECT_EQ(r.samples.size(), 3u);
+    }
+    // data-parallel on cpu/2: 2 replicas, sequential: 1; kept: once per run, else every repetition
+    EXPECT_EQ(made->load(), keep ? 3 : 9) << "keep_replicas " << keep;
+  }
+}
+
 TEST(ExperimentRunner, BudgetSkipsTheRepetitionsNotStartedInTime) {
   Env t;
   double now = 0;

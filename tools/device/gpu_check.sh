@@ -334,7 +334,7 @@ write_exp() {  # name precision images-json verify budget_s matrix-json
   cat > "$WORK/exp/$1.json" <<JSON
 { "name": "$1", "description": "GPU check ($DEVICES, $2): tools/device/gpu_check.sh", $MODEL_JSON
   "engine": "torchscript", "precision": "$2", "images": $3, "verify": $4, "matrix": $6,
-  "warmup_batches": $WARMUP, "repetitions": 1, "max_repetitions": $MAXREP, "interleave": true,
+  "warmup_batches": $WARMUP, "repetitions": 1, "max_repetitions": $MAXREP, "interleave": true, "keep_replicas": true,
   "decode_threads": 4, "prefetch_batches": 8, "time_budget_s": $5 }
 JSON
 }

@@ -54,6 +54,10 @@ struct Experiment {
   OutputFormat output_format = OutputFormat::none;  ///< written to a temp dir when not none
   bool verify = true;                               ///< compare features with the sequential reference
   bool seed_timing_lines = false;                   ///< also print the seed-style timing line per repetition
+  /// Each run's replicas are made once and kept for its later repetitions (each repetition still
+  /// warms them up before its clock): building replicas (seconds on a GPU) is paid once per run,
+  /// so only the first repetition's setup_s has it. false: every repetition builds its own.
+  bool keep_replicas = false;
   /// External commands run interleaved with vecbench's runs ({name, command, regex}); their
   /// img/s is parsed from stdout with `regex` (first group).
   struct External {
@@ -224,6 +228,7 @@ inline void parse_run_settings(const nlohmann::json& j, Experiment& e) {
   if (j.contains("interleave")) e.interleave = get_as<bool>(j["interleave"], "interleave");
   if (j.contains("verify")) e.verify = get_as<bool>(j["verify"], "verify");
   if (j.contains("seed_timing_lines")) e.seed_timing_lines = get_as<bool>(j["seed_timing_lines"], "seed_timing_lines");
+  if (j.contains("keep_replicas")) e.keep_replicas = get_as<bool>(j["keep_replicas"], "keep_replicas");
   if (j.contains("time_budget_s")) {
     e.time_budget_s = get_as<double>(j["time_budget_s"], "time_budget_s");
     if (e.time_budget_s < 0) throw ConfigError("time_budget_s", "must be >= 0");
@@ -246,7 +251,8 @@ inline Experiment parse_experiment(const nlohmann::json& j, const std::string& o
                                "warmup_batches", "repetitions",     "interleave",
                                "time_budget_s",  "decode_threads",  "prefetch_batches",
                                "output_format",  "verify",          "seed_timing_lines",
-                               "external",       "max_repetitions", "target_median_ci_pct"});
+                               "external",       "max_repetitions", "target_median_ci_pct",
+                               "keep_replicas"});
     if (!j.contains("name")) throw ConfigError("name", "required");
     e.name = get_as<std::string>(j["name"], "name");
     if (e.name.empty() || e.name.find_first_of("/\\") != std::string::npos || e.name[0] == '.')
