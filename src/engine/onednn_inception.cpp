@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "vecbench/core/aligned.hpp"
 #include "vecbench/core/error.hpp"
 #include "vecbench/engine/winograd.hpp"
 
@@ -53,12 +54,15 @@ struct Op {
 
 std::atomic<std::size_t> g_builds{0}, g_packs{0}, g_packed_bytes{0};
 
-constexpr std::size_t kAlign = 64;
+constexpr std::size_t kAlign = 64;  ///< offsets in the activation arena: aligned_block's boundary
 std::size_t round_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+/// core/aligned.hpp's 64-byte blocks; running out of memory is the replica's error.
 std::shared_ptr<void> aligned_bytes(std::size_t n) {
-  void* p = std::aligned_alloc(kAlign, round_up(std::max<std::size_t>(n, 1)));
-  if (!p) throw ReplicaError("onednn engine: out of memory (" + std::to_string(n >> 20) + " MB)");
-  return std::shared_ptr<void>(p, std::free);
+  try {
+    return aligned_shared_bytes(n);
+  } catch (const std::bad_alloc&) {
+    throw ReplicaError("onednn engine: out of memory (" + std::to_string(n >> 20) + " MB)");
+  }
 }
 
 /// The weights of layer `name` (OIHW floats `l`) in layout `want`, from the cache; packed into it
