@@ -118,7 +118,7 @@ void add_vectorize_io_options(CLI::App* vec, VectorizeArgs& va) {
   std::string strategies;
   for (const auto& e : strategy_registry()) strategies += (strategies.empty() ? "" : " | ") + std::string(e.name);
   vec->add_option("--strategy", va.strategy, strategies + " (default: the route, see below)")
-      ->check(parsed_by(make_strategy));
+      ->check(parsed_by(find_strategy));
   vec->add_option("--devices", va.devices,
                   "cpu, cpu/N, cuda, cuda:K, cuda:K/N (comma-separated; default: the route, see below)");
   vec->add_option("--batch", va.batch, "Images per forward call (per device), 1..4096 (default: the route)")

@@ -31,7 +31,7 @@ Fingerprint vectorize_fingerprint(const VectorizeArgs& a, const ModelInfo& model
                                   const ImageSource& source) {
   FingerprintFields f;
   f.model_sha256 = model.identity();
-  f.model_arch = model.raw.contains("arch") ? model.arch : "?";
+  f.model_arch = model.is_export() ? model.arch : "?";
   f.input_size = model.input_size;
   f.feature_dim = model.feature_dim;
   f.resize = to_string(in.resize);
@@ -64,7 +64,7 @@ std::string resolve_route(VectorizeArgs& a, const ModelInfo& model, int cores, i
   facts.cores = cores;
   facts.cuda_devices = cuda;
   facts.onednn_available = onednn_runs_here();
-  facts.model_is_export = model.raw.contains("arch");
+  facts.model_is_export = model.is_export();
   facts.precision = a.model.precision;
   std::optional<RouteChoice> profile;
   std::string file;
@@ -216,7 +216,7 @@ std::string start_line(const VectorizeArgs& a, const std::string& route_origin, 
     line << " (" << dist.size() << " " << (dist.comm().connected() ? "ranks, " + dist.mode() : "shards") << ")";
   const std::string weights = model.raw.contains("weight_source") ? model.weight_source : "?",
                     note = weights_note(weights);
-  line << "; model " << (model.raw.contains("arch") ? model.arch : "?") << " (" << (note.empty() ? weights : note)
+  line << "; model " << (model.is_export() ? model.arch : "?") << " (" << (note.empty() ? weights : note)
        << "), resize " << to_string(in.resize)
        << (in.decode_where == DecodeWhere::gpu  ? ", JPEG decode gpu (nvJPEG)"
            : in.jpeg_decoder == JpegDecoder::tf ? ", JPEG decode tf"

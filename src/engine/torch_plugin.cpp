@@ -329,7 +329,7 @@ void read_inception_weights(const std::string& path, InceptionWeights& out) {
   const ModelInfo info = model_info_from(path, parse_meta(meta_text));
   InceptionWeights* w = &out;
   w->source = path;
-  if (!info.raw.contains("arch"))
+  if (!info.is_export())
     throw ReplicaError(path +
                        ": no vecbench metadata (arch); the onednn engine takes files from tools/export_inception.py");
   w->arch = info.arch;

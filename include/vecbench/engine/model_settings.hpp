@@ -42,10 +42,17 @@ struct ModelInfo {
   bool cpu_only = false;            ///< the export runs on CPU only (a prepacked fused model)
   std::string fuse;                 ///< the export's fusion ("" when none)
   nlohmann::json raw;               ///< the metadata as stored (recorded in results)
-  bool is_export() const { return !arch.empty(); }
+  /// Made by the export tool: its metadata names the architecture.
+  bool is_export() const { return raw.contains("arch"); }
   /// The weights' identity (fingerprints, machine profiles): weight_sha256, else the SHA-256 of
-  /// the file itself (read in full, so only asked where needed).
-  std::string identity() const { return !weight_sha256.empty() ? weight_sha256 : sha256_file(path); }
+  /// the file itself, read in full once (the route and the fingerprint both ask for it).
+  const std::string& identity() const {
+    if (identity_.empty()) identity_ = !weight_sha256.empty() ? weight_sha256 : sha256_file(path);
+    return identity_;
+  }
+
+ private:
+  mutable std::string identity_;  ///< identity(), once known
 };
 
 /// Parses the stored metadata `raw` (as read_model_meta returns it) of the file `path`. Throws
