@@ -14,6 +14,8 @@
 #   LARGE=DIR: also large photos (4-24 MP JPEG/PNG in DIR): the default command end to end against
 #     the decode ceiling (--engine none, every core decoding) and the model ceiling (synthetic
 #     input), each vecbench's own img/s; target end to end >= 0.9 / (1/decode + 1/model)
+#   INT8=0: leave out the opt-in int8 route (measured by default where the CPU has VNNI): the default
+#     command and the model-only rate with `--precision int8`, calibrated once on the 60 photos
 #   BASE=0: leave out the commands above (only LARGE / SEED_BATCHES / OLD_VECBENCH)
 #   SEED_BATCHES="1 4 16": also the seed's 3 virtual devices: data-parallel cpu/3 against
 #     sequential cpu at each batch, whole process, 100 photos, .vc (target: never slower)
@@ -44,6 +46,14 @@ ls "$DATA"/*.jpg "$DATA"/*.png | head -100 > "$WORK/photos100.txt"
 for f in $(head -n $((100 - $(wc -l < "$WORK/photos100.txt"))) "$WORK/photos60.txt"); do
   cp "$f" "$WORK/copies/copy-$(basename "$f")" && echo "$WORK/copies/copy-$(basename "$f")" >> "$WORK/photos100.txt"
 done
+
+INT8=${INT8:-1}
+if [ "$INT8" = 1 ] && grep -qw -e avx512_vnni -e avx_vnni /proc/cpuinfo; then
+  "$VB" calibrate --images "$WORK/photos60.txt" --out "$WORK/int8-cal.json" > "$WORK/cal.log" 2>&1 ||
+    { cat "$WORK/cal.log" >&2; exit 1; }
+else
+  INT8=0
+fi
 
 measure() {  # measure NAME OUT CMD...: one run, one JSON line in $RAW
   local name=$1 out=$2
@@ -77,6 +87,12 @@ for r in $(seq 1 "$ROUNDS"); do
     measure ort-b8-t2 "" "$ORT_PY" tools/peers/ort_bench.py "$ONNX" 8 2 15
     # vecbench's own model-only rate: the default route on synthetic input (its printed img/s)
     measure model-only-default "$WORK/m" "$VB" vectorize --images synthetic:96 --out "$WORK/m" --format none
+    if [ "$INT8" = 1 ]; then
+      measure int8-100 "$WORK/i100" "$VB" vectorize --images "$WORK/photos100.txt" --out "$WORK/i100" \
+        --precision int8 --calibration "$WORK/int8-cal.json"
+      measure model-only-int8 "$WORK/mi" "$VB" vectorize --images synthetic:96 --out "$WORK/mi" --format none \
+        --precision int8 --calibration "$WORK/int8-cal.json"
+    fi
     if [ -x "$OV_PY" ]; then measure ov-b8-t2 "" "$OV_PY" tools/peers/openvino_bench.py "$ONNX" 8 2 f32 15; fi
     measure default-100-vc "$WORK/v100" "$VB" vectorize --images "$WORK/photos100.txt" --out "$WORK/v100" --format vc
     measure seed-style-100-vc "$WORK/s100" "$VB" vectorize --images "$WORK/photos100.txt" --out "$WORK/s100" \

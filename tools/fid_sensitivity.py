@@ -7,13 +7,14 @@ next to the set's own sampling noise: FID between its two halves under the defau
 FID far below that noise floor cannot move a published FID; one near or above it can.
 
   /usr/bin/python3 tools/fid_sensitivity.py IMAGES --work DIR [--model M.pt] [--vecbench BIN]
-      [--json FILE]
+      [--json FILE] [--calibration-images PHOTOS]
 
 IMAGES: a folder or list of at least 4,098 images (two halves of more than 2,048 each; crops
 from tools/make_photo_crops.py). DIR keeps one store per variant, so a rerun resumes. The report
 names the model: with vecbench's synthetic weights the FID values are those of this network,
 not of Inception's trained features; pass --model with an export of the real weights
-(tools/export_inception.py --from-tf) to measure them.
+(tools/export_inception.py --from-tf) to measure them. With --calibration-images (photos other
+than IMAGES), the int8 route joins the variants: `vecbench calibrate` on those photos first.
 Needs Debian's numpy (python3-numpy) to read the stores' shards.
 """
 import argparse
@@ -72,12 +73,24 @@ def main():
     ap.add_argument("--model", help="TorchScript model (default: vecbench's default model)")
     ap.add_argument("--vecbench", default="build/vecbench")
     ap.add_argument("--json", help="write the figures here")
+    ap.add_argument("--calibration-images",
+                    help="photos (not IMAGES) to calibrate the int8 route on; without it int8 is left out")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
     model = ["--model", a.model] if a.model else []
     out = {"images": a.images, "model": a.model or "default", "variants": []}
+    variants = list(VARIANTS)
+    if a.calibration_images:
+        cal = os.path.join(a.work, "int8-calibration.json")
+        run([a.vecbench, "calibrate", "--images", a.calibration_images, "--out", cal] + model)
+        with open(cal) as f:
+            c = json.load(f)
+        out["int8_calibration"] = {"images": a.calibration_images, "count": c["images"], "method": c["method"]}
+        variants.append(("int8", ["--precision", "int8", "--calibration", cal],
+                         "oneDNN int8 (u8 activations, s8 weights per output channel), calibrated on %d other photos"
+                         % c["images"]))
     vectors = {}
-    for name, flags, what in VARIANTS:
+    for name, flags, what in variants:
         store = os.path.join(a.work, name)
         r = run([a.vecbench, "vectorize", "--images", a.images, "--out", store, "--format", "shards", "--quiet"] + model
                 + flags, check=False)

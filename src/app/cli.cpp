@@ -75,8 +75,9 @@ void add_dist_options(CLI::App* c, DistArgs& d) {
 struct Cli {
   CLI::App *vec = nullptr, *pre = nullptr, *devs = nullptr, *info = nullptr, *run = nullptr, *tune = nullptr,
            *cmp = nullptr, *mrg = nullptr, *rep = nullptr, *trace_sum = nullptr, *ver = nullptr, *sts = nullptr,
-           *fid = nullptr;
+           *fid = nullptr, *cal = nullptr;
   VectorizeArgs va;
+  CalibrateArgs cal_args;
   DistArgs dist_args;
   std::string pd_images, pd_out, pd_resize = "tf-legacy";
   int pd_size = 299;
@@ -203,8 +204,13 @@ void add_vectorize_run_options(CLI::App* vec, VectorizeArgs& va) {
                 "CUDA: capture each replica's forward once, replay it for full batches");
   add_parsed(
       vec, "--precision", va.model.precision, [](const std::string& s) { return parse_precision(s); },
-      "fp32 | fp16 | bf16 (CUDA devices; bf16 also with --engine onednn on CPUs with AVX-512 BF16)")
+      "fp32 | fp16 | bf16 (CUDA devices; bf16 also with --engine onednn on CPUs with AVX-512 BF16) | int8 (the "
+      "onednn engine on CPUs with VNNI, with --calibration; faster, vectors change by a few percent: not for FID, "
+      "docs/engines.md)")
       ->default_str("fp32");
+  vec->add_option("--calibration", va.model.calibration,
+                  "int8: the activation ranges of `vecbench calibrate` for this model (its sha256 joins the "
+                  "fingerprint)");
   vec->add_option("--json", va.json_out, "Also write the run's metrics as JSON to this file");
   vec->add_option("--trace", va.trace_file,
                   "Record every thread's spans (read, decode, resize, assemble, h2d, forward, d2h, write, queue waits, "
@@ -245,6 +251,25 @@ void add_tool_commands(CLI::App& app, Cli& c) {
       ->capture_default_str()
       ->check(parsed_by(parse_resize_mode));
   c.pre->add_option("--size", c.pd_size, "Image side, 1..4096")->capture_default_str()->check(CLI::Range(1, 4096));
+
+  c.cal = app.add_subcommand("calibrate",
+                             "Measure the activation ranges of the int8 route (--precision int8) on real photos: the "
+                             "model runs them in fp32 on the onednn engine, one at a time");
+  c.cal
+      ->add_option("--images", c.cal_args.images,
+                   "Photos like the ones int8 will vectorize (a few hundred; directory, list file or image)")
+      ->required();
+  c.cal->add_option("--out", c.cal_args.out, "The calibration file to write (JSON)")->required();
+  c.cal->add_option("--model", c.cal_args.model, "Model file (an export)")->capture_default_str();
+  add_parsed(
+      c.cal, "--resize", c.cal_args.resize, [](const std::string& s) { return parse_resize_mode(s); },
+      "tf-legacy | bilinear (default: the model's; use the one you will vectorize with)");
+  c.cal->add_option("--limit", c.cal_args.limit, "Use the first N images only (0: all)")->capture_default_str();
+  add_parsed(
+      c.cal, "--method", c.cal_args.method, [](const std::string& s) { return parse_calibration_method(s); },
+      "A point's range from each image's largest value: mean-max (their mean: finer steps, rare clipping) | max "
+      "(the largest: nothing clips)")
+      ->default_str("mean-max");
 
   c.devs = app.add_subcommand("devices", "List devices and what each spec expands to");
   c.devs->add_option("specs", c.dev_specs, "Device specs to expand");
@@ -402,6 +427,7 @@ int dispatch(CLI::App& app, Cli& c, int argc, char** argv, const CommandHooks& h
   if (*c.mrg) return merge_command(c.merge_dirs, c.merge_results, c.merge_out, std::cout, std::cerr);
   if (*c.pre) return cmd_predecode(c.pd_images, c.pd_out, c.pd_resize, c.pd_size);
   if (*c.devs) return cmd_devices(c.dev_specs);
+  if (*c.cal) return cmd_calibrate(c.cal_args);
   if (*c.info) return cmd_model_info(c.info_model);
   if (*c.tune) return cmd_tune(c.tune_images, c.tune_model, c.tune_budget, c.results_dir, c.tune_save, argc, argv);
   if (*c.run)
@@ -423,6 +449,7 @@ void add_doc_links(CLI::App& app) {
                                                    {"fid", "fid"},
                                                    {"devices", "engines"},
                                                    {"model", "engines"},
+                                                   {"calibrate", "engines"},
                                                    {"tune", "engines"},
                                                    {"run", "experiments"},
                                                    {"compare", "experiments"},

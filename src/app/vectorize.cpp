@@ -40,6 +40,9 @@ Fingerprint vectorize_fingerprint(const VectorizeArgs& a, const ModelInfo& model
   f.jpeg_decoder = in.jpeg_decoder;
   f.decode_where = in.decode_where;
   f.arithmetic = a.model.engine == EngineKind::none ? "none" : to_string(a.model.precision);
+  // int8: which calibration (checked here, before anything is written)
+  if (a.model.engine != EngineKind::none && a.model.precision == Precision::int8)
+    f.arithmetic += " calibration " + checked_int8_calibration(a.model).sha256.substr(0, 16);
   f.source = source.kind();
   if (const auto* syn = dynamic_cast<const SyntheticSource*>(&source))
     f.source += " seed " + std::to_string(syn->seed());

@@ -49,12 +49,15 @@ std::shared_ptr<const InceptionWeights> cached_inception_weights(const std::stri
 
 /// Replicas of the oneDNN engine: the weights are read once, by the first replica to start.
 ModelFactory onednn_factory(const ModelSettings& opt) {
+  std::shared_ptr<const std::map<std::string, float>> ranges;
+  if (opt.precision == Precision::int8)
+    ranges = std::make_shared<const std::map<std::string, float>>(checked_int8_calibration(opt).ranges);
   struct Shared {
     std::mutex mu;
     std::shared_ptr<const InceptionWeights> weights;
   };
   auto shared = std::make_shared<Shared>();
-  return [opt, shared](const VirtualDevice& dev) -> std::unique_ptr<Model> {
+  return [opt, shared, ranges](const VirtualDevice& dev) -> std::unique_ptr<Model> {
     std::shared_ptr<const InceptionWeights> w;
     {
       std::lock_guard<std::mutex> lk(shared->mu);
@@ -64,6 +67,8 @@ ModelFactory onednn_factory(const ModelSettings& opt) {
     OneDnnOptions o;
     o.winograd = opt.winograd;
     o.precision = opt.precision;
+    o.int8_ranges = ranges;
+    o.observe = opt.observe;
     return make_onednn_inception(std::move(w), dev, o);  // sets this thread's OpenMP thread count
   };
 }
@@ -104,7 +109,27 @@ bool has_engine(EngineKind k) {
   return std::find(e.begin(), e.end(), k) != e.end();
 }
 
+Int8Calibration checked_int8_calibration(const ModelSettings& opt) {
+#ifdef VECBENCH_WITH_ONEDNN
+  std::string why;
+  if (!onednn_int8_supported(&why)) throw ConfigError("--precision", why);
+#endif
+  if (opt.calibration.empty())
+    throw ConfigError("--precision",
+                      "int8 needs activation ranges: make them with `vecbench calibrate --images "
+                      "PHOTOS --out CAL.json` and pass --calibration CAL.json");
+  Int8Calibration c = load_int8_calibration(opt.calibration);
+  const std::string model = read_model_info(opt.path).identity();
+  if (c.model_sha256 != model)
+    throw ConfigError(opt.calibration, "int8 calibration made for model " + c.model_sha256.substr(0, 16) +
+                                           ", not for " + opt.path + " (" + model.substr(0, 16) + ")");
+  return c;
+}
+
 ModelFactory model_factory(const ModelSettings& opt) {
+  if (opt.precision == Precision::int8 && opt.engine != EngineKind::onednn)
+    throw ConfigError("--precision",
+                      std::string("int8 runs on the onednn engine only (CPU devices), not ") + to_string(opt.engine));
   if (opt.engine == EngineKind::none) {  // the input pipeline alone; the model file only gives the shapes
     const ModelInfo info = read_model_info(opt.path);
     const int dim = info.feature_dim, size = info.input_size;

@@ -7,8 +7,10 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <dnnl.hpp>
 #include <functional>
 #include <mutex>
@@ -67,8 +69,9 @@ std::shared_ptr<void> aligned_bytes(std::size_t n) {
 
 /// The weights of layer `name` (OIHW floats `l`) in layout `want`, from the cache; packed into it
 /// by the first caller.
+/// int8: `out_scale` holds 1 / each output channel's weight scale (the reorder quantizes to s8).
 memory shared_weights(PackedWeightCache& cache, const std::string& name, const FoldedConv& l, const memory::desc& want,
-                      const dnnl::engine& eng) {
+                      const dnnl::engine& eng, const std::vector<float>* out_scale = nullptr) {
   std::lock_guard<std::mutex> lk(cache.mu);
   auto& entries = cache.layers[name];
   for (const auto& e : entries)
@@ -78,7 +81,9 @@ memory shared_weights(PackedWeightCache& cache, const std::string& name, const F
   memory user({{l.shape[0], l.shape[1], l.shape[2], l.shape[3]}, dt::f32, tag::oihw}, eng,
               const_cast<float*>(l.weight.data()));
   dnnl::stream s(eng);
-  dnnl::reorder(user, packed).execute(s, user, packed);
+  dnnl::primitive_attr attr;
+  if (out_scale) attr.set_output_scales(1, *out_scale);  // per output channel: dim 0 of OIHW
+  dnnl::reorder(dnnl::reorder::primitive_desc(user, packed, attr)).execute(s, user, packed);
   s.wait();
   entries.push_back({want, std::move(data)});
   ++g_packs;
@@ -181,6 +186,7 @@ bool same_kernel_any_batch(PrimitiveDesc& pd) {
 struct Act {
   memory mem;
   int c = 0, h = 0, w = 0;
+  float scale = 1.0f;  ///< int8 (u8) activations: the real value of one step
 };
 
 /// The primitives of one forward pass for one batch size, with their weights packed for them.
@@ -193,6 +199,11 @@ class Graph {
     const bool avx512 = has_isa(dnnl::cpu_isa::avx512_core);
     fmt_ = avx512 ? tag::nChw16c : tag::nChw8c;
     act_dt_ = opt.precision == Precision::bf16 ? dt::bf16 : dt::f32;
+    if (opt.precision == Precision::int8) {  // oneDNN's int8 convolutions run channels-last
+      act_dt_ = dt::u8;
+      fmt_ = tag::nhwc;
+      if (!opt.int8_ranges) throw ReplicaError(wts_.source + ": the int8 route needs a calibration (onednn engine)");
+    }
     // oneDNN 2.x has Winograd convolutions only in its AVX-512 code; on AVX2 the engine has its own
     own_winograd_ = opt.winograd && !avx512 && winograd::available();
     build();
@@ -220,6 +231,37 @@ class Graph {
  private:
   memory::desc act_desc(int c, int h, int w) const { return memory::desc({n_, c, h, w}, act_dt_, fmt_); }
   Act new_act(int c, int h, int w) { return Act{arena_.add(act_desc(c, h, w), eng_), c, h, w}; }
+  bool int8() const { return act_dt_ == dt::u8; }
+
+  /// int8: the u8 step of quantization point `point` from its calibrated range (largest value).
+  float point_scale(const std::string& point) const {
+    const auto it = opt_.int8_ranges->find(point);
+    if (it == opt_.int8_ranges->end())
+      throw ReplicaError(wts_.source + ": the int8 calibration has no range for " + point +
+                         " (made for another model? run `vecbench calibrate` for this one)");
+    return it->second > 0 ? it->second / 255.0f : 1.0f;
+  }
+  /// A fresh activation that is a quantization point (a layer's output, a block's concatenation).
+  Act new_point(const std::string& point, int c, int h, int w) {
+    Act a = new_act(c, h, w);
+    if (int8()) a.scale = point_scale(point);
+    return a;
+  }
+  /// Calibration (opt_.observe, fp32): records the largest value of `a` once the op before has run.
+  void observe(const std::string& point, const Act& a) {
+    if (!opt_.observe || act_dt_ != dt::f32) return;
+    const memory m = a.mem;
+    const std::size_t n = m.get_desc().get_size() / sizeof(float);
+    auto ranges = opt_.observe;
+    ops_.emplace_back(
+        [m, n, ranges, point]() {
+          const auto* p = static_cast<const float*>(m.get_data_handle());
+          float hi = 0.0f;
+          for (std::size_t i = 0; i < n; ++i) hi = std::max(hi, p[i]);
+          ranges->record(point, hi);
+        },
+        Args{{DNNL_ARG_SRC, m}});
+  }
 
   const FoldedConv& find_layer(const std::string& name) const {
     auto it = wts_.convs.find(name);
@@ -303,19 +345,40 @@ class Graph {
   }
 
   /// conv+bias+ReLU from `src` into `dst` (a fresh activation or a slice of a concatenation).
+  /// int8: `s_in` and `s_out` are the u8 steps of src and dst.
   void conv_into(const std::string& name, const FoldedConv& l, const memory& src, const memory& dst, int stride, int ph,
-                 int pw) {
+                 int pw, float s_in = 1.0f, float s_out = 1.0f) {
     const int oc = static_cast<int>(l.shape[0]), ic = static_cast<int>(l.shape[1]);
     const int kh = static_cast<int>(l.shape[2]), kw = static_cast<int>(l.shape[3]);
     if (own_winograd_ && act_dt_ == dt::f32 && kh == 3 && kw == 3 && stride == 1 && ph == pw &&
         winograd_into(name, l, src, dst, ph))
       return;
-    memory::desc w_any({oc, ic, kh, kw}, act_dt_, tag::any);  // bf16: packed (and rounded) once, here
+    memory::desc w_any({oc, ic, kh, kw}, int8() ? dt::s8 : act_dt_, tag::any);  // bf16: packed (and rounded) once, here
     memory::desc b_md({oc}, dt::f32, tag::x);
     dnnl::post_ops po;
     po.append_eltwise(1.0f, algorithm::eltwise_relu, 0.0f, 0.0f);
     dnnl::primitive_attr attr;
     attr.set_post_ops(po);
+    // int8: s8 weights with one scale per output channel (largest |w| -> 127); the s32 sums plus
+    // the bias (in their units) times s_in * s_w / s_out give dst's u8 steps, after the ReLU.
+    const float* bias_data = l.bias.data();
+    std::vector<float> inv_w_scale;
+    if (int8()) {
+      const std::size_t per = static_cast<std::size_t>(ic) * kh * kw;
+      std::vector<float> oscale(static_cast<std::size_t>(oc));
+      std::vector<float>& qbias = int8_bias_.emplace_back(static_cast<std::size_t>(oc));
+      inv_w_scale.resize(static_cast<std::size_t>(oc));
+      for (std::size_t o = 0; o < static_cast<std::size_t>(oc); ++o) {
+        float hi = 0.0f;
+        for (std::size_t k = 0; k < per; ++k) hi = std::max(hi, std::abs(l.weight[o * per + k]));
+        const float sw = hi > 0 ? hi / 127.0f : 1.0f;
+        inv_w_scale[o] = 1.0f / sw;
+        oscale[o] = s_in * sw / s_out;
+        qbias[o] = l.bias[o] / (s_in * sw);
+      }
+      attr.set_output_scales(2, oscale);  // per output channel: dim 1 of dst
+      bias_data = qbias.data();
+    }
     // Winograd image by image where it beats direct code at one image (results/fid/batch-independence-*.md):
     // 64 or more input channels on a 16x16 or larger map; the other layers run direct.
     if (opt_.winograd && act_dt_ == dt::f32 && kh == 3 && kw == 3 && stride == 1 && ic >= 64 &&
@@ -335,8 +398,8 @@ class Graph {
       }
       // oneDNN's reference code accepts everything at ~1% of the speed: only as a last resort
       if (is_reference(pd.impl_info_str()) && !dense_dst) continue;
-      memory packed_w = shared_weights(*wts_.packed, name, l, pd.weights_desc(), eng_);
-      memory bias(pd.bias_desc(), eng_, const_cast<float*>(l.bias.data()));  // f32, dense: the layer's own
+      memory packed_w = shared_weights(*wts_.packed, name, l, pd.weights_desc(), eng_, int8() ? &inv_w_scale : nullptr);
+      memory bias(pd.bias_desc(), eng_, const_cast<float*>(bias_data));  // f32, dense: the layer's own (int8: scaled)
       memory out = dense_dst ? arena_.add(pd.dst_desc(), eng_) : dst;
       ops_.emplace_back(
           dnnl::convolution_forward(pd),
@@ -409,8 +472,9 @@ class Graph {
     const auto& l = layer(name, x.c);
     const int kh = static_cast<int>(l.shape[2]), kw = static_cast<int>(l.shape[3]);
     const int ph = pad >= 0 ? pad : kh / 2, pw = pad >= 0 ? pad : kw / 2;
-    Act y = new_act(static_cast<int>(l.shape[0]), out_dim(x.h, kh, stride, ph), out_dim(x.w, kw, stride, pw));
-    conv_into(name, l, x.mem, y.mem, stride, ph, pw);
+    Act y = new_point(name, static_cast<int>(l.shape[0]), out_dim(x.h, kh, stride, ph), out_dim(x.w, kw, stride, pw));
+    conv_into(name, l, x.mem, y.mem, stride, ph, pw, x.scale, y.scale);
+    observe(name, y);
     return y;
   }
 
@@ -433,10 +497,20 @@ class Graph {
     const int ph = pad >= 0 ? pad : kh / 2, pw = pad >= 0 ? pad : kw / 2;
     if (out_dim(x.h, kh, stride, ph) != cat.out.h || out_dim(x.w, kw, stride, pw) != cat.out.w)
       throw ReplicaError(wts_.source + ": layer " + name + " does not fit its block (onednn engine)");
-    conv_into(name, l, x.mem, slice(cat, static_cast<int>(l.shape[0])), stride, ph, pw);
+    conv_into(name, l, x.mem, slice(cat, static_cast<int>(l.shape[0])), stride, ph, pw, x.scale, cat.out.scale);
   }
 
-  void pool_into(algorithm alg, const Act& x, const memory& dst, int k, int stride, int pad) {
+  /// int8: `dst_scale` (0: x's) is dst's u8 step; where it is not x's, the pool writes a buffer
+  /// of x's steps that a reorder rescales into dst.
+  void pool_into(algorithm alg, const Act& x, const memory& dst, int k, int stride, int pad, float dst_scale = 0.0f) {
+    if (int8() && dst_scale > 0.0f && dst_scale != x.scale) {
+      Act t = pool(alg, x, k, stride, pad);
+      dnnl::primitive_attr attr;
+      attr.set_output_scales(0, {x.scale / dst_scale});
+      ops_.emplace_back(dnnl::reorder(dnnl::reorder::primitive_desc(t.mem, dst, attr)),
+                        std::unordered_map<int, memory>{{DNNL_ARG_FROM, t.mem}, {DNNL_ARG_TO, dst}});
+      return;
+    }
     for (const bool dense_dst : {false, true}) {
       memory::desc dst_md = dense_dst ? memory::desc(dst.get_desc().dims(), act_dt_, fmt_) : dst.get_desc();
       dnnl::pooling_forward::primitive_desc pd;
@@ -461,6 +535,7 @@ class Graph {
   }
   Act pool(algorithm alg, const Act& x, int k, int stride, int pad) {
     Act y = new_act(x.c, out_dim(x.h, k, stride, pad), out_dim(x.w, k, stride, pad));
+    y.scale = x.scale;  // int8: a pool's output is within its input's range
     pool_into(alg, x, y.mem, k, stride, pad);
     return y;
   }
@@ -472,9 +547,10 @@ class Graph {
   }
 
   Act block_a(const std::string& b, const Act& x) {  // Mixed_5b..5d
-    Concat cat{new_act(out_channels(b + ".branch1x1") + out_channels(b + ".branch5x5_2") +
-                           out_channels(b + ".branch3x3dbl_3") + out_channels(b + ".branch_pool"),
-                       x.h, x.w)};
+    Concat cat{new_point(b,
+                         out_channels(b + ".branch1x1") + out_channels(b + ".branch5x5_2") +
+                             out_channels(b + ".branch3x3dbl_3") + out_channels(b + ".branch_pool"),
+                         x.h, x.w)};
     conv_to(cat, b + ".branch1x1", x);
     conv_to(cat, b + ".branch5x5_2", conv(b + ".branch5x5_1", x));
     conv_to(cat, b + ".branch3x3dbl_3", conv(b + ".branch3x3dbl_2", conv(b + ".branch3x3dbl_1", x)));
@@ -483,16 +559,17 @@ class Graph {
   }
   Act block_b(const std::string& b, const Act& x) {  // Mixed_6a
     const int h = out_dim(x.h, 3, 2, 0), w = out_dim(x.w, 3, 2, 0);
-    Concat cat{new_act(out_channels(b + ".branch3x3") + out_channels(b + ".branch3x3dbl_3") + x.c, h, w)};
+    Concat cat{new_point(b, out_channels(b + ".branch3x3") + out_channels(b + ".branch3x3dbl_3") + x.c, h, w)};
     conv_to(cat, b + ".branch3x3", x, 2, 0);
     conv_to(cat, b + ".branch3x3dbl_3", conv(b + ".branch3x3dbl_2", conv(b + ".branch3x3dbl_1", x)), 2, 0);
-    pool_into(algorithm::pooling_max, x, slice(cat, x.c), 3, 2, 0);
+    pool_into(algorithm::pooling_max, x, slice(cat, x.c), 3, 2, 0, cat.out.scale);
     return cat.out;
   }
   Act block_c(const std::string& b, const Act& x) {  // Mixed_6b..6e
-    Concat cat{new_act(out_channels(b + ".branch1x1") + out_channels(b + ".branch7x7_3") +
-                           out_channels(b + ".branch7x7dbl_5") + out_channels(b + ".branch_pool"),
-                       x.h, x.w)};
+    Concat cat{new_point(b,
+                         out_channels(b + ".branch1x1") + out_channels(b + ".branch7x7_3") +
+                             out_channels(b + ".branch7x7dbl_5") + out_channels(b + ".branch_pool"),
+                         x.h, x.w)};
     conv_to(cat, b + ".branch1x1", x);
     conv_to(cat, b + ".branch7x7_3", conv(b + ".branch7x7_2", conv(b + ".branch7x7_1", x)));
     Act d = conv(b + ".branch7x7dbl_1", x);
@@ -503,19 +580,20 @@ class Graph {
   }
   Act block_d(const std::string& b, const Act& x) {  // Mixed_7a
     const int h = out_dim(x.h, 3, 2, 0), w = out_dim(x.w, 3, 2, 0);
-    Concat cat{new_act(out_channels(b + ".branch3x3_2") + out_channels(b + ".branch7x7x3_4") + x.c, h, w)};
+    Concat cat{new_point(b, out_channels(b + ".branch3x3_2") + out_channels(b + ".branch7x7x3_4") + x.c, h, w)};
     conv_to(cat, b + ".branch3x3_2", conv(b + ".branch3x3_1", x), 2, 0);
     Act t = conv(b + ".branch7x7x3_1", x);
     t = conv(b + ".branch7x7x3_3", conv(b + ".branch7x7x3_2", t));
     conv_to(cat, b + ".branch7x7x3_4", t, 2, 0);
-    pool_into(algorithm::pooling_max, x, slice(cat, x.c), 3, 2, 0);
+    pool_into(algorithm::pooling_max, x, slice(cat, x.c), 3, 2, 0, cat.out.scale);
     return cat.out;
   }
   Act block_e(const std::string& b, const Act& x, bool max_pool_branch) {  // Mixed_7b, 7c
-    Concat cat{new_act(out_channels(b + ".branch1x1") + out_channels(b + ".branch3x3_2a") +
-                           out_channels(b + ".branch3x3_2b") + out_channels(b + ".branch3x3dbl_3a") +
-                           out_channels(b + ".branch3x3dbl_3b") + out_channels(b + ".branch_pool"),
-                       x.h, x.w)};
+    Concat cat{new_point(b,
+                         out_channels(b + ".branch1x1") + out_channels(b + ".branch3x3_2a") +
+                             out_channels(b + ".branch3x3_2b") + out_channels(b + ".branch3x3dbl_3a") +
+                             out_channels(b + ".branch3x3dbl_3b") + out_channels(b + ".branch_pool"),
+                         x.h, x.w)};
     conv_to(cat, b + ".branch1x1", x);
     Act t = conv(b + ".branch3x3_1", x);
     conv_to(cat, b + ".branch3x3_2a", t);
@@ -550,15 +628,22 @@ class Graph {
     }
     // The first layer (3 input channels, from the caller's NCHW floats) always runs in f32:
     // oneDNN 2.6 has no bf16 kernel for it, only its reference code (~0.6 s per image).
+    // int8 takes its output from there, quantized to u8 by a reorder.
     const dt act_dt = act_dt_;
+    const tag fmt = fmt_;
     act_dt_ = dt::f32;
+    if (act_dt == dt::u8) fmt_ = tag::nChw16c;
     Act y = new_act(static_cast<int>(l1.shape[0]), out_dim(s, 3, 2, 0), out_dim(s, 3, 2, 0));
     conv_into("Conv2d_1a_3x3", first_, in_user_, y.mem, 2, 0, 0);
+    observe("Conv2d_1a_3x3", y);
     act_dt_ = act_dt;
+    fmt_ = fmt;
     Act x = y;
-    if (act_dt_ != dt::f32) {  // bf16 from here on
-      x = new_act(y.c, y.h, y.w);
-      ops_.emplace_back(dnnl::reorder(y.mem, x.mem),
+    if (act_dt_ != dt::f32) {  // bf16 or u8 from here on
+      x = new_point("Conv2d_1a_3x3", y.c, y.h, y.w);
+      dnnl::primitive_attr attr;
+      if (int8()) attr.set_output_scales(0, {1.0f / x.scale});
+      ops_.emplace_back(dnnl::reorder(dnnl::reorder::primitive_desc(y.mem, x.mem, attr)),
                         std::unordered_map<int, memory>{{DNNL_ARG_FROM, y.mem}, {DNNL_ARG_TO, x.mem}});
     }
     x = conv("Conv2d_2a_3x3", x, 1, 0);
@@ -567,15 +652,25 @@ class Graph {
     x = conv("Conv2d_3b_1x1", x, 1, 0);
     x = conv("Conv2d_4a_3x3", x, 1, 0);
     x = pool(algorithm::pooling_max, x, 3, 2, 0);
-    for (const char* b : {"Mixed_5b", "Mixed_5c", "Mixed_5d"}) x = block_a(b, x);
-    x = block_b("Mixed_6a", x);
-    for (const char* b : {"Mixed_6b", "Mixed_6c", "Mixed_6d", "Mixed_6e"}) x = block_c(b, x);
-    x = block_d("Mixed_7a", x);
-    x = block_e("Mixed_7b", x, false);
-    x = block_e("Mixed_7c", x, wts_.arch == "tf2015");
+    for (const char* b : {"Mixed_5b", "Mixed_5c", "Mixed_5d"}) observe(b, x = block_a(b, x));
+    observe("Mixed_6a", x = block_b("Mixed_6a", x));
+    for (const char* b : {"Mixed_6b", "Mixed_6c", "Mixed_6d", "Mixed_6e"}) observe(b, x = block_c(b, x));
+    observe("Mixed_7a", x = block_d("Mixed_7a", x));
+    observe("Mixed_7b", x = block_e("Mixed_7b", x, false));
+    observe("Mixed_7c", x = block_e("Mixed_7c", x, wts_.arch == "tf2015"));
     if (x.c != wts_.feature_dim)
       throw ReplicaError(wts_.source + ": the network ends with " + std::to_string(x.c) + " channels, expected " +
                          std::to_string(wts_.feature_dim));
+    if (int8()) {  // back to f32 (the average of 64 u8 values keeps more than 8 bits)
+      act_dt_ = dt::f32;
+      fmt_ = tag::nChw16c;
+      Act f = new_act(x.c, x.h, x.w);
+      dnnl::primitive_attr attr;
+      attr.set_output_scales(0, {x.scale});
+      ops_.emplace_back(dnnl::reorder(dnnl::reorder::primitive_desc(x.mem, f.mem, attr)),
+                        std::unordered_map<int, memory>{{DNNL_ARG_FROM, x.mem}, {DNNL_ARG_TO, f.mem}});
+      x = f;
+    }
     // Global average pool, then into the caller's [N, C] buffer.
     Act g = new_act(x.c, 1, 1);
     dnnl::pooling_forward::desc d(dnnl::prop_kind::forward_inference, algorithm::pooling_avg_include_padding,
@@ -599,11 +694,12 @@ class Graph {
   ActivationArena arena_;  ///< every activation, placed after the build
   std::size_t arena_bytes_ = 0;
   std::vector<Op> ops_;
-  bool own_winograd_ = false;       ///< opt.winograd on AVX2 CPUs: 3x3 stride-1 layers by engine/winograd.hpp
-  int threads_ = 1;                 ///< OpenMP threads of this replica (its device's), for own kernels
-  std::size_t scratch_floats_ = 0;  ///< per thread, for the largest Winograd layer
-  std::shared_ptr<void> scratch_;   ///< threads_ x scratch_floats_
-  dnnl::stream* stream_ = nullptr;  ///< run()'s stream, for ops of vecbench's own that run primitives
+  std::deque<std::vector<float>> int8_bias_;  ///< int8: each layer's bias in its s32 sums' units
+  bool own_winograd_ = false;                 ///< opt.winograd on AVX2 CPUs: 3x3 stride-1 layers by engine/winograd.hpp
+  int threads_ = 1;                           ///< OpenMP threads of this replica (its device's), for own kernels
+  std::size_t scratch_floats_ = 0;            ///< per thread, for the largest Winograd layer
+  std::shared_ptr<void> scratch_;             ///< threads_ x scratch_floats_
+  dnnl::stream* stream_ = nullptr;            ///< run()'s stream, for ops of vecbench's own that run primitives
 };
 
 class OneDnnInception : public Model {
@@ -613,7 +709,9 @@ class OneDnnInception : public Model {
     if (dev.is_cuda())
       throw ReplicaError(w_->source + ": the onednn engine runs on CPU devices only, not " + dev.name());
     if (opt.precision == Precision::fp16)
-      throw ReplicaError("onednn engine: precision fp16 is not supported (use fp32 or bf16)");
+      throw ReplicaError("onednn engine: precision fp16 is not supported (use fp32, bf16 or int8)");
+    std::string why;
+    if (opt.precision == Precision::int8 && !onednn_int8_supported(&why)) throw ReplicaError("onednn engine: " + why);
     if (opt.precision == Precision::bf16 && !has_isa(dnnl::cpu_isa::avx512_core_bf16))
       throw ReplicaError("onednn engine: bf16 needs a CPU with AVX-512 BF16 (oneDNN runs " +
                          onednn_info()["isa"].get<std::string>() + " code here)");
@@ -688,7 +786,17 @@ nlohmann::json onednn_info() {
   j["winograd"] = avx512 || winograd::available();
   j["winograd_impl"] = avx512 ? "onednn" : winograd::available() ? "vecbench-avx2" : "none";
   j["bf16"] = has_isa(dnnl::cpu_isa::avx512_core_bf16);
+  j["int8"] = onednn_int8_supported();
   return j;
+}
+
+bool onednn_int8_supported(std::string* why) {
+  if (has_isa(dnnl::cpu_isa::avx512_core_vnni) || has_isa(dnnl::cpu_isa::avx2_vnni)) return true;
+  if (why)
+    *why = "int8 needs a CPU with VNNI (AVX-512 VNNI or AVX-VNNI); oneDNN runs " +
+           onednn_info()["isa"].get<std::string>() +
+           " code here, where 8-bit products would be no faster than fp32's and saturate";
+  return false;
 }
 
 OneDnnCounters onednn_counters() {

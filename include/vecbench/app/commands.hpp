@@ -132,6 +132,17 @@ int cmd_fid(const FidArgs& args);
 int cmd_verify(const std::string& out, bool repair, double progress_s);
 /// `vecbench predecode`: decodes and resizes once into a uint8 [N,S,S,3] .npy.
 int cmd_predecode(const std::string& images, const std::string& out, const std::string& resize, int size);
+/// `vecbench calibrate`'s settings.
+struct CalibrateArgs {
+  std::string images;  ///< --images: real photos like the ones int8 will vectorize
+  std::string out;     ///< --out: the calibration file (JSON)
+  std::string model = default_model();
+  std::optional<ResizeMode> resize;                   ///< unset: the model's default
+  std::size_t limit = 0;                              ///< --limit: the first N images only (0: all)
+  CalibrationMethod method = CalibrationMethod::max;  ///< --method
+};
+/// `vecbench calibrate`: the activation ranges of the int8 route (engine/int8_calibration.hpp).
+int cmd_calibrate(const CalibrateArgs& a);
 /// `vecbench devices`: what each device spec expands to.
 int cmd_devices(const std::vector<std::string>& specs);
 /// `vecbench model info`: the export's metadata of a model file.

@@ -20,6 +20,7 @@ enum class Precision {
   fp32,  ///< exact float32 (the default)
   fp16,  ///< half precision (CUDA)
   bf16,  ///< bfloat16 (CUDA; oneDNN on CPUs with AVX-512 BF16)
+  int8,  ///< 8-bit integers with calibrated scales (oneDNN on CPUs with VNNI; opt-in, not for FID)
 };
 
 inline const char* to_string(EngineKind k) {
@@ -42,6 +43,8 @@ inline const char* to_string(Precision p) {
       return "fp16";
     case Precision::bf16:
       return "bf16";
+    case Precision::int8:
+      return "int8";
   }
   return "fp32";
 }
@@ -55,9 +58,9 @@ inline EngineKind parse_engine(const std::string& s, const std::string& key = "e
 
 /// ConfigError naming `key` for an unknown name.
 inline Precision parse_precision(const std::string& s, const std::string& key = "precision") {
-  for (Precision p : {Precision::fp32, Precision::fp16, Precision::bf16})
+  for (Precision p : {Precision::fp32, Precision::fp16, Precision::bf16, Precision::int8})
     if (s == to_string(p)) return p;
-  throw ConfigError(key, "unknown precision '" + s + "' (use fp32, fp16, bf16)");
+  throw ConfigError(key, "unknown precision '" + s + "' (use fp32, fp16, bf16, int8)");
 }
 
 }  // namespace vecbench

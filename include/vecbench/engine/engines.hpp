@@ -26,7 +26,13 @@ bool has_engine(EngineKind k);
 /// into the convolutions; from the weights file, engine/weights_file.hpp, when one exists for these
 /// weights, without loading the module) and builds a oneDNN network from those weights at each
 /// call; none makes zero-feature replicas of the model's shapes.
+/// int8 on any engine but onednn is a ConfigError; int8 reads the calibration
+/// (checked_int8_calibration) when the factory is made.
 ModelFactory model_factory(const ModelSettings& opt);
+
+/// The int8 route's calibration of `opt` (opt.calibration), checked: ConfigError when there is
+/// none, this CPU has no VNNI, the file is not one, or it was made for another model.
+Int8Calibration checked_int8_calibration(const ModelSettings& opt);
 
 /// The `vecbench_meta.json` stored in a model file by the export tool (empty object if none).
 /// Throws IoError naming the file if it cannot be loaded.

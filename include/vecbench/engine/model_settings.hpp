@@ -2,6 +2,7 @@
 // flags, an experiment (`run`, `tune`) from its file, and the engines read it. What the model file
 // says about itself is ModelInfo, read once from the file.
 #pragma once
+#include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -9,6 +10,7 @@
 #include "vecbench/core/error.hpp"
 #include "vecbench/core/sha256.hpp"
 #include "vecbench/engine/engine_kind.hpp"
+#include "vecbench/engine/int8_calibration.hpp"
 #include "vecbench/input/resize.hpp"
 
 namespace vecbench {
@@ -20,13 +22,18 @@ struct ModelSettings {
   /// module's weights in vecbench's own oneDNN network, engine/onednn_inception.hpp), or none (no
   /// network, zero features: the input pipeline alone, null_model.hpp).
   EngineKind engine = EngineKind::torchscript;
-  Precision precision = Precision::fp32;  ///< fp16/bf16: CUDA (model and input converted); bf16 also engine onednn
-  bool optimize = true;                   ///< torch::jit::optimize_for_inference (freeze + fold) after loading
-  bool channels_last = false;             ///< feed NHWC-strided input (channels_last memory format)
-  bool cudnn_benchmark = true;            ///< CUDA only: let cuDNN autotune convolution algorithms
-  bool flush_denormal = false;            ///< CPU: flush denormal floats to zero (FTZ/DAZ) in each replica thread
-  bool cuda_graphs = false;               ///< CUDA only: capture the forward of full batches once, then replay it
-  bool winograd = true;                   ///< onednn: Winograd for 3x3 stride-1 convolutions where the CPU has them
+  /// fp16/bf16: CUDA (model and input converted); bf16 also engine onednn; int8: engine onednn on
+  /// CPUs with VNNI, with `calibration`
+  Precision precision = Precision::fp32;
+  std::string calibration{};  ///< int8: the calibration file of `vecbench calibrate` (int8_calibration.hpp)
+  /// engine onednn, fp32: every replica records its activations' ranges here (`vecbench calibrate`)
+  std::shared_ptr<ActivationRanges> observe{};
+  bool optimize = true;         ///< torch::jit::optimize_for_inference (freeze + fold) after loading
+  bool channels_last = false;   ///< feed NHWC-strided input (channels_last memory format)
+  bool cudnn_benchmark = true;  ///< CUDA only: let cuDNN autotune convolution algorithms
+  bool flush_denormal = false;  ///< CPU: flush denormal floats to zero (FTZ/DAZ) in each replica thread
+  bool cuda_graphs = false;     ///< CUDA only: capture the forward of full batches once, then replay it
+  bool winograd = true;         ///< onednn: Winograd for 3x3 stride-1 convolutions where the CPU has them
 };
 
 /// What a model file says about itself (the export's `vecbench_meta.json`), read once.

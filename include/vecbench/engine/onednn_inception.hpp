@@ -19,6 +19,7 @@
 
 #include "vecbench/core/device.hpp"
 #include "vecbench/engine/engine_kind.hpp"
+#include "vecbench/engine/int8_calibration.hpp"
 #include "vecbench/engine/model.hpp"
 
 namespace vecbench {
@@ -58,8 +59,20 @@ struct OneDnnOptions {
   bool winograd = true;
   /// fp32, or bf16: activations and weights in bfloat16 (f32 accumulation), on CPUs with AVX-512
   /// BF16 only; faster, features within 2-6 % (relative L2) of fp32 on real photos (docs/engines.md).
+  /// int8 (CPUs with VNNI): u8 activations, s8 weights with a scale per output channel, s32
+  /// accumulation; the first layer and the final average pool in f32. Needs `int8_ranges`.
   Precision precision = Precision::fp32;
+  /// int8: the calibrated range of each quantization point (a layer's output by layer name, a
+  /// block's concatenation by block name); a point without one is a ReplicaError naming it.
+  std::shared_ptr<const std::map<std::string, float>> int8_ranges;
+  /// fp32 only: record the largest value of each quantization point of every forward here
+  /// (`vecbench calibrate`).
+  std::shared_ptr<ActivationRanges> observe;
 };
+
+/// Whether this CPU runs the int8 route (oneDNN finds VNNI: AVX-512 VNNI or AVX-VNNI); when not,
+/// `why` says what the CPU has.
+bool onednn_int8_supported(std::string* why = nullptr);
 
 /// oneDNN version, the ISA it runs with, and whether Winograd and bf16 convolutions are available.
 nlohmann::json onednn_info();

@@ -187,7 +187,8 @@ inline std::vector<Experiment::External> parse_external(const nlohmann::json& x)
   return out;
 }
 
-/// The model keys: model, optimize, precision, channels_last, cuda_graphs, memory_cap_gb, engine, winograd.
+/// The model keys: model, optimize, precision, calibration, channels_last, cuda_graphs, memory_cap_gb, engine,
+/// winograd.
 inline void parse_model_settings(const nlohmann::json& j, Experiment& e) {
   ModelSettings& m = e.model;
   if (j.contains("model")) m.path = get_as<std::string>(j["model"], "model");
@@ -202,6 +203,7 @@ inline void parse_model_settings(const nlohmann::json& j, Experiment& e) {
   if (j.contains("winograd")) m.winograd = get_as<bool>(j["winograd"], "winograd");
   if (j.contains("engine")) m.engine = parse_engine(get_as<std::string>(j["engine"], "engine"));
   if (j.contains("precision")) m.precision = parse_precision(get_as<std::string>(j["precision"], "precision"));
+  if (j.contains("calibration")) m.calibration = get_as<std::string>(j["calibration"], "calibration");
 }
 
 /// The run keys: repetitions, warm-up, interleaving, budget, queues, output, verification.
@@ -252,7 +254,7 @@ inline Experiment parse_experiment(const nlohmann::json& j, const std::string& o
                                "time_budget_s",  "decode_threads",  "prefetch_batches",
                                "output_format",  "verify",          "seed_timing_lines",
                                "external",       "max_repetitions", "target_median_ci_pct",
-                               "keep_replicas"});
+                               "keep_replicas",  "calibration"});
     if (!j.contains("name")) throw ConfigError("name", "required");
     e.name = get_as<std::string>(j["name"], "name");
     if (e.name.empty() || e.name.find_first_of("/\\") != std::string::npos || e.name[0] == '.')

@@ -1,0 +1,202 @@
+// The int8 route (--precision int8, `vecbench calibrate`): close to fp32 on real photos but not
+// equal to it, the same bits at every batch size, thread count and strategy, refused with the
+// reason without a calibration, with another model's, on another engine or on a CPU without VNNI,
+// and never mixed with fp32 vectors or another calibration's in one output folder.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
+
+#include "vecbench/engine/engines.hpp"
+#include "vecbench/engine/int8_calibration.hpp"
+#ifdef VECBENCH_WITH_ONEDNN
+#include "vecbench/engine/onednn_inception.hpp"
+#endif
+#include "vecbench/experiment/verify.hpp"
+#include "vecbench/input/inputs.hpp"
+#include "vecbench/strategies/runner.hpp"
+#include "vecbench/testing/rel_l2.hpp"
+#include "vecbench/testing/temp_dir.hpp"
+
+using namespace vecbench;
+
+namespace {
+
+const std::string kModel = VECBENCH_DEFAULT_MODEL;
+const std::string kPhotos = "/usr/share/doc/opencv-doc/examples/data";
+
+bool int8_runs_here() {
+#ifdef VECBENCH_WITH_ONEDNN
+  return onednn_int8_supported();
+#else
+  return false;
+#endif
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+/// A list file of up to `n` opencv-doc photos in `dir`.
+fs::path photo_list(std::size_t n, const fs::path& dir, std::size_t skip = 0) {
+  const fs::path list = dir / ("photos" + std::to_string(skip) + ".txt");
+  std::ofstream out(list);
+  std::size_t k = 0, seen = 0;
+  for (const char* f : {"lena.jpg", "baboon.jpg", "fruits.jpg", "building.jpg", "messi5.jpg", "orange.jpg",
+                        "HappyFish.jpg", "starry_night.jpg", "graf1.png", "home.jpg"})
+    if (fs::exists(fs::path(kPhotos) / f) && seen++ >= skip && k < n)
+      out << (fs::path(kPhotos) / f).string() << "\n", ++k;
+  return list;
+}
+
+std::unique_ptr<MemorySink> run_on(const ImageSource& src, const ModelSettings& mo, const std::string& strategy,
+                                   const std::string& devices, int batch, int threads) {
+  auto sink = std::make_unique<MemorySink>(src.size());
+  RunSettings s;
+  s.batch_size = batch;
+  DeviceOptions dopt;
+  dopt.threads_per_replica = threads;
+  run_strategy(strategy, src, all_indices(src.size()), expand_devices(devices, dopt), model_factory(mo), *sink, s, 299);
+  return sink;
+}
+
+/// `vecbench ARGS`, stdout and stderr into `log`; returns the exit status.
+int run_vecbench(const std::string& args, const fs::path& log, const std::string& env = "") {
+  const std::string cmd = env + " " + std::string(VECBENCH_EXE) + " " + args + " > " + log.string() + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+}  // namespace
+
+TEST(Int8, CloseToFp32OnRealPhotosAndTheSameBitsAtEveryBatchSizeThreadCountAndStrategy) {
+  if (!has_engine(EngineKind::onednn)) GTEST_SKIP() << "built without libdnnl-dev";
+  if (!int8_runs_here()) GTEST_SKIP() << "no VNNI on this CPU (Int8.RefusedWithTheReason checks the refusal)";
+  const fs::path d = vecbench::testing::fresh_temp_dir("int8_photos");
+  // calibrated on some photos, checked on others
+  const auto cal_src = make_source(photo_list(4, d, 0).string(), InputOptions{});
+  const auto src = make_source(photo_list(5, d, 4).string(), InputOptions{});
+  ASSERT_GE(src->size(), 3u) << "opencv-doc photos missing (apt-get install opencv-doc)";
+  ModelSettings fp32;
+  fp32.path = kModel;
+  fp32.engine = EngineKind::onednn;
+  const auto ref = run_on(*src, fp32, "sequential", "cpu", 1, 0);
+
+  ModelSettings observe = fp32;
+  observe.observe = std::make_shared<ActivationRanges>();
+  run_on(*cal_src, observe, "sequential", "cpu", 1, 0);
+  Int8Calibration cal;
+  cal.model_sha256 = read_model_info(kModel).identity();
+  cal.images = cal_src->size();
+  cal.images_sha256 = "test";
+  cal.resize = "tf-legacy";
+  cal.ranges = observe.observe->ranges(CalibrationMethod::max);
+  EXPECT_EQ(cal.ranges.size(), 61u) << "5 stem layers, 11 blocks' concatenations and 45 inner layers";
+  for (const auto& [point, r] : cal.ranges) EXPECT_GT(r, 0.0f) << point;
+  save_int8_calibration(cal, (d / "cal.json").string());
+
+  ModelSettings q = fp32;
+  q.precision = Precision::int8;
+  q.calibration = (d / "cal.json").string();
+  const auto one = run_on(*src, q, "sequential", "cpu", 1, 1);
+  for (std::size_t i = 0; i < src->size(); ++i) {
+    ASSERT_EQ(one->features(i).size(), 2048u) << one->error(i);
+    const double e = vecbench::testing::rel_l2(one->features(i).data(), ref->features(i).data(), 2048);
+    EXPECT_LE(e, kInt8RelTolerance) << "image " << i;
+    EXPECT_GE(e, 1e-4) << "image " << i << ": as close as fp32, so int8 did not run";
+  }
+  // s32 sums are exact: nothing depends on how the batch or the threads split them
+  for (const auto& [strategy, devices, batch, threads] : std::vector<std::tuple<std::string, std::string, int, int>>{
+           {"sequential", "cpu", 3, 2}, {"sequential", "cpu", 2, 1}, {"data-parallel", "cpu/2", 2, 1}}) {
+    const auto got = run_on(*src, q, strategy, devices, batch, threads);
+    for (std::size_t i = 0; i < src->size(); ++i)
+      EXPECT_EQ(got->features(i), one->features(i))
+          << strategy << " " << devices << " batch " << batch << ", image " << i << ": not the bits of batch 1";
+  }
+  fs::remove_all(d);
+}
+
+TEST(Int8, RefusedWithTheReason) {
+  if (!has_engine(EngineKind::onednn)) GTEST_SKIP() << "built without libdnnl-dev";
+  const fs::path d = vecbench::testing::fresh_temp_dir("int8_refused");
+  const std::string run = "vectorize --images synthetic:2 --format npy --devices cpu --precision int8 --out ";
+  // no calibration
+  EXPECT_EQ(run_vecbench(run + (d / "a").string() + " --engine onednn", d / "log"), 1);
+  const std::string no_cal = read_text(d / "log");
+  if (int8_runs_here()) {
+    EXPECT_NE(no_cal.find("vecbench calibrate"), std::string::npos) << no_cal;
+    ASSERT_EQ(run_vecbench("calibrate --images synthetic:2 --out " + (d / "cal.json").string(), d / "log"), 0)
+        << read_text(d / "log");
+    // another engine
+    EXPECT_EQ(
+        run_vecbench(run + (d / "b").string() + " --engine torchscript --calibration " + (d / "cal.json").string(),
+                     d / "log"),
+        1);
+    EXPECT_NE(read_text(d / "log").find("int8 runs on the onednn engine only"), std::string::npos)
+        << read_text(d / "log");
+    // another model's calibration: named, with both models
+    auto j = nlohmann::json::parse(read_text(d / "cal.json"));
+    j["model_sha256"] = std::string(64, 'a');
+    std::ofstream(d / "other.json") << j.dump();
+    EXPECT_EQ(run_vecbench(run + (d / "c").string() + " --calibration " + (d / "other.json").string(), d / "log"), 1);
+    const std::string other = read_text(d / "log");
+    EXPECT_NE(other.find((d / "other.json").string()), std::string::npos) << other;
+    EXPECT_NE(other.find("made for model aaaaaaaaaaaaaaaa"), std::string::npos) << other;
+    // a calibration without one of the network's points: the point is named
+    j = nlohmann::json::parse(read_text(d / "cal.json"));
+    j["ranges"].erase("Mixed_6c.branch7x7dbl_3");
+    std::ofstream(d / "partial.json") << j.dump();
+    EXPECT_NE(run_vecbench(run + (d / "e").string() + " --calibration " + (d / "partial.json").string(), d / "log"), 0);
+    EXPECT_NE(read_text(d / "log").find("no range for Mixed_6c.branch7x7dbl_3"), std::string::npos)
+        << read_text(d / "log");
+    // not a calibration file
+    std::ofstream(d / "junk.json") << "{\"format\": \"something else\"}";
+    EXPECT_EQ(run_vecbench(run + (d / "f").string() + " --calibration " + (d / "junk.json").string(), d / "log"), 1);
+    EXPECT_NE(read_text(d / "log").find("not an int8 calibration file"), std::string::npos) << read_text(d / "log");
+  } else {
+    EXPECT_NE(no_cal.find("VNNI"), std::string::npos) << no_cal;
+  }
+  // a CPU without VNNI (oneDNN held to AVX-512 without it): the reason, before anything is written
+  std::ofstream(d / "any.json") << "{}";
+  EXPECT_EQ(run_vecbench(run + (d / "g").string() + " --calibration " + (d / "any.json").string(), d / "log",
+                         "ONEDNN_MAX_CPU_ISA=AVX512_CORE DNNL_MAX_CPU_ISA=AVX512_CORE"),
+            1);
+  EXPECT_NE(read_text(d / "log").find("int8 needs a CPU with VNNI"), std::string::npos) << read_text(d / "log");
+  EXPECT_FALSE(fs::exists(d / "g" / "vecbench.json"));
+  fs::remove_all(d);
+}
+
+TEST(Int8, CalibrateCommandIsRepeatableAndItsFingerprintKeepsOutputFoldersApart) {
+  if (!has_engine(EngineKind::onednn)) GTEST_SKIP() << "built without libdnnl-dev";
+  if (!int8_runs_here()) GTEST_SKIP() << "no VNNI on this CPU";
+  const fs::path d = vecbench::testing::fresh_temp_dir("int8_cli");
+  const std::string list = photo_list(3, d).string();
+  ASSERT_EQ(run_vecbench("calibrate --images " + list + " --out " + (d / "cal.json").string(), d / "log"), 0)
+      << read_text(d / "log");
+  ASSERT_EQ(run_vecbench("calibrate --images " + list + " --out " + (d / "again.json").string(), d / "log"), 0);
+  EXPECT_EQ(read_text(d / "cal.json"), read_text(d / "again.json")) << "the same photos, another calibration";
+  const auto cal = load_int8_calibration((d / "cal.json").string());
+  EXPECT_EQ(cal.images, 3u);
+  EXPECT_EQ(cal.model_sha256, read_model_info(kModel).identity());
+  EXPECT_EQ(cal.images_sha256.size(), 64u);
+  ASSERT_EQ(run_vecbench("calibrate --images " + list + " --limit 2 --out " + (d / "two.json").string(), d / "log"), 0);
+  EXPECT_NE(load_int8_calibration((d / "two.json").string()).images_sha256, cal.images_sha256);
+
+  const std::string out = (d / "out").string();
+  const std::string run = "vectorize --images " + list + " --format npy --devices cpu/2 --out " + out;
+  ASSERT_EQ(run_vecbench(run + " --precision int8 --calibration " + (d / "cal.json").string(), d / "log"), 0)
+      << read_text(d / "log");
+  const auto stored = nlohmann::json::parse(read_text(d / "out" / "vecbench.json"));
+  EXPECT_EQ(stored.dump().find("int8 calibration " + cal.sha256.substr(0, 16)) != std::string::npos, true)
+      << stored.dump();
+  // fp32 vectors, or another calibration's, are refused: the folder keeps one fingerprint
+  EXPECT_EQ(run_vecbench(run, d / "log"), 3) << read_text(d / "log");
+  EXPECT_EQ(run_vecbench(run + " --precision int8 --calibration " + (d / "two.json").string(), d / "log"), 3)
+      << read_text(d / "log");
+  EXPECT_NE(read_text(d / "log").find("arithmetic"), std::string::npos) << read_text(d / "log");
+  // the same calibration resumes: nothing left to do
+  ASSERT_EQ(run_vecbench(run + " --precision int8 --calibration " + (d / "again.json").string(), d / "log"), 0);
+  EXPECT_NE(read_text(d / "log").find("ok=0"), std::string::npos) << read_text(d / "log");
+  fs::remove_all(d);
+}
