@@ -15,7 +15,10 @@
 #     the decode ceiling (--engine none, every core decoding) and the model ceiling (synthetic
 #     input), each vecbench's own img/s; target end to end >= 0.9 / (1/decode + 1/model)
 #   INT8=0: leave out the opt-in int8 route (measured by default where the CPU has VNNI): the default
-#     command and the model-only rate with `--precision int8`, calibrated once on the 60 photos
+#     command and the model-only rate with `--precision int8`, calibrated once on the 60 photos,
+#     beside the peers' own int8 (tools/peers/quantize_int8.py on the same 60 photos, before the
+#     rounds: ONNX Runtime's quantize_static where its venv has `onnx`, OpenVINO's NNCF where its
+#     venv has `nncf`; tools/peers_setup.sh installs both)
 #   BASE=0: leave out the commands above (only LARGE / SEED_BATCHES / OLD_VECBENCH)
 #   SEED_BATCHES="1 4 16": also the seed's 3 virtual devices: data-parallel cpu/3 against
 #     sequential cpu at each batch, whole process, 100 photos, .vc (target: never slower)
@@ -51,6 +54,14 @@ INT8=${INT8:-1}
 if [ "$INT8" = 1 ] && grep -qw -e avx512_vnni -e avx_vnni /proc/cpuinfo; then
   "$VB" calibrate --images "$WORK/photos60.txt" --out "$WORK/int8-cal.json" > "$WORK/cal.log" 2>&1 ||
     { cat "$WORK/cal.log" >&2; exit 1; }
+  "$VB" predecode --images "$WORK/photos60.txt" --out "$WORK/photos60.npy" > /dev/null
+  rm -f "$WORK/inc-int8-ort.onnx" "$WORK/inc-int8-ov.xml"
+  if "$ORT_PY" -c "import onnx" 2> /dev/null; then
+    "$ORT_PY" tools/peers/quantize_int8.py ort "$ONNX" "$WORK/photos60.npy" "$WORK/inc-int8-ort.onnx" > /dev/null 2>&1
+  fi
+  if [ -x "$OV_PY" ] && "$OV_PY" -c "import nncf" 2> /dev/null; then
+    "$OV_PY" tools/peers/quantize_int8.py openvino "$ONNX" "$WORK/photos60.npy" "$WORK/inc-int8-ov.xml" > /dev/null 2>&1
+  fi
 else
   INT8=0
 fi
@@ -92,6 +103,12 @@ for r in $(seq 1 "$ROUNDS"); do
         --precision int8 --calibration "$WORK/int8-cal.json"
       measure model-only-int8 "$WORK/mi" "$VB" vectorize --images synthetic:96 --out "$WORK/mi" --format none \
         --precision int8 --calibration "$WORK/int8-cal.json"
+      if [ -f "$WORK/inc-int8-ort.onnx" ]; then
+        measure ort-int8-b8-t2 "" "$ORT_PY" tools/peers/ort_bench.py "$WORK/inc-int8-ort.onnx" 8 2 15
+      fi
+      if [ -f "$WORK/inc-int8-ov.xml" ]; then
+        measure ov-int8-b8-t2 "" "$OV_PY" tools/peers/openvino_bench.py "$WORK/inc-int8-ov.xml" 8 2 f32 15
+      fi
     fi
     if [ -x "$OV_PY" ]; then measure ov-b8-t2 "" "$OV_PY" tools/peers/openvino_bench.py "$ONNX" 8 2 f32 15; fi
     measure default-100-vc "$WORK/v100" "$VB" vectorize --images "$WORK/photos100.txt" --out "$WORK/v100" --format vc

@@ -93,6 +93,14 @@ if "default-100" in summary and "ort-b8-t2" in summary:  # the base set (BASE=0 
             mi, mo = summary["model-only-int8"]["img_per_s"], summary["model-only-default"]["img_per_s"]
             targets.append(("int8 model-only rate vs fp32 model-only rate (default route, synthetic input)", mi / mo,
                             "(opt-in; no target)", True))
+        peers8 = {k: summary[k]["img_per_s"] for k in ("ort-int8-b8-t2", "ov-int8-b8-t2") if k in summary}
+        if peers8:
+            best8 = max(peers8, key=peers8.get)
+            targets.append((f"opt-in int8, 100 photos, whole process vs the better int8 model-only peer (`{best8}`)",
+                            i100 / peers8[best8], "(opt-in; no target)", True))
+            if "model-only-int8" in summary:
+                targets.append((f"int8 model-only rate vs the better int8 peer (`{best8}`)",
+                                summary["model-only-int8"]["img_per_s"] / peers8[best8], "(opt-in; no target)", True))
     targets += [
         ("default command, 60 photos vs ONNX Runtime model-only", d60 / ort, ">= 0.8x", d60 / ort >= 0.8),
         ("default command (.vc), 100 photos vs the seed-style TorchScript sequential batch-1 run (.vc)",
@@ -138,7 +146,9 @@ with open(out + ".md", "w") as f:
             "figure vecbench printed (pipeline, not whole process). `seed-dp3-bB` / `seed-seq-bB`: the 100 photos "
             "to `.vc` with `--strategy data-parallel --devices cpu/3 --force` / `--strategy sequential --devices cpu` "
             "at `--batch B`. `int8-100` / `model-only-int8`: `default-100` / `model-only-default` with `--precision int8 "
-            "--calibration CAL` (CAL: `vecbench calibrate` on the 60 photos, before the rounds).\n\n")
+            "--calibration CAL` (CAL: `vecbench calibrate` on the 60 photos, before the rounds); `ort-int8-b8-t2` / `ov-int8-b8-t2`: the "
+            "peers' own int8 models (`tools/peers/quantize_int8.py` on the same 60 photos: ONNX Runtime's "
+            "quantize_static QDQ per-channel, OpenVINO's nncf.quantize) in the same benchmark scripts.\n\n")
     f.write("| command | runs | wall s (median) | img/s | peak RSS MB | first feature written s |\n|---|---:|---:|---:|---:|---:|\n")
     for n, s in summary.items():
         fo = "" if s["first_output_s"] is None else f"{s['first_output_s']:.2f}"

@@ -15,8 +15,8 @@ WORK=${VECBENCH_PEERS_WORK:-/tmp/vecbench-peers}
 PEERS=${VECBENCH_PEERS:-../shared/peers}   # seed_loop.py, torch_dataloader.py, export_*.py
 declare -A PINS=(
   [tensorflow]="tensorflow-cpu==2.21.0 numpy==2.4.6 pillow==12.0.0"
-  [onnxruntime]="onnxruntime==1.31.1 numpy==2.4.6"
-  [openvino]="openvino==2026.4.1 numpy==2.4.6"
+  [onnxruntime]="onnxruntime==1.31.1 numpy==2.4.6 onnx==1.23.2"
+  [openvino]="openvino==2026.4.1 numpy==2.4.6 nncf==3.4.0"
   [torch]="torch==2.15.0 torchvision==0.29.2 numpy==2.4.6 pillow==12.0.0"
 )
 venv() {  # venv NAME: $VENVS/NAME with PINS[NAME] installed, unless already so
