@@ -12,6 +12,7 @@
 #include "vecbench/core/host.hpp"
 #include "vecbench/core/machine_load.hpp"
 #include "vecbench/dist/rank_gather.hpp"
+#include "vecbench/engine/int8_calibration.hpp"
 #include "vecbench/experiment/external.hpp"
 #include "vecbench/experiment/plan.hpp"
 #include "vecbench/experiment/schedule.hpp"
@@ -319,6 +320,17 @@ nlohmann::json effective_config(const Experiment& e, const ExperimentEnv& env, c
                         {"input_size", env.input_size},
                         {"cores", hardware_cores()},
                         {"cuda_devices", env.cuda_devices}};
+  if (e.model.precision == Precision::int8 && !e.model.calibration.empty()) try {
+      const Int8Calibration c = load_int8_calibration(e.model.calibration);  // what the runs' scales came from
+      eff["int8_calibration"] = {{"path", c.path},
+                                 {"sha256", c.sha256},
+                                 {"model_sha256", c.model_sha256},
+                                 {"images", c.images},
+                                 {"images_sha256", c.images_sha256},
+                                 {"method", to_string(c.method)}};
+    } catch (const std::exception& ex) {
+      eff["int8_calibration"] = ex.what();
+    }
   nlohmann::json expansions = nlohmann::json::object();
   std::set<std::string> specs;
   for (const auto& mx : e.matrices) specs.insert(mx.devices.begin(), mx.devices.end());

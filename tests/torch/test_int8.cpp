@@ -195,6 +195,27 @@ TEST(Int8, CalibrateCommandIsRepeatableAndItsFingerprintKeepsOutputFoldersApart)
   EXPECT_EQ(run_vecbench(run + " --precision int8 --calibration " + (d / "two.json").string(), d / "log"), 3)
       << read_text(d / "log");
   EXPECT_NE(read_text(d / "log").find("arithmetic"), std::string::npos) << read_text(d / "log");
+  // an experiment: int8 runs verified against the fp32 reference within int8's tolerance, and the
+  // result names the calibration by its hash
+  std::ofstream(d / "exp.json") << nlohmann::json{
+      {"name", "int8"},
+      {"engine", "onednn"},
+      {"precision", "int8"},
+      {"calibration", (d / "cal.json").string()},
+      {"images", {{"generate", {{"count", 4}, {"seed", 1}, {"formats", {"jpg"}}}}}},
+      {"matrix", {{{"strategy", {"data-parallel"}}, {"devices", {"cpu/2"}}, {"batch", {2}}}}},
+      {"repetitions", 1}};
+  ASSERT_EQ(
+      run_vecbench("run " + (d / "exp.json").string() + " --no-trace --results " + (d / "res").string(), d / "log"), 0)
+      << read_text(d / "log");
+  fs::path result;
+  for (const auto& e : fs::recursive_directory_iterator(d / "res"))
+    if (e.path().extension() == ".json") result = e.path();
+  const auto r = nlohmann::json::parse(read_text(result));
+  EXPECT_EQ(r["config"]["effective"]["int8_calibration"]["sha256"], cal.sha256) << result;
+  const auto& v = r["runs"][0]["verification"];
+  EXPECT_GT(v["max_rel_diff"].get<double>(), 1e-4) << v.dump();
+  EXPECT_EQ(v["rel_tolerance"].get<double>(), kInt8RelTolerance) << v.dump();
   // the same calibration resumes: nothing left to do
   ASSERT_EQ(run_vecbench(run + " --precision int8 --calibration " + (d / "again.json").string(), d / "log"), 0);
   EXPECT_NE(read_text(d / "log").find("ok=0"), std::string::npos) << read_text(d / "log");

@@ -33,8 +33,9 @@ inline Verification verify_features(const MemorySink& got, const MemorySink& ref
   return v;
 }
 
-/// int8's bound on the relative L2 difference from fp32 (results/int8/: measured on real photos).
-constexpr double kInt8RelTolerance = 0.25;
+/// int8's bound on the relative L2 difference from fp32: the largest measured on real photos is
+/// 0.31 (4,200 crops; median 0.08: results/int8/README.md), on the synthetic-weights network.
+constexpr double kInt8RelTolerance = 0.5;
 
 /// The largest per-image relative L2 difference from the TorchScript fp32 reference that a run
 /// with `engine` and `precision` may show (docs/engines.md):
