@@ -88,9 +88,7 @@ struct Cli {
   int run_max_reps = 0;
   bool run_no_trace = false;
   std::string trace_path;
-  std::string tune_images, tune_model;
-  double tune_budget = 180;
-  bool tune_save = false;
+  TuneArgs tune_args;
   std::string cmp_base, cmp_new;
   CompareOptions cmp_opt;
   std::vector<std::string> merge_dirs, merge_results;
@@ -305,13 +303,17 @@ void add_tool_commands(CLI::App& app, Cli& c) {
   c.tune = app.add_subcommand("tune",
                               "Search strategies, virtual devices, threads and batch sizes within a time budget; "
                               "print the winning command line");
-  c.tune->add_option("--images", c.tune_images, "Images to tune on (default: a generated ImageNet-like set)");
-  c.tune->add_option("--model", c.tune_model, "Model file (default: the build's model)");
-  c.tune->add_option("--budget", c.tune_budget, "Time budget in seconds")
+  c.tune->add_option("--images", c.tune_args.images, "Images to tune on (default: a generated ImageNet-like set)");
+  c.tune->add_option("--model", c.tune_args.model, "Model file (default: the build's model)");
+  c.tune->add_option("--budget", c.tune_args.budget_s, "Time budget in seconds")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 1e7));
-  c.tune->add_option("--results", c.results_dir, "Results directory")->capture_default_str();
-  c.tune->add_flag("--save", c.tune_save,
+  c.tune->add_option("--results", c.tune_args.results_dir, "Results directory")->capture_default_str();
+  c.tune->add_option("--calibration", c.tune_args.calibration,
+                     "Also try the model's opt-in int8 route (onednn, CPUs with VNNI) with this calibration of "
+                     "`vecbench calibrate`; ranked apart and printed on its own line (its vectors differ from fp32's), "
+                     "never saved as the profile");
+  c.tune->add_flag("--save", c.tune_args.save,
                    "Save the winner (of the given model's routes) as this machine's profile, which later `vectorize` "
                    "runs of that model use for what their flags leave open ($VECBENCH_CACHE/profiles/, else "
                    "$XDG_CACHE_HOME/vecbench/profiles/, else "
@@ -429,7 +431,7 @@ int dispatch(CLI::App& app, Cli& c, int argc, char** argv, const CommandHooks& h
   if (*c.devs) return cmd_devices(c.dev_specs);
   if (*c.cal) return cmd_calibrate(c.cal_args);
   if (*c.info) return cmd_model_info(c.info_model);
-  if (*c.tune) return cmd_tune(c.tune_images, c.tune_model, c.tune_budget, c.results_dir, c.tune_save, argc, argv);
+  if (*c.tune) return cmd_tune(c.tune_args, argc, argv);
   if (*c.run)
     return close_distribution(
         cmd_run(c.run_path, c.results_dir, c.run_model, {c.run_reps, c.run_max_reps}, argc, argv, !c.run_no_trace));

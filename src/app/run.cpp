@@ -241,53 +241,88 @@ void save_tune_profile(const std::string& model, const RunResult& best, EngineKi
 
 /// `vecbench tune`: searches strategies, virtual device counts, threads per replica and batch
 /// sizes within a time budget and prints the winning command line.
-int cmd_tune(const std::string& images, const std::string& model_arg, double budget_s, const std::string& results_dir,
-             bool save, int argc, char** argv) {
-  const std::string model = model_arg.empty() ? default_model() : model_arg;
+namespace {
+/// One route family `tune` tries: a model file on an engine, in fp32 or (opt-in) int8.
+struct TuneCandidate {
+  std::string model;
+  EngineKind engine = EngineKind::torchscript;
+  bool int8 = false;
+};
+
+/// The `vecbench vectorize` command line of tune's best run `r` of candidate `c`.
+std::string tune_command(const RunResult& r, const TuneCandidate& c, const std::string& images,
+                         const std::string& calibration) {
+  const auto& p = r.params;
+  std::string cmd = "vecbench vectorize --images " + (images.empty() ? std::string("IMAGES") : images) +
+                    " --out OUT --model " + c.model;
+  if (c.engine != EngineKind::torchscript) cmd += std::string(" --engine ") + to_string(c.engine);
+  if (c.int8) cmd += " --precision int8 --calibration " + calibration;
+  cmd += " --strategy " + param_string(p, "strategy") + " --devices " + param_string(p, "devices") + " --batch " +
+         param_string(p, "batch");
+  if (r.effective["devices"].size() > 1)
+    cmd += " --threads " + std::to_string(r.effective["devices"][0]["threads"].get<int>());
+  return cmd;
+}
+}  // namespace
+
+int cmd_tune(const TuneArgs& a, int argc, char** argv) {
+  const std::string model = a.model.empty() ? default_model() : a.model;
   const int nc = cuda_device_count();
-  // (model, engine) pairs to try: the given model with LibTorch; on a CPU-only machine also the
-  // oneDNN engine (same features within 1e-4) and, by default, the fused export the build makes
-  // next to the default model (tools/export_inception.py --fuse prepacked: CPU only, same
-  // features within 1e-4).
-  std::vector<std::pair<std::string, EngineKind>> candidates = {{model, EngineKind::torchscript}};
+  // Candidates: the given model with LibTorch; on a CPU-only machine also the oneDNN engine (same
+  // features within 1e-4) and, by default, the fused export the build makes next to the default
+  // model (tools/export_inception.py --fuse prepacked: CPU only, same features within 1e-4); with
+  // a calibration, the model's opt-in int8 route too, ranked apart (its vectors differ).
+  std::vector<TuneCandidate> candidates = {{model, EngineKind::torchscript, false}};
   const std::string fused = default_fused_model();
-  if (nc == 0 && has_engine(EngineKind::onednn)) candidates.emplace_back(model, EngineKind::onednn);
-  if (model_arg.empty() && nc == 0 && fs::exists(fused)) candidates.emplace_back(fused, EngineKind::torchscript);
+  if (nc == 0 && has_engine(EngineKind::onednn)) candidates.push_back({model, EngineKind::onednn, false});
+  if (a.model.empty() && nc == 0 && fs::exists(fused)) candidates.push_back({fused, EngineKind::torchscript, false});
+  if (!a.calibration.empty()) {
+    ModelSettings ms{model};
+    ms.engine = EngineKind::onednn;
+    ms.precision = Precision::int8;
+    ms.calibration = a.calibration;
+    (void)checked_int8_calibration(ms);  // the reason now (no VNNI, another model's), not after the fp32 runs
+    if (nc > 0) throw ConfigError("--calibration", "int8 runs on CPU devices only; this machine tunes for its GPUs");
+    candidates.push_back({model, EngineKind::onednn, true});
+  }
   int rc = 0;
-  double best_ips = -1, best_own_ips = -1;  // own: the best run of `model` itself (what --save keeps)
-  RunResult best, best_own;
-  std::pair<std::string, EngineKind> best_candidate;
+  double best_ips = -1, best_own_ips = -1, best8_ips = -1;  // own: the best fp32 run of `model` itself (--save)
+  RunResult best, best_own, best8;
+  TuneCandidate best_candidate;
   EngineKind best_own_engine = EngineKind::torchscript;
   for (const auto& cand : candidates) {
-    nlohmann::json exp = tune_experiment(images, cand.first, budget_s / static_cast<double>(candidates.size()), nc);
-    exp["engine"] = to_string(cand.second);
-    const ExperimentOutcome o = run_and_save(parse_experiment(exp, "tune"), "tune", results_dir, "", argc, argv);
+    nlohmann::json exp = tune_experiment(a.images, cand.model, a.budget_s / static_cast<double>(candidates.size()), nc);
+    exp["engine"] = to_string(cand.engine);
+    if (cand.int8) exp["precision"] = "int8", exp["calibration"] = a.calibration;
+    const ExperimentOutcome o = run_and_save(parse_experiment(exp, "tune"), "tune", a.results_dir, "", argc, argv);
     rc = std::max(rc, o.exit_code);
     for (const RunResult& r : o.result.runs) {
       if (r.status != RunStatus::ok) continue;
       const double ips = r.summary.images_per_s.median;
+      if (cand.int8) {
+        if (ips > best8_ips) best8_ips = ips, best8 = r;
+        continue;
+      }
       if (ips > best_ips) best_ips = ips, best = r, best_candidate = cand;
-      if (cand.first == model && ips > best_own_ips) best_own_ips = ips, best_own = r, best_own_engine = cand.second;
+      if (cand.model == model && ips > best_own_ips) best_own_ips = ips, best_own = r, best_own_engine = cand.engine;
     }
   }
   if (best_ips < 0) {
     std::cerr << "vecbench tune: no configuration finished within the budget\n";
     return 1;
   }
-  const auto& p = best.params;
-  const std::string threads = best.effective["devices"].size() > 1
-                                  ? " --threads " + std::to_string(best.effective["devices"][0]["threads"].get<int>())
-                                  : "";
-  std::printf(
-      "\nbest: %.2f img/s\n  vecbench vectorize --images %s --out OUT --model %s%s --strategy %s --devices %s "
-      "--batch %s%s\n",
-      best_ips, images.empty() ? "IMAGES" : images.c_str(), best_candidate.first.c_str(),
-      best_candidate.second == EngineKind::torchscript
-          ? ""
-          : (std::string(" --engine ") + to_string(best_candidate.second)).c_str(),
-      param_string(p, "strategy").c_str(), param_string(p, "devices").c_str(), param_string(p, "batch").c_str(),
-      threads.c_str());
-  if (save && best_own_ips > 0) save_tune_profile(model, best_own, best_own_engine, best_own_ips, images);
+  std::printf("\nbest: %.2f img/s\n  %s\n", best_ips,
+              tune_command(best, best_candidate, a.images, a.calibration).c_str());
+  if (best8_ips > 0)
+    std::printf(
+        "best int8 (opt-in: vectors a few %% off fp32, not for FID; docs/engines.md): %.2f img/s (%.2fx fp32)\n"
+        "  %s\n",
+        best8_ips, best8_ips / best_ips,
+        tune_command(best8, {model, EngineKind::onednn, true}, a.images, a.calibration).c_str());
+  else if (!a.calibration.empty())
+    std::printf("best int8: no int8 run finished within the budget\n");
+  // the profile is the default route's: exact fp32 only
+  if (a.save && best_own_ips > 0) save_tune_profile(model, best_own, best_own_engine, best_own_ips, a.images);
   return rc;
 }
 

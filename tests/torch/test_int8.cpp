@@ -221,3 +221,29 @@ TEST(Int8, CalibrateCommandIsRepeatableAndItsFingerprintKeepsOutputFoldersApart)
   EXPECT_NE(read_text(d / "log").find("ok=0"), std::string::npos) << read_text(d / "log");
   fs::remove_all(d);
 }
+
+TEST(Int8, TuneRanksTheInt8RouteApartAndNeverSavesItAsTheProfile) {
+  if (!has_engine(EngineKind::onednn)) GTEST_SKIP() << "built without libdnnl-dev";
+  if (!int8_runs_here()) GTEST_SKIP() << "no VNNI on this CPU";
+  const fs::path d = vecbench::testing::fresh_temp_dir("int8_tune");
+  ASSERT_EQ(run_vecbench("calibrate --images synthetic:2 --out " + (d / "cal.json").string(), d / "log"), 0);
+  const std::string env = "VECBENCH_PROFILE_DIR=" + (d / "profiles").string();
+  ASSERT_EQ(run_vecbench("tune --images synthetic:4 --budget 9 --save --model " + kModel + " --results " +
+                             (d / "res").string() + " --calibration " + (d / "cal.json").string(),
+                         d / "log", env),
+            0)
+      << read_text(d / "log");
+  const std::string out = read_text(d / "log");
+  const auto best = out.find("\nbest: "), best8 = out.find("best int8 (opt-in");
+  ASSERT_NE(best, std::string::npos) << out;
+  ASSERT_NE(best8, std::string::npos) << out;
+  const std::string fp32_line = out.substr(best, best8 - best);
+  EXPECT_EQ(fp32_line.find("--precision int8"), std::string::npos) << "the fp32 winner is an int8 route: " << out;
+  EXPECT_NE(out.find("--precision int8 --calibration " + (d / "cal.json").string(), best8), std::string::npos) << out;
+  // the saved profile is the fp32 winner's: a later fp32 run uses it as it is
+  for (const auto& e : fs::recursive_directory_iterator(d / "profiles"))
+    if (e.is_regular_file()) {
+      EXPECT_EQ(read_text(e.path()).find("int8"), std::string::npos) << e.path();
+    }
+  fs::remove_all(d);
+}

@@ -162,9 +162,18 @@ int cmd_compare(const std::string& base, const std::string& next, const CompareO
 int cmd_report(const std::vector<std::string>& inputs, const std::string& out);
 /// `vecbench trace summarize`: the busy / starved / blocked table of a trace file, per process.
 int cmd_trace_summarize(const std::string& path);
-/// `vecbench tune`: searches routes within a time budget and prints the winning command line;
-/// `save`: also writes the model's best route as this machine's profile (app/route.hpp).
-int cmd_tune(const std::string& images, const std::string& model_arg, double budget_s, const std::string& results_dir,
-             bool save, int argc, char** argv);
+/// `vecbench tune`'s settings.
+struct TuneArgs {
+  std::string images;                   ///< --images ("": a generated ImageNet-like set)
+  std::string model;                    ///< --model ("": the build's, and its fused export)
+  double budget_s = 180;                ///< --budget
+  std::string results_dir = "results";  ///< --results
+  bool save = false;                    ///< --save: the best fp32 route of the model as this machine's profile
+  std::string calibration;              ///< --calibration: also the model's opt-in int8 route, ranked apart
+};
+/// `vecbench tune`: searches routes within a time budget and prints the winning command line (and
+/// the best int8 one with a calibration); `save`: also writes the model's best fp32 route as this
+/// machine's profile (app/route.hpp).
+int cmd_tune(const TuneArgs& a, int argc, char** argv);
 
 }  // namespace vecbench
