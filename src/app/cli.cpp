@@ -267,7 +267,7 @@ void add_tool_commands(CLI::App& app, Cli& c) {
       c.cal, "--method", c.cal_args.method, [](const std::string& s) { return parse_calibration_method(s); },
       "A point's range from each image's largest value: mean-max (their mean: finer steps, rare clipping) | max "
       "(the largest: nothing clips)")
-      ->default_str("mean-max");
+      ->default_str("max");
 
   c.devs = app.add_subcommand("devices", "List devices and what each spec expands to");
   c.devs->add_option("specs", c.dev_specs, "Device specs to expand");

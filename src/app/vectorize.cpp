@@ -40,9 +40,14 @@ Fingerprint vectorize_fingerprint(const VectorizeArgs& a, const ModelInfo& model
   f.jpeg_decoder = in.jpeg_decoder;
   f.decode_where = in.decode_where;
   f.arithmetic = a.model.engine == EngineKind::none ? "none" : to_string(a.model.precision);
-  // int8: which calibration (checked here, before anything is written)
-  if (a.model.engine != EngineKind::none && a.model.precision == Precision::int8)
-    f.arithmetic += " calibration " + checked_int8_calibration(a.model).sha256.substr(0, 16);
+  // int8: the scheme's version, the kernels' ISA (AVX2-VNNI and AVX-512 VNNI kernels round apart:
+  // ~3 % of a vector) and the calibration (checked by cmd_vectorize before anything is written)
+  if (a.model.engine != EngineKind::none && a.model.precision == Precision::int8) {
+#ifdef VECBENCH_WITH_ONEDNN
+    f.arithmetic += std::string(" v1 ") + onednn_int8_isa();
+#endif
+    f.arithmetic += " calibration " + a.model.calibration_sha256.substr(0, 16);
+  }
   f.source = source.kind();
   if (const auto* syn = dynamic_cast<const SyntheticSource*>(&source))
     f.source += " seed " + std::to_string(syn->seed());
@@ -79,6 +84,8 @@ std::string resolve_route(VectorizeArgs& a, const ModelInfo& model, int cores, i
     if (!why.empty()) std::cerr << "vecbench: profile " << why << "\n";
   }
   std::string origin = merge_route(flags, profile, file, default_route(facts));
+  // int8 is the oneDNN engine's (a profile's torchscript route would refuse it)
+  if (!engine_flag && a.model.precision == Precision::int8) flags.engine = EngineKind::onednn;
   // Devices from a flag may rule out the chosen engine: oneDNN runs on CPUs only.
   if (!engine_flag && flags.engine == EngineKind::onednn && flags.devices.find("cuda") != std::string::npos)
     flags.engine = EngineKind::torchscript;
@@ -305,6 +312,10 @@ int cmd_vectorize(const VectorizeArgs& args, const CommandHooks& hooks) {
   VectorizeArgs a = args;
   const int cuda = cuda_device_count();
   const std::string route_origin = resolve_route(a, model, dist.active() ? dist.cpu_cores() : hardware_cores(), cuda);
+  if (!a.model.calibration.empty() && a.model.precision != Precision::int8)
+    throw ConfigError("--calibration", "is for --precision int8 only");
+  // int8: the calibration read once here; the engine refuses it if the file changes before it starts
+  if (a.model.precision == Precision::int8) a.model.calibration_sha256 = checked_int8_calibration(a.model).sha256;
   const StrategyEntry& strategy = find_strategy(a.strategy);  // the strategy's name, parsed once
   DeviceOptions dopt;  // devices first: a refused device spec leaves OUT untouched
   dopt.threads_per_replica = a.threads;

@@ -119,6 +119,10 @@ Int8Calibration checked_int8_calibration(const ModelSettings& opt) {
                       "int8 needs activation ranges: make them with `vecbench calibrate --images "
                       "PHOTOS --out CAL.json` and pass --calibration CAL.json");
   Int8Calibration c = load_int8_calibration(opt.calibration);
+  if (!opt.calibration_sha256.empty() && c.sha256 != opt.calibration_sha256)
+    throw ConfigError(opt.calibration, "int8 calibration changed while the run started (sha256 " +
+                                           c.sha256.substr(0, 16) + ", the fingerprint names " +
+                                           opt.calibration_sha256.substr(0, 16) + ")");
   const std::string model = read_model_info(opt.path).identity();
   if (c.model_sha256 != model)
     throw ConfigError(opt.calibration, "int8 calibration made for model " + c.model_sha256.substr(0, 16) +

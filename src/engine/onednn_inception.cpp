@@ -197,7 +197,7 @@ class Graph {
     // One blocked layout for every activation: 16 channels per block where oneDNN runs AVX-512
     // code, 8 otherwise (AVX2). Every Inception-v3 channel count and concat offset is a multiple of 16.
     const bool avx512 = has_isa(dnnl::cpu_isa::avx512_core);
-    fmt_ = avx512 ? tag::nChw16c : tag::nChw8c;
+    fmt_ = f32_fmt_ = avx512 ? tag::nChw16c : tag::nChw8c;
     act_dt_ = opt.precision == Precision::bf16 ? dt::bf16 : dt::f32;
     if (opt.precision == Precision::int8) {  // oneDNN's int8 convolutions run channels-last
       act_dt_ = dt::u8;
@@ -632,7 +632,7 @@ class Graph {
     const dt act_dt = act_dt_;
     const tag fmt = fmt_;
     act_dt_ = dt::f32;
-    if (act_dt == dt::u8) fmt_ = tag::nChw16c;
+    if (act_dt == dt::u8) fmt_ = f32_fmt_;
     Act y = new_act(static_cast<int>(l1.shape[0]), out_dim(s, 3, 2, 0), out_dim(s, 3, 2, 0));
     conv_into("Conv2d_1a_3x3", first_, in_user_, y.mem, 2, 0, 0);
     observe("Conv2d_1a_3x3", y);
@@ -663,7 +663,7 @@ class Graph {
                          std::to_string(wts_.feature_dim));
     if (int8()) {  // back to f32 (the average of 64 u8 values keeps more than 8 bits)
       act_dt_ = dt::f32;
-      fmt_ = tag::nChw16c;
+      fmt_ = f32_fmt_;
       Act f = new_act(x.c, x.h, x.w);
       dnnl::primitive_attr attr;
       attr.set_output_scales(0, {x.scale});
@@ -688,8 +688,9 @@ class Graph {
   dnnl::engine& eng_;
   int n_;
   tag fmt_ = tag::nChw16c;
-  dt act_dt_ = dt::f32;  ///< activations and weights: f32, or bf16 (f32 accumulation and bias)
-  FoldedConv first_;     ///< Conv2d_1a_3x3 with the input normalization folded in
+  tag f32_fmt_ = tag::nChw16c;  ///< the blocked layout of f32 activations here (int8: its first layer and last pool)
+  dt act_dt_ = dt::f32;         ///< activations and weights: f32, or bf16 (f32 accumulation and bias)
+  FoldedConv first_;            ///< Conv2d_1a_3x3 with the input normalization folded in
   memory in_user_, out_user_;
   ActivationArena arena_;  ///< every activation, placed after the build
   std::size_t arena_bytes_ = 0;
@@ -788,6 +789,12 @@ nlohmann::json onednn_info() {
   j["bf16"] = has_isa(dnnl::cpu_isa::avx512_core_bf16);
   j["int8"] = onednn_int8_supported();
   return j;
+}
+
+const char* onednn_int8_isa() {
+  if (has_isa(dnnl::cpu_isa::avx512_core_vnni)) return "avx512_core_vnni";
+  if (has_isa(dnnl::cpu_isa::avx2_vnni)) return "avx2_vnni";
+  return "none";
 }
 
 bool onednn_int8_supported(std::string* why) {

@@ -26,6 +26,8 @@ struct ModelSettings {
   /// CPUs with VNNI, with `calibration`
   Precision precision = Precision::fp32;
   std::string calibration{};  ///< int8: the calibration file of `vecbench calibrate` (int8_calibration.hpp)
+  /// int8: the SHA-256 the run's fingerprint names; the engine refuses a file that no longer has it ("": any)
+  std::string calibration_sha256{};
   /// engine onednn, fp32: every replica records its activations' ranges here (`vecbench calibrate`)
   std::shared_ptr<ActivationRanges> observe{};
   bool optimize = true;         ///< torch::jit::optimize_for_inference (freeze + fold) after loading

@@ -73,6 +73,8 @@ struct OneDnnOptions {
 /// Whether this CPU runs the int8 route (oneDNN finds VNNI: AVX-512 VNNI or AVX-VNNI); when not,
 /// `why` says what the CPU has.
 bool onednn_int8_supported(std::string* why = nullptr);
+/// The ISA of the int8 kernels oneDNN runs here: "avx512_core_vnni", "avx2_vnni" or "none".
+const char* onednn_int8_isa();
 
 /// oneDNN version, the ISA it runs with, and whether Winograd and bf16 convolutions are available.
 nlohmann::json onednn_info();
