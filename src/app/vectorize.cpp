@@ -304,6 +304,14 @@ void write_vectorize_trace(const Trace& t, const std::string& file, const Distri
   if (!quiet) std::cerr << "vecbench: trace " << path.string() << "\n" << trace_figures_markdown(trace_figures(t));
 }
 
+/// `--calibration` only with int8; int8: the calibration read once, here (the engine refuses the
+/// file if it changes before it starts, so the fingerprint names what ran).
+void check_int8_settings(ModelSettings& m) {
+  if (!m.calibration.empty() && m.precision != Precision::int8)
+    throw ConfigError("--calibration", "is for --precision int8 only");
+  if (m.precision == Precision::int8) m.calibration_sha256 = checked_int8_calibration(m).sha256;
+}
+
 }  // namespace
 
 int cmd_vectorize(const VectorizeArgs& args, const CommandHooks& hooks) {
@@ -312,10 +320,7 @@ int cmd_vectorize(const VectorizeArgs& args, const CommandHooks& hooks) {
   VectorizeArgs a = args;
   const int cuda = cuda_device_count();
   const std::string route_origin = resolve_route(a, model, dist.active() ? dist.cpu_cores() : hardware_cores(), cuda);
-  if (!a.model.calibration.empty() && a.model.precision != Precision::int8)
-    throw ConfigError("--calibration", "is for --precision int8 only");
-  // int8: the calibration read once here; the engine refuses it if the file changes before it starts
-  if (a.model.precision == Precision::int8) a.model.calibration_sha256 = checked_int8_calibration(a.model).sha256;
+  check_int8_settings(a.model);
   const StrategyEntry& strategy = find_strategy(a.strategy);  // the strategy's name, parsed once
   DeviceOptions dopt;  // devices first: a refused device spec leaves OUT untouched
   dopt.threads_per_replica = a.threads;
