@@ -1,6 +1,11 @@
 // The oneDNN engine's weights file (include/vecbench/engine/weights_file.hpp). No LibTorch here.
 #include "vecbench/engine/weights_file.hpp"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <array>
 #include <cstdint>
 #include <cstdio>
@@ -32,12 +37,7 @@ std::string payload_xxh3(const InceptionWeights& w) {
   return h.hex();
 }
 
-struct File {
-  std::FILE* f;
-  ~File() {
-    if (f) std::fclose(f);
-  }
-};
+constexpr std::size_t kPayloadAlign = 64;
 
 }  // namespace
 
@@ -69,7 +69,11 @@ void save_inception_weights(const InceptionWeights& w, const std::string& path, 
   h["layers"] = layers;
   h["floats"] = floats;
   h["payload_xxh3"] = payload_xxh3(w);
-  const std::string header = h.dump();
+  // The payload starts at a 64-byte boundary of the file (the header is padded with spaces, which
+  // its JSON ignores), so that a mapped file's floats are aligned (load_inception_weights).
+  std::string header = h.dump();
+  header.append(
+      (kPayloadAlign - (sizeof kMagic + sizeof(std::uint64_t) + header.size()) % kPayloadAlign) % kPayloadAlign, ' ');
   std::string bytes(kMagic, sizeof kMagic);
   const std::uint64_t hlen = header.size();
   bytes.append(reinterpret_cast<const char*>(&hlen), sizeof hlen);
@@ -83,23 +87,46 @@ void save_inception_weights(const InceptionWeights& w, const std::string& path, 
   atomic_write(path, bytes.data(), bytes.size());
 }
 
+namespace {
+
+/// The whole of `path` mapped read-only (its pages come from the page cache: nothing is copied
+/// or zeroed), unmapped when the last holder lets go; null when it cannot be mapped.
+std::shared_ptr<const void> map_file(const std::string& path, std::size_t* size) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return nullptr;
+  struct stat st {};
+  void* p = MAP_FAILED;
+  if (::fstat(fd, &st) == 0 && st.st_size > 0)
+    p = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  ::close(fd);
+  if (p == MAP_FAILED) return nullptr;
+  *size = static_cast<std::size_t>(st.st_size);
+  const std::size_t n = *size;
+  return std::shared_ptr<const void>(p, [n](const void* q) { ::munmap(const_cast<void*>(q), n); });
+}
+
+}  // namespace
+
 std::shared_ptr<const InceptionWeights> load_inception_weights(const std::string& path,
                                                                const std::string& weight_sha256,
                                                                const std::string& source, std::string* why) {
-  File file{std::fopen(path.c_str(), "rb")};
-  if (!file.f) return nullptr;
+  std::size_t size = 0;
+  const auto map = map_file(path, &size);
+  if (!map) return nullptr;
+  const char* const bytes = static_cast<const char*>(map.get());
   std::string ignored;
   std::string& reason = why ? *why : ignored;
   reason = "not a vecbench weights file of version 2, or cut short";
-  char magic[sizeof kMagic];
   std::uint64_t hlen = 0;
-  if (std::fread(magic, 1, sizeof magic, file.f) != sizeof magic || std::memcmp(magic, kMagic, sizeof magic) != 0 ||
-      std::fread(&hlen, sizeof hlen, 1, file.f) != 1 || hlen > (1u << 24))
-    return nullptr;
-  std::string header(hlen, '\0');
-  if (std::fread(header.data(), 1, hlen, file.f) != hlen) return nullptr;
-  const auto h = nlohmann::json::parse(header, nullptr, false);
+  if (size < sizeof kMagic + sizeof hlen || std::memcmp(bytes, kMagic, sizeof kMagic) != 0) return nullptr;
+  std::memcpy(&hlen, bytes + sizeof kMagic, sizeof hlen);
+  const std::size_t payload = sizeof kMagic + sizeof hlen + hlen;
+  if (hlen > (1u << 24) || payload > size) return nullptr;
+  const auto h = nlohmann::json::parse(bytes + sizeof kMagic + sizeof hlen, bytes + payload, nullptr, false);
   if (h.is_discarded() || h.value("weight_sha256", std::string()) != weight_sha256) return nullptr;
+  // A file written before the payload was aligned (vecbench 2026-12-02 and older): its floats are
+  // copied out instead of used in place, and the file is written again, aligned.
+  const bool in_place = payload % alignof(float) == 0;
   try {
     auto w = std::make_shared<InceptionWeights>();
     w->source = source;
@@ -109,25 +136,40 @@ std::shared_ptr<const InceptionWeights> load_inception_weights(const std::string
     w->input_div = h.at("input_div").get<float>();
     w->input_mean = h.at("input_mean").get<std::array<float, 3>>();
     w->input_std = h.at("input_std").get<std::array<float, 3>>();
-    std::size_t at = 0;  // layers follow each other in the header's order: read each into place
+    const std::size_t floats = h.at("floats").get<std::size_t>();
+    if (floats > (size - payload) / sizeof(float)) return nullptr;  // cut short
+    const auto* f = reinterpret_cast<const float*>(bytes + payload);
+    const auto take = [&](std::size_t at, std::size_t n) {
+      if (in_place) return LayerFloats(f + at, n, map);
+      std::vector<float> v(n);
+      std::memcpy(v.data(), bytes + payload + at * sizeof(float), n * sizeof(float));
+      return LayerFloats(std::move(v));
+    };
+    std::size_t at = 0;  // layers follow each other in the header's order
     for (const auto& l : h.at("layers")) {
       FoldedConv c;
       c.shape = l.at("shape").get<std::array<int64_t, 4>>();
       if (l.at("offset").get<std::size_t>() != at) return nullptr;
-      c.weight.resize(static_cast<std::size_t>(c.shape[0] * c.shape[1] * c.shape[2] * c.shape[3]));
-      c.bias.resize(static_cast<std::size_t>(c.shape[0]));
-      if (std::fread(c.weight.data(), sizeof(float), c.weight.size(), file.f) != c.weight.size() ||
-          std::fread(c.bias.data(), sizeof(float), c.bias.size(), file.f) != c.bias.size())
-        return nullptr;
-      at += c.weight.size() + c.bias.size();
+      for (const int64_t d : c.shape)
+        if (d < 0 || d > (1 << 16)) return nullptr;
+      const auto nw = static_cast<std::size_t>(c.shape[0] * c.shape[1] * c.shape[2] * c.shape[3]);
+      const auto nb = static_cast<std::size_t>(c.shape[0]);
+      if (nw + nb > floats - at) return nullptr;
+      c.weight = take(at, nw);
+      c.bias = take(at + nw, nb);
+      at += nw + nb;
       w->convs.emplace(l.at("name").get<std::string>(), std::move(c));
     }
-    if (at != h.at("floats").get<std::size_t>()) return nullptr;
+    if (at != floats) return nullptr;
     if (h.value("payload_xxh3", std::string()) != payload_xxh3(*w)) {  // the payload as read
       reason = "its payload checksum does not match (the file is corrupted)";
       return nullptr;
     }
     reason.clear();
+    if (!in_place) try {
+        save_inception_weights(*w, path, weight_sha256);
+      } catch (const std::exception&) {  // a read-only cache: the copy serves this run
+      }
     return w;
   } catch (const nlohmann::json::exception&) {
     return nullptr;

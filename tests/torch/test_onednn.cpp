@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 
@@ -152,6 +153,90 @@ TEST(OneDnn, OneNetworkPerReplicaForEveryBatchSizeAndOneSharedCopyOfThePackedWei
   EXPECT_GE(one.weight_packs, 94u) << "Inception-v3 has 94 convolutions";
   EXPECT_EQ(two.weight_packs, one.weight_packs) << "the second replica packed its own copy";
   EXPECT_EQ(two.packed_bytes, one.packed_bytes);
+  fs::remove_all(d);
+}
+
+namespace {
+/// Where a weights file's payload begins: magic (8 bytes), header length (8), header.
+std::size_t payload_offset(const fs::path& f) {
+  std::ifstream in(f, std::ios::binary);
+  char head[16];
+  in.read(head, sizeof head);
+  std::uint64_t hlen = 0;
+  std::memcpy(&hlen, head + 8, sizeof hlen);
+  return 16 + static_cast<std::size_t>(hlen);
+}
+}  // namespace
+
+TEST(OneDnn, AWeightsFileIsMappedInPlaceAndOneWithUnalignedFloatsIsCopiedAndRewritten) {
+  // Start-up maps the weights file and the layers read their floats from it (no copy, no fresh
+  // page); a file whose payload is not float-aligned (written before the payload was padded) is
+  // copied out, gives the same floats, and is written again aligned.
+  const fs::path d = vecbench::testing::fresh_temp_dir("onednn_weights_map");
+  InceptionWeights w;
+  w.arch = "tf2015";
+  w.input_mean = {0.5f, 0.25f, 0.125f};
+  for (const char* name : {"a", "b"}) {
+    FoldedConv c;
+    c.shape = {3, 2, 1, 1};
+    std::vector<float> v(6), b(3);
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i) + (name[0] == 'a' ? 0.5f : -7.25f);
+    for (std::size_t i = 0; i < b.size(); ++i) b[i] = 1.0f / static_cast<float>(i + 3);
+    c.weight = v;
+    c.bias = b;
+    w.convs.emplace(name, std::move(c));
+  }
+  const std::string sha(64, 'c');
+  const fs::path f = d / "w.onednn";
+  save_inception_weights(w, f.string(), sha);
+  EXPECT_EQ(payload_offset(f) % 64, 0u) << "the payload is not at a 64-byte boundary";
+  auto expect_equal = [&](const InceptionWeights& got, bool mapped, const std::string& what) {
+    ASSERT_EQ(got.convs.size(), w.convs.size()) << what;
+    for (const auto& [name, c] : w.convs) {
+      const FoldedConv& g = got.convs.at(name);
+      EXPECT_EQ(g.shape, c.shape) << what << " " << name;
+      EXPECT_TRUE(std::equal(g.weight.begin(), g.weight.end(), c.weight.begin(), c.weight.end()))
+          << what << " " << name;
+      EXPECT_TRUE(std::equal(g.bias.begin(), g.bias.end(), c.bias.begin(), c.bias.end())) << what << " " << name;
+      EXPECT_EQ(g.weight.mapped(), mapped) << what << " " << name;
+    }
+    EXPECT_EQ(got.input_mean, w.input_mean) << what;
+  };
+  std::string why;
+  const auto mapped = load_inception_weights(f.string(), sha, "model.pt", &why);
+  ASSERT_TRUE(mapped) << why;
+  expect_equal(*mapped, true, "aligned file");
+  // A copy of a mapped layer is its own: writing it leaves the mapped floats alone.
+  FoldedConv copy = mapped->convs.at("a");
+  EXPECT_FALSE(copy.weight.mapped());
+  copy.weight[0] = 99.0f;
+  EXPECT_EQ(mapped->convs.at("a").weight[0], 0.5f);
+  EXPECT_FALSE(load_inception_weights(f.string(), std::string(64, 'd'), "model.pt")) << "another model's file was used";
+
+  // The same file with its header's padding cut: the floats start at an odd offset.
+  std::string bytes;
+  {
+    std::ifstream in(f, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const std::size_t at = payload_offset(f);
+  std::string header = bytes.substr(16, at - 16);
+  while (!header.empty() && header.back() == ' ') header.pop_back();
+  while ((16 + header.size()) % 4 != 1) header += ' ';
+  std::uint64_t hlen = header.size();
+  std::string odd =
+      bytes.substr(0, 8) + std::string(reinterpret_cast<const char*>(&hlen), 8) + header + bytes.substr(at);
+  {
+    std::ofstream out(f, std::ios::binary | std::ios::trunc);
+    out << odd;
+  }
+  const auto copied = load_inception_weights(f.string(), sha, "model.pt", &why);
+  ASSERT_TRUE(copied) << why;
+  expect_equal(*copied, false, "unaligned file");
+  EXPECT_EQ(payload_offset(f) % 64, 0u) << "the unaligned file was not written again aligned";
+  const auto again = load_inception_weights(f.string(), sha, "model.pt", &why);
+  ASSERT_TRUE(again) << why;
+  expect_equal(*again, true, "rewritten file");
   fs::remove_all(d);
 }
 

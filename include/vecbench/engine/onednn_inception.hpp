@@ -24,11 +24,57 @@
 
 namespace vecbench {
 
+/// A layer's floats: its own (a vector), or a read-only range of a mapped weights file
+/// (weights_file.hpp) that `keep` holds mapped, so that a start-up reads no weight twice and
+/// touches no fresh page for them. Copies are always its own floats (like a vector's); a
+/// write through a mapped range first copies it.
+class LayerFloats {
+ public:
+  LayerFloats() = default;
+  LayerFloats(std::vector<float> v) : own_(std::move(v)) {}  // NOLINT: a vector is one
+  LayerFloats(const float* p, std::size_t n, std::shared_ptr<const void> keep)
+      : ext_(p), ext_n_(n), keep_(std::move(keep)) {}
+  LayerFloats(const LayerFloats& o) : own_(o.begin(), o.end()) {}
+  LayerFloats(LayerFloats&&) noexcept = default;
+  LayerFloats& operator=(const LayerFloats& o) {
+    if (this != &o) *this = LayerFloats(o);
+    return *this;
+  }
+  LayerFloats& operator=(LayerFloats&&) noexcept = default;
+
+  const float* data() const { return ext_ ? ext_ : own_.data(); }
+  float* data() {
+    own();
+    return own_.data();
+  }
+  std::size_t size() const { return ext_ ? ext_n_ : own_.size(); }
+  bool empty() const { return size() == 0; }
+  const float* begin() const { return data(); }
+  const float* end() const { return data() + size(); }
+  float operator[](std::size_t i) const { return data()[i]; }
+  float& operator[](std::size_t i) { return data()[i]; }
+  /// Whether these floats are a range of a mapped file (not their own).
+  bool mapped() const { return ext_ != nullptr; }
+
+ private:
+  void own() {
+    if (!ext_) return;
+    own_.assign(ext_, ext_ + ext_n_);
+    ext_ = nullptr;
+    ext_n_ = 0;
+    keep_.reset();
+  }
+  std::vector<float> own_;
+  const float* ext_ = nullptr;
+  std::size_t ext_n_ = 0;
+  std::shared_ptr<const void> keep_;
+};
+
 /// One conv+BN+ReLU layer with the batch norm folded in: y = relu(conv(x, weight) + bias).
 struct FoldedConv {
   std::array<int64_t, 4> shape{};  ///< weight shape: out channels, in channels, kernel h, kernel w
-  std::vector<float> weight;       ///< OIHW, shape[0]*shape[1]*shape[2]*shape[3] floats
-  std::vector<float> bias;         ///< shape[0] floats
+  LayerFloats weight;              ///< OIHW, shape[0]*shape[1]*shape[2]*shape[3] floats
+  LayerFloats bias;                ///< shape[0] floats
 };
 
 /// The layers' weights packed for oneDNN's primitives, one copy per layer and layout, shared

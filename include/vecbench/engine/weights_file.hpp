@@ -21,12 +21,18 @@ std::string weights_cache_dir();
 /// `model_bytes` bytes ("" when the cache is off or the sha256 is unknown).
 std::string weights_file_path(const std::string& weight_sha256, std::uintmax_t model_bytes);
 
-/// Writes `w` to `path` atomically (temp file + rename), with `weight_sha256` in its header.
+/// Writes `w` to `path` atomically (temp file + rename), with `weight_sha256` in its header,
+/// padded with spaces so that the floats start at a 64-byte boundary.
 void save_inception_weights(const InceptionWeights& w, const std::string& path, const std::string& weight_sha256);
 
 /// The weights in `path` when it exists, is complete, holds `weight_sha256` and its payload's
 /// checksum (XXH3-64) matches; null otherwise, with `why` saying what did not check out ("" when
 /// there is no file). `source` becomes the weights' source (the model file, for error messages).
+/// The file is mapped read-only and the layers' floats are ranges of it (LayerFloats::mapped; the
+/// mapping lives as long as the weights): nothing is copied and no fresh page is touched, and
+/// processes on one machine share the page cache's copy. Writers replace the file by rename, so
+/// a mapped file never changes under a run. A file whose floats are not 4-byte aligned (written
+/// before save_inception_weights padded the header) is copied out instead and written again.
 std::shared_ptr<const InceptionWeights> load_inception_weights(const std::string& path,
                                                                const std::string& weight_sha256,
                                                                const std::string& source, std::string* why = nullptr);
