@@ -3,8 +3,8 @@
 // how the process's malloc keeps freed buffers (keep_freed_buffers).
 #include "vecbench/app/cli.hpp"
 
-#include <CLI/CLI.hpp>
 #include <malloc.h>
+#include <CLI/CLI.hpp>
 
 #include <iostream>
 #include <map>
