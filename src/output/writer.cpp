@@ -23,7 +23,8 @@ OutputWriter::OutputWriter(const ImageSource& src, WriterOptions opt) : src_(src
     if (opt_.replace_fingerprint && opt_.rank >= 0)
       throw ConfigError("--replace-fingerprint",
                         "needs the only writer: run it once without MPI ranks or --shard-index shards");
-    open_store_identity(opt_.out_dir, opt_.fingerprint, opt_.replace_fingerprint, *opt_.log);
+    open_store_identity(opt_.out_dir, opt_.fingerprint, opt_.replace_fingerprint, *opt_.log,
+                        opt_.lock && opt_.rank < 0);
     fp_id_ = opt_.fingerprint.id();
   }
   if (opt_.stale_temp_age_s >= 0) remove_stale_temp_files(opt_.out_dir, opt_.stale_temp_age_s);

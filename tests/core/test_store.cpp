@@ -199,6 +199,43 @@ TEST(Store, AnotherFingerprintIsRefusedNamingTheFieldsUnlessReplaced) {
   fs::remove_all(d);
 }
 
+TEST(Store, AFolderOfAnotherFingerprintThatHoldsNoVectorIsTakenOverBySoleWriterOnly) {
+  // A run whose replicas failed to build (a model or calibration that did not check out) leaves
+  // OUT's fingerprint and an empty or error-only manifest: the next run, with fixed settings, may
+  // not be refused as if vectors were there. MPI ranks (shared lock) still refuse.
+  const fs::path d = store_dir("fp_vectorless");
+  SyntheticSource src(2);
+  { OutputWriter w(src, options(d, OutputFormat::npy)); }  // wrote nothing
+  {
+    OutputWriter w(src, options(d, OutputFormat::npy));
+    w.on_error(0, "unreadable");  // an error line names no output
+    w.finish();
+  }
+  ASSERT_TRUE(fs::exists(d / "vecbench.json"));
+  auto rank = options(d, OutputFormat::npy, fingerprint("bilinear", "bb"));
+  rank.rank = 0;
+  EXPECT_THROW(OutputWriter(src, rank), OutputFolderError) << "a rank took over a folder it shares";
+  EXPECT_EQ(read_store_fingerprint(d).id(), fingerprint().id());
+  {
+    OutputWriter w(src, options(d, OutputFormat::npy, fingerprint("bilinear", "bb")));
+    EXPECT_EQ(w.pending().size(), 2u);
+    write_all(w, {0, 1});
+  }
+  EXPECT_EQ(read_store_fingerprint(d).id(), fingerprint("bilinear", "bb").id());
+  int superseded = 0;
+  for (const auto& e : fs::directory_iterator(d))
+    if (e.path().filename().string().rfind("superseded-" + fingerprint().id(), 0) == 0) {
+      ++superseded;
+      EXPECT_TRUE(fs::exists(e.path() / "vecbench.json"));
+      EXPECT_NE(slurp(e.path() / "manifest.jsonl").find("unreadable"), std::string::npos);  // kept, aside
+    }
+  EXPECT_EQ(superseded, 1);
+  for (const auto& m : lines(d / "manifest.jsonl")) EXPECT_EQ(m["fp"], fingerprint("bilinear", "bb").id());
+  // Now it holds vectors: another fingerprint is refused again.
+  EXPECT_THROW(OutputWriter(src, options(d, OutputFormat::npy, fingerprint("tf-legacy", "cc"))), OutputFolderError);
+  fs::remove_all(d);
+}
+
 TEST(Store, AFolderWrittenBeforeFingerprintsIsRefused) {
   const fs::path d = store_dir("legacy");
   std::ofstream(d / "manifest.jsonl") << R"({"input":"synthetic:0","output":"synthetic:0.npy","status":"ok"})"

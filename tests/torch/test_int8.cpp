@@ -163,6 +163,11 @@ TEST(Int8, RefusedWithTheReason) {
     EXPECT_NE(run_vecbench(run + (d / "e").string() + " --calibration " + (d / "partial.json").string(), d / "log"), 0);
     EXPECT_NE(read_text(d / "log").find("no range for Mixed_6c.branch7x7dbl_3"), std::string::npos)
         << read_text(d / "log");
+    // that run wrote no vector: the rerun with the whole calibration is not refused by the
+    // fingerprint it left (which names the partial file's hash)
+    EXPECT_EQ(run_vecbench(run + (d / "e").string() + " --calibration " + (d / "cal.json").string(), d / "log"), 0)
+        << read_text(d / "log");
+    EXPECT_NE(read_text(d / "log").find("records, no vector,"), std::string::npos) << read_text(d / "log");
     // not a calibration file
     std::ofstream(d / "junk.json") << "{\"format\": \"something else\"}";
     EXPECT_EQ(run_vecbench(run + (d / "f").string() + " --calibration " + (d / "junk.json").string(), d / "log"), 1);

@@ -1,7 +1,8 @@
 // What makes a vector: the fingerprint of an output folder. Every vector in OUT was made under
 // the fingerprint recorded once in OUT/vecbench.json (and named by id in every manifest line).
 // A run whose fingerprint differs is refused before it writes anything, naming the fields that
-// differ; `--replace-fingerprint` moves everything made under the old one aside first.
+// differ; `--replace-fingerprint` moves everything made under the old one aside first. A folder
+// that holds no vector (a run that failed before its first) is taken over by the next sole writer.
 #pragma once
 #include <unistd.h>
 
@@ -144,16 +145,34 @@ inline fs::path supersede_store(const fs::path& dir, const std::string& old_id) 
   return to;
 }
 
+/// Whether `dir` holds no vector: no manifest line names an output file or a shard, and no shard
+/// file is there (what an earlier run that failed or stopped before its first vector leaves).
+inline bool store_holds_no_vectors(const fs::path& dir) {
+  bool any = false;
+  for (const auto& m : manifest_files(dir))
+    for_each_manifest_line(m,
+                           [&](const nlohmann::json& j) { any = any || j.contains("output") || j.contains("shard"); });
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) any = any || is_shard_name(e.path().filename().string());
+  return !any;
+}
+
 /// Makes sure every vector in `dir` is (or will be) made under `fp`: writes vecbench.json into a
 /// new folder; accepts a folder of the same fingerprint; refuses (OutputFolderError) a folder of
 /// another one, or one with manifests but no vecbench.json (written before fingerprints), unless
 /// `replace`, which moves the old outputs aside first (supersede_store) and says so on `log`.
-inline void open_store_identity(const fs::path& dir, const Fingerprint& fp, bool replace, std::ostream& log) {
+/// A `sole_writer` (the only writer, holding the folder's exclusive lock) also takes over a folder
+/// of another fingerprint that holds no vector (store_holds_no_vectors: e.g. a run whose replicas
+/// failed to build), moving its records aside the same way: nothing there was made under the old
+/// fingerprint, so nothing can mix.
+inline void open_store_identity(const fs::path& dir, const Fingerprint& fp, bool replace, std::ostream& log,
+                                bool sole_writer = false) {
   const Fingerprint stored = read_store_fingerprint(dir);
   if (!stored.empty() && stored.id() == fp.id()) return;
   const bool legacy = stored.empty() && !manifest_files(dir).empty();
   if (!stored.empty() || legacy) {
-    if (!replace) {
+    const bool vectorless = !replace && sole_writer && store_holds_no_vectors(dir);
+    if (!replace && !vectorless) {
       std::string why;
       if (legacy) {
         why =
@@ -170,8 +189,9 @@ inline void open_store_identity(const fs::path& dir, const Fingerprint& fp, bool
                                                 "fingerprint.");
     }
     const fs::path aside = supersede_store(dir, stored.empty() ? "" : stored.id());
-    log << "vecbench: " << dir.string() << ": earlier outputs (fingerprint "
-        << (stored.empty() ? std::string("none") : stored.id()) << ") moved to " << aside.string() << "\n";
+    log << "vecbench: " << dir.string() << ": earlier " << (vectorless ? "records, no vector," : "outputs")
+        << " (fingerprint " << (stored.empty() ? std::string("none") : stored.id()) << ") moved to " << aside.string()
+        << "\n";
   }
   // Create vecbench.json only if absent (link(2) fails when another process made it first). The
   // candidate's name is not a temp-file name (".tmp."): rank 0 of an MPI job removes those while
