@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Writes the whole-job benchmark's result (tools/bench_whole_job.sh): medians per command,
-the ratios of issue #13 and whether each target holds, as OUT.md and OUT.json.
+the ratios of issues #13 and #29 and whether each target holds, and the main ratios taken round
+by round (paired: median and range; a drift of the machine's speed between rounds cancels), as
+OUT.md and OUT.json.
 usage: bench_whole_job_report.py RAW.jsonl OUT ROUTE_LINE CORES UPTIME [VERSION_LINE]
 The machine (CPU model, family/model, the ISA extensions that matter here) is read from
 /proc/cpuinfo and written into both files."""
@@ -57,6 +59,23 @@ def ips(name):
         return statistics.median(vals)
     w = med(name, "wall_s")
     return IMAGES[name] / w if w else None
+
+
+def run_ips(name, r):
+    """One run's img/s: the figure a peer or a model-only run printed, else the images over its wall time."""
+    if name.startswith("large-") or name.startswith("model-only") or name.startswith("ort") or name.startswith("ov-"):
+        m = re.search(r"img_per_s=([\d.]+)", r["line"])
+        return float(m.group(1)) if m else None
+    return IMAGES.get(name, 100) / r["wall_s"] if r.get("wall_s") else None
+
+
+def paired(a, b):
+    """a's img/s over b's, round by round (the k-th run of each: the rounds interleave every
+    command, so a drift of the machine's speed cancels): (median, min, max, rounds), or None."""
+    ra = [run_ips(a, r) for r in by.get(a, [])]
+    rb = [run_ips(b, r) for r in by.get(b, [])]
+    q = [x / y for x, y in zip(ra, rb) if x and y]
+    return (statistics.median(q), min(q), max(q), len(q)) if q else None
 
 
 summary = {n: {"runs": len(v), "wall_s": med(n, "wall_s"), "rss_mb": med(n, "rss_kb") / 1024,
@@ -125,8 +144,18 @@ for n in sorted((k for k in summary if k.startswith("seed-dp3-b")), key=lambda k
     if sq:
         targets.append((f"the seed's 3 virtual devices, batch {b}: data-parallel cpu/3 vs sequential cpu (whole "
                         f"process, 100 photos, .vc)", dp / sq, ">= 1.0x (never slower)", dp / sq >= 1.0))
+pairs = []  # (what, (median, min, max, rounds)): ratios taken within each round
+if "default-100" in by:
+    for peer in ("ort-b8-t2", "ov-b8-t2"):
+        pairs.append((f"default command, 100 photos, vs `{peer}`", paired("default-100", peer)))
+    pairs.append(("default command, 100 photos, vs its own model-only rate", paired("default-100", "model-only-default")))
+    pairs.append(("default command, 100 photos: after (this binary) vs before (`OLD_VECBENCH`)",
+                  paired("default-100", "old-default-100")))
+    pairs.append(("opt-in int8, 100 photos, vs the default command", paired("int8-100", "default-100")))
+pairs = [(w, p) for w, p in pairs if p]
 json.dump({"machine": machine, "vecbench": version, "route": route, "cores": cores, "uptime": uptime, "summary": summary, "runs": runs,
-           "targets": [{"what": t[0], "value": t[1], "target": t[2], "met": t[3]} for t in targets]},
+           "targets": [{"what": t[0], "value": t[1], "target": t[2], "met": t[3]} for t in targets],
+           "paired": [{"what": w, "median": p[0], "min": p[1], "max": p[2], "rounds": p[3]} for w, p in pairs]},
           open(out + ".json", "w"), indent=1)
 with open(out + ".md", "w") as f:
     f.write(f"# Whole job (issues #13, #29), {out.rsplit('/', 1)[-1]}\n\n")
@@ -157,4 +186,10 @@ with open(out + ".md", "w") as f:
     f.write("| target | value | wanted | met |\n|---|---:|---|---|\n")
     for what, v, want, ok in targets:
         f.write(f"| {what} | {v:.2f} | {want} | {'yes' if ok else 'NO'} |\n")
+    if pairs:
+        f.write("\nThe same ratios taken round by round (each round runs every command once, so a drift of the "
+                "machine's speed between rounds cancels): median and range over the rounds.\n\n"
+                "| ratio of img/s | median | min | max | rounds |\n|---|---:|---:|---:|---:|\n")
+        for what, (m, lo, hi, n) in pairs:
+            f.write(f"| {what} | {m:.3f} | {lo:.3f} | {hi:.3f} | {n} |\n")
 print(open(out + ".md").read())
