@@ -42,6 +42,7 @@ std::shared_ptr<const InceptionWeights> cached_inception_weights(const std::stri
   torch_plugin().read_inception_weights(path, *w);
   if (!file.empty()) try {
       save_inception_weights(*w, file, sha);
+      prune_weights_cache(weights_cache_dir(), file, weights_cache_budget());
     } catch (const std::exception&) {  // a read-only or full cache only costs the next start-up time
     }
   return w;

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdio>
@@ -44,6 +45,43 @@ constexpr std::size_t kPayloadAlign = 64;
 std::string weights_cache_dir() {
   if (const char* d = std::getenv("VECBENCH_WEIGHTS_DIR"); d && *d) return std::string(d) == "off" ? "" : d;
   return (cache_dir() / "weights").string();
+}
+
+std::uintmax_t weights_cache_budget() {
+  if (const char* m = std::getenv("VECBENCH_WEIGHTS_CACHE_MB"); m && *m) {
+    char* end = nullptr;
+    const unsigned long long mb = std::strtoull(m, &end, 10);
+    if (end && *end == '\0') return static_cast<std::uintmax_t>(mb) << 20;
+  }
+  return std::uintmax_t{1024} << 20;
+}
+
+std::size_t prune_weights_cache(const std::string& dir, const std::string& keep, std::uintmax_t budget) {
+  struct Entry {
+    fs::path path;
+    fs::file_time_type used;
+    std::uintmax_t bytes;
+  };
+  std::vector<Entry> files;
+  std::uintmax_t total = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() < 7 || name.compare(name.size() - 7, 7, ".onednn") != 0 || !e.is_regular_file(ec)) continue;
+    std::error_code e1, e2, e3;
+    const Entry f{e.path(), e.last_write_time(e1), e.file_size(e2)};
+    if (e1 || e2) continue;
+    total += f.bytes;
+    if (!keep.empty() && fs::equivalent(f.path, keep, e3)) continue;  // never the file just written
+    files.push_back(f);
+  }
+  std::sort(files.begin(), files.end(), [](const Entry& a, const Entry& b) { return a.used < b.used; });
+  std::size_t removed = 0;
+  for (const auto& f : files) {  // least recently used first
+    if (total <= budget) break;
+    if (fs::remove(f.path, ec)) total -= f.bytes, ++removed;  // a process that mapped it keeps its pages
+  }
+  return removed;
 }
 
 std::string weights_file_path(const std::string& weight_sha256, std::uintmax_t model_bytes) {
@@ -166,6 +204,7 @@ std::shared_ptr<const InceptionWeights> load_inception_weights(const std::string
       return nullptr;
     }
     reason.clear();
+    ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // used now: the cache's pruning keeps it longest
     if (!in_place) try {
         save_inception_weights(*w, path, weight_sha256);
       } catch (const std::exception&) {  // a read-only cache: the copy serves this run

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -237,6 +238,46 @@ TEST(OneDnn, AWeightsFileIsMappedInPlaceAndOneWithUnalignedFloatsIsCopiedAndRewr
   const auto again = load_inception_weights(f.string(), sha, "model.pt", &why);
   ASSERT_TRUE(again) << why;
   expect_equal(*again, true, "rewritten file");
+  fs::remove_all(d);
+}
+
+TEST(OneDnn, TheWeightsCacheKeepsTheRecentlyUsedFilesWithinItsBudget) {
+  // Every export of a model (every build of the default one) gets its own 87 MB file: the cache
+  // drops the least recently used ones beyond its budget, never the file just written, and a load
+  // counts as a use.
+  const fs::path d = vecbench::testing::fresh_temp_dir("onednn_weights_prune");
+  const auto now = fs::file_time_type::clock::now();
+  auto make = [&](const std::string& name, std::size_t bytes, int age_s) {
+    std::ofstream(d / name) << std::string(bytes, 'x');
+    fs::last_write_time(d / name, now - std::chrono::seconds(age_s));
+  };
+  make("old.onednn", 1000, 500);
+  make("a.v2.onednn", 1000, 400);
+  make("b.v2.onednn", 1000, 300);
+  make("c.v2.onednn", 1000, 200);
+  make("new.v2.onednn", 1000, 100);
+  make("notes.txt", 5000, 900);  // not a weights file: never counted or removed
+  EXPECT_EQ(prune_weights_cache(d.string(), (d / "old.onednn").string(), 2500), 3u);
+  EXPECT_TRUE(fs::exists(d / "old.onednn")) << "the file just written was removed";
+  EXPECT_TRUE(fs::exists(d / "new.v2.onednn"));
+  EXPECT_TRUE(fs::exists(d / "notes.txt"));
+  for (const char* gone : {"a.v2.onednn", "b.v2.onednn", "c.v2.onednn"}) EXPECT_FALSE(fs::exists(d / gone)) << gone;
+  EXPECT_EQ(prune_weights_cache(d.string(), "", 1u << 20), 0u) << "within the budget: nothing removed";
+
+  // A load touches its file: it outlives a file written later but used less recently.
+  InceptionWeights w;
+  FoldedConv c;
+  c.shape = {1, 1, 1, 1};
+  c.weight = std::vector<float>{2.0f};
+  c.bias = std::vector<float>{0.5f};
+  w.convs.emplace("l", std::move(c));
+  const std::string sha(64, 'e');
+  save_inception_weights(w, (d / "used.v2.onednn").string(), sha);
+  fs::last_write_time(d / "used.v2.onednn", now - std::chrono::seconds(1000));
+  ASSERT_TRUE(load_inception_weights((d / "used.v2.onednn").string(), sha, "m.pt"));
+  EXPECT_GT(fs::last_write_time(d / "used.v2.onednn"), now - std::chrono::seconds(60)) << "the load did not touch it";
+  EXPECT_EQ(prune_weights_cache(d.string(), "", fs::file_size(d / "used.v2.onednn")), 2u);
+  EXPECT_TRUE(fs::exists(d / "used.v2.onednn"));
   fs::remove_all(d);
 }
 

@@ -5,6 +5,7 @@
 // The file is named after the export's weight sha256 (vecbench_meta.json) and the model
 // file's size, and holds that sha256 in its header, checked on read. No LibTorch here.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -16,6 +17,17 @@ namespace vecbench {
 /// The folder of weights files: $VECBENCH_WEIGHTS_DIR, else the cache folder's weights/
 /// (core/fs_util.hpp cache_dir). "off" (VECBENCH_WEIGHTS_DIR=off): no weights files.
 std::string weights_cache_dir();
+
+/// How many bytes of weights files the cache keeps: $VECBENCH_WEIGHTS_CACHE_MB megabytes, else
+/// 1024 MB (about 11 files of the default model's 87 MB).
+std::uintmax_t weights_cache_budget();
+
+/// Removes the least recently used weights files (`*.onednn`) of `dir`, by modification time (a
+/// load touches its file), until the rest hold at most `budget` bytes; never `keep` (the file just
+/// written). Each export of a model (every build of the default one) has its own file, so without
+/// this the cache grows by one file per export. A process that has a removed file mapped keeps
+/// reading it. Returns how many files it removed.
+std::size_t prune_weights_cache(const std::string& dir, const std::string& keep, std::uintmax_t budget);
 
 /// The weights file of a model whose export metadata says `weight_sha256` and whose file has
 /// `model_bytes` bytes ("" when the cache is off or the sha256 is unknown).
