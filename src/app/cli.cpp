@@ -471,6 +471,8 @@ void add_doc_links(CLI::App& app) {
 
 }  // namespace
 
+extern "C" int blas_thread_shutdown_(void) __attribute__((weak));  // OpenBLAS (pthreads), when linked
+
 namespace vecbench {
 
 namespace {
@@ -485,10 +487,20 @@ void keep_freed_buffers() {
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
+
+/// OpenBLAS's pthread build (the FID code's BLAS) starts its worker threads when the library
+/// loads, and they spin on sched_yield for about 0.1 s before sleeping: at every start, on the
+/// cores the replicas set up on, whatever the command. They are stopped here; OpenBLAS starts
+/// them again at its next threaded call (the same lazy re-start it does after a fork). Absent
+/// (another BLAS, or a build without FID): nothing to do.
+void stop_idle_blas_threads() {
+  if (blas_thread_shutdown_) blas_thread_shutdown_();
+}
 }  // namespace
 
 int run_cli(int argc, char** argv, const CommandHooks& hooks) {
   keep_freed_buffers();
+  stop_idle_blas_threads();
   install_signal_handlers();
   CLI::App app{"vecbench " VECBENCH_VERSION
                ": Inception-v3 pool_3 feature vectors from image lists, and the execution strategies "
