@@ -43,30 +43,39 @@ def med(name, key):
     return statistics.median(vals) if vals else None
 
 
+# Commands whose rate is the img/s they printed (peers, model-only and large-photo runs); the
+# others' is their images over their wall time.
+PRINTS_RATE = ("large-", "model-only", "ort", "ov-")
+
+
+def printed_ips(r):
+    """The img/s a run printed itself, or None."""
+    m = re.search(r"img_per_s=([\d.]+)", r["line"])
+    return float(m.group(1)) if m else None
+
+
+def images(name):
+    return 100 if name.startswith("seed-") else IMAGES[name]
+
+
 def line_ips(name):
     """Median of the img/s a command printed itself (vecbench's own pipeline figure)."""
-    vals = [float(m.group(1)) for r in by.get(name, []) for m in [re.search(r"img_per_s=([\d.]+)", r["line"])] if m]
+    vals = [v for v in (printed_ips(r) for r in by.get(name, [])) if v is not None]
     return statistics.median(vals) if vals else None
 
 
 def ips(name):
-    if name.startswith("large-") or name.startswith("model-only"):
+    if name.startswith(PRINTS_RATE):
         return line_ips(name)
-    if name.startswith("seed-"):
-        IMAGES[name] = 100
-    if name.startswith("ort") or name.startswith("ov-"):
-        vals = [float(re.search(r"img_per_s=([\d.]+)", r["line"]).group(1)) for r in by[name]]
-        return statistics.median(vals)
     w = med(name, "wall_s")
-    return IMAGES[name] / w if w else None
+    return images(name) / w if w else None
 
 
 def run_ips(name, r):
-    """One run's img/s: the figure a peer or a model-only run printed, else the images over its wall time."""
-    if name.startswith("large-") or name.startswith("model-only") or name.startswith("ort") or name.startswith("ov-"):
-        m = re.search(r"img_per_s=([\d.]+)", r["line"])
-        return float(m.group(1)) if m else None
-    return IMAGES.get(name, 100) / r["wall_s"] if r.get("wall_s") else None
+    """One run's img/s (as ips() takes it, for one run)."""
+    if name.startswith(PRINTS_RATE):
+        return printed_ips(r)
+    return images(name) / r["wall_s"] if r.get("wall_s") else None
 
 
 def paired(a, b):
