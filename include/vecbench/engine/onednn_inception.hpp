@@ -48,7 +48,6 @@ class LayerFloats {
     return own_.data();
   }
   std::size_t size() const { return ext_ ? ext_n_ : own_.size(); }
-  bool empty() const { return size() == 0; }
   const float* begin() const { return data(); }
   const float* end() const { return data() + size(); }
   float operator[](std::size_t i) const { return data()[i]; }
