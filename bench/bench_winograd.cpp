@@ -1,12 +1,15 @@
-// The oneDNN engine's 3x3 stride-1 layers on one core: vecbench's AVX2 Winograd F(4x4, 3x3)
-// kernels (engine/winograd.hpp) against oneDNN's direct convolution (what the engine ran on
-// AVX2 CPUs before), same layout (nChw8c), same fused bias + ReLU. Counter `GFLOPs` is the
-// direct convolution's arithmetic per second, so the two are comparable.
+// The oneDNN engine's 3x3 stride-1 layers on one core: vecbench's Winograd F(4x4, 3x3) kernels
+// (engine/winograd.hpp) against oneDNN's direct convolution (what the engine ran on AVX2 CPUs
+// before) and, on AVX-512 CPUs, oneDNN's Winograd run image by image as the engine ran it there
+// before (64 or more input channels only; skipped elsewhere). Same layout (nChw16c with AVX-512,
+// nChw8c otherwise), same fused bias + ReLU. Counter `GFLOPs` is the direct convolution's
+// arithmetic per second, so the columns are comparable.
 //   ./build/bench/vecbench_bench_winograd --benchmark_repetitions=5
 //     --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
+#include <cstdint>
 #include <dnnl.hpp>
 #include <random>
 #include <vector>
@@ -36,6 +39,9 @@ std::vector<float> random_floats(std::size_t n, float scale) {
   return v;
 }
 
+/// The channel block of the engine's layout here: 16 where the kernels run AVX-512, else 8.
+int block_here() { return winograd::available(16) ? 16 : 8; }
+
 double direct_flops(const Layer& l, int batch) {
   const double o = l.size + 2.0 * l.pad - 2;
   return 2.0 * batch * l.in_c * l.out_c * o * o * 9;
@@ -45,7 +51,8 @@ void BM_Winograd(benchmark::State& st) {
   const Layer& l = kLayers[st.range(0)];
   const int batch = static_cast<int>(st.range(1));
   if (!winograd::available()) return st.SkipWithError("no AVX2+FMA");
-  const winograd::ConvShape s{batch, l.in_c, l.out_c, l.size, l.size, l.pad};
+  const int bl = block_here();
+  const winograd::ConvShape s{batch, l.in_c, l.out_c, l.size, l.size, l.pad, bl};
   // 64-byte aligned, as the engine's arena
   const auto in_v = random_floats(static_cast<std::size_t>(batch) * l.in_c * l.size * l.size, 1.0f);
   const AlignedFloats in = aligned_floats(in_v.size()),
@@ -54,35 +61,43 @@ void BM_Winograd(benchmark::State& st) {
   std::copy(in_v.begin(), in_v.end(), in.get());
   const auto w = random_floats(static_cast<std::size_t>(l.out_c) * l.in_c * 9, 0.05f);
   const auto b = random_floats(static_cast<std::size_t>(l.out_c), 0.1f);
-  const auto f = winograd::make_filter(w.data(), b.data(), l.out_c, l.in_c);
-  winograd::BlockedTensor src{in.get(), 0, int64_t{l.in_c} * l.size * l.size, 8LL * l.size * l.size, 8LL * l.size, 8};
-  winograd::BlockedTensor dst{out.get(),       0, int64_t{l.out_c} * s.out_h() * s.out_w(), 8LL * s.out_h() * s.out_w(),
-                              8LL * s.out_w(), 8};
+  const auto f = winograd::make_filter(w.data(), b.data(), l.out_c, l.in_c, bl);
+  const std::int64_t b64 = bl;
+  winograd::BlockedTensor src{in.get(), 0, int64_t{l.in_c} * l.size * l.size, b64 * l.size * l.size, b64 * l.size, b64};
+  winograd::BlockedTensor dst{
+      out.get(), 0, int64_t{l.out_c} * s.out_h() * s.out_w(), b64 * s.out_h() * s.out_w(), b64 * s.out_w(), b64};
   for (auto _ : st) winograd::run_units(*f, s, src, dst, 1, 0, winograd::block_count(s), scratch.get());
   st.SetLabel(l.name);
   st.counters["GFLOPs"] = benchmark::Counter(direct_flops(l, batch), benchmark::Counter::kIsIterationInvariantRate,
                                              benchmark::Counter::kIs1000);
 }
 
-void BM_OneDnnDirect(benchmark::State& st) {
+/// oneDNN's convolution of `algo` on `batch` images, run `runs` times per iteration on successive
+/// images' buffers (oneDNN's Winograd: one image at a time, as the engine ran it).
+void one_dnn(benchmark::State& st, dnnl::algorithm algo, int batch, int runs) {
   const Layer& l = kLayers[st.range(0)];
-  const int batch = static_cast<int>(st.range(1));
   omp_set_num_threads(1);
   using tag = dnnl::memory::format_tag;
   using dt = dnnl::memory::data_type;
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   dnnl::stream strm(eng);
   const int o = l.size + 2 * l.pad - 2;
-  dnnl::memory::desc src_md({batch, l.in_c, l.size, l.size}, dt::f32, tag::nChw8c);
-  dnnl::memory::desc dst_md({batch, l.out_c, o, o}, dt::f32, tag::nChw8c);
+  const tag fmt = block_here() == 16 ? tag::nChw16c : tag::nChw8c;
+  dnnl::memory::desc src_md({batch, l.in_c, l.size, l.size}, dt::f32, fmt);
+  dnnl::memory::desc dst_md({batch, l.out_c, o, o}, dt::f32, fmt);
   dnnl::memory::desc w_md({l.out_c, l.in_c, 3, 3}, dt::f32, tag::any), b_md({l.out_c}, dt::f32, tag::x);
   dnnl::post_ops po;
   po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
   dnnl::primitive_attr attr;
   attr.set_post_ops(po);
-  dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_md,
-                                    w_md, b_md, dst_md, {1, 1}, {l.pad, l.pad}, {l.pad, l.pad});
-  dnnl::convolution_forward::primitive_desc pd(d, attr, eng);
+  dnnl::convolution_forward::primitive_desc pd;
+  try {
+    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, algo, src_md, w_md, b_md, dst_md, {1, 1},
+                                      {l.pad, l.pad}, {l.pad, l.pad});
+    pd = dnnl::convolution_forward::primitive_desc(d, attr, eng);
+  } catch (const dnnl::error&) {
+    return st.SkipWithError("oneDNN has no such convolution for this layer here");
+  }
   auto w = random_floats(static_cast<std::size_t>(l.out_c) * l.in_c * 9, 0.05f);
   dnnl::memory w_user({{l.out_c, l.in_c, 3, 3}, dt::f32, tag::oihw}, eng, w.data());
   dnnl::memory w_packed(pd.weights_desc(), eng), src(src_md, eng), dst(dst_md, eng), bias(b_md, eng);
@@ -91,12 +106,23 @@ void BM_OneDnnDirect(benchmark::State& st) {
   std::copy(in.begin(), in.end(), static_cast<float*>(src.get_data_handle()));
   dnnl::convolution_forward conv(pd);
   for (auto _ : st) {
-    conv.execute(strm, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w_packed}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, dst}});
+    for (int r = 0; r < runs; ++r)
+      conv.execute(strm,
+                   {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w_packed}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, dst}});
     strm.wait();
   }
   st.SetLabel(std::string(l.name) + " " + pd.impl_info_str());
-  st.counters["GFLOPs"] = benchmark::Counter(direct_flops(l, batch), benchmark::Counter::kIsIterationInvariantRate,
-                                             benchmark::Counter::kIs1000);
+  st.counters["GFLOPs"] = benchmark::Counter(
+      direct_flops(l, batch * runs), benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+}
+
+void BM_OneDnnDirect(benchmark::State& st) {
+  one_dnn(st, dnnl::algorithm::convolution_direct, static_cast<int>(st.range(1)), 1);
+}
+
+void BM_OneDnnWinogradPerImage(benchmark::State& st) {
+  if (block_here() != 16) return st.SkipWithError("oneDNN 2.x has Winograd in its AVX-512 code only");
+  one_dnn(st, dnnl::algorithm::convolution_winograd, 1, static_cast<int>(st.range(1)));
 }
 
 void shapes(benchmark::internal::Benchmark* b) {
@@ -109,4 +135,5 @@ void shapes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_Winograd)->Apply(shapes);
 BENCHMARK(BM_OneDnnDirect)->Apply(shapes);
+BENCHMARK(BM_OneDnnWinogradPerImage)->Apply(shapes);
 BENCHMARK_MAIN();

@@ -204,8 +204,11 @@ class Graph {
       fmt_ = tag::nhwc;
       if (!opt.int8_ranges) throw ReplicaError(wts_.source + ": the int8 route needs a calibration (onednn engine)");
     }
-    // oneDNN 2.x has Winograd convolutions only in its AVX-512 code; on AVX2 the engine has its own
-    own_winograd_ = opt.winograd && !avx512 && winograd::available();
+    // The engine's own Winograd (engine/winograd.hpp) on every 3x3 stride-1 layer: oneDNN 2.x has
+    // none in its AVX2 code, and on AVX-512 its own takes fewer layers and runs slower
+    // (results/kernels/winograd-avx512-20261203.md); oneDNN's remains where these kernels don't fit.
+    block_ = avx512 ? 16 : 8;
+    own_winograd_ = opt.winograd && winograd::available(block_);
     build();
     arena_bytes_ = arena_.place(ops_);
     if (scratch_floats_) scratch_ = aligned_bytes(scratch_floats_ * sizeof(float) * static_cast<std::size_t>(threads_));
@@ -413,21 +416,21 @@ class Graph {
     throw ReplicaError(wts_.source + ": layer " + name + ": oneDNN has no convolution for it");
   }
 
-  /// Where `m` (an 8-channel blocked f32 activation, or a slice of one) keeps element (n, c, y, x);
-  /// false for any other layout.
-  static bool blocked8(const memory& m, winograd::BlockedTensor& t) {
+  /// Where `m` (a `block`-channel blocked f32 activation, or a slice of one) keeps element
+  /// (n, c, y, x); false for any other layout.
+  static bool blocked(const memory& m, int block, winograd::BlockedTensor& t) {
     const dnnl_memory_desc_t& d = m.get_desc().data;
     const auto& b = d.format_desc.blocking;
     if (d.ndims != 4 || d.data_type != dnnl_f32 || d.format_kind != dnnl_blocked || b.inner_nblks != 1 ||
-        b.inner_blks[0] != 8 || b.inner_idxs[0] != 1 || b.strides[3] != 8)
+        b.inner_blks[0] != block || b.inner_idxs[0] != 1 || b.strides[3] != block)
       return false;
     t.offset = d.offset0;
     t.stride_n = b.strides[0], t.stride_cb = b.strides[1], t.stride_y = b.strides[2], t.stride_x = b.strides[3];
     return true;
   }
 
-  /// conv+bias+ReLU of a 3x3 stride-1 layer with the AVX2 Winograd kernels (CPUs where oneDNN
-  /// has no Winograd code); false where the kernels or the layouts don't fit (oneDNN runs it).
+  /// conv+bias+ReLU of a 3x3 stride-1 layer with the engine's Winograd kernels (AVX2 or AVX-512);
+  /// false where the kernels or the layouts don't fit (oneDNN runs it).
   bool winograd_into(const std::string& name, const FoldedConv& l, const memory& src, const memory& dst, int pad) {
     winograd::BlockedTensor in, out;
     const auto dims = src.get_desc().dims();
@@ -436,15 +439,16 @@ class Graph {
                               static_cast<int>(l.shape[0]),
                               static_cast<int>(dims[2]),
                               static_cast<int>(dims[3]),
-                              pad};
-    if (!winograd::supports(shape) || !blocked8(src, in) || !blocked8(dst, out)) return false;
+                              pad,
+                              block_};
+    if (!winograd::supports(shape) || !blocked(src, block_, in) || !blocked(dst, block_, out)) return false;
     std::shared_ptr<const winograd::Filter> f;
     {
       auto& cache = *wts_.packed;
       std::lock_guard<std::mutex> lk(cache.mu);
       auto& slot = cache.winograd[name];
       if (!slot) {
-        slot = winograd::make_filter(l.weight.data(), l.bias.data(), shape.out_c, shape.in_c);
+        slot = winograd::make_filter(l.weight.data(), l.bias.data(), shape.out_c, shape.in_c, block_);
         ++g_packs;
         g_packed_bytes += slot->bytes();
       }
@@ -696,11 +700,13 @@ class Graph {
   std::size_t arena_bytes_ = 0;
   std::vector<Op> ops_;
   std::deque<std::vector<float>> int8_bias_;  ///< int8: each layer's bias in its s32 sums' units
-  bool own_winograd_ = false;                 ///< opt.winograd on AVX2 CPUs: 3x3 stride-1 layers by engine/winograd.hpp
-  int threads_ = 1;                           ///< OpenMP threads of this replica (its device's), for own kernels
-  std::size_t scratch_floats_ = 0;            ///< per thread, for the largest Winograd layer
-  std::shared_ptr<void> scratch_;             ///< threads_ x scratch_floats_
-  dnnl::stream* stream_ = nullptr;            ///< run()'s stream, for ops of vecbench's own that run primitives
+  int block_ = 8;                             ///< channels per block of the f32 layout (16 where oneDNN runs AVX-512)
+  bool own_winograd_ =
+      false;         ///< opt.winograd where the CPU has the kernels: 3x3 stride-1 layers by engine/winograd.hpp
+  int threads_ = 1;  ///< OpenMP threads of this replica (its device's), for own kernels
+  std::size_t scratch_floats_ = 0;  ///< per thread, for the largest Winograd layer
+  std::shared_ptr<void> scratch_;   ///< threads_ x scratch_floats_
+  dnnl::stream* stream_ = nullptr;  ///< run()'s stream, for ops of vecbench's own that run primitives
 };
 
 class OneDnnInception : public Model {
@@ -783,9 +789,11 @@ nlohmann::json onednn_info() {
   j["version"] = std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
   const bool avx512 = has_isa(dnnl::cpu_isa::avx512_core);
   j["isa"] = avx512 ? "avx512_core" : has_isa(dnnl::cpu_isa::avx2) ? "avx2" : "older";
-  // oneDNN 2.x has Winograd convolutions only in its AVX-512 code; on AVX2 the engine has its own
-  j["winograd"] = avx512 || winograd::available();
-  j["winograd_impl"] = avx512 ? "onednn" : winograd::available() ? "vecbench-avx2" : "none";
+  // the engine's own kernels where the CPU has them (AVX-512: 16-channel blocks, AVX2: 8); oneDNN's
+  // AVX-512 Winograd otherwise
+  const bool own = winograd::available(avx512 ? 16 : 8);
+  j["winograd"] = avx512 || own;
+  j["winograd_impl"] = own ? (avx512 ? "vecbench-avx512" : "vecbench-avx2") : avx512 ? "onednn" : "none";
   j["bf16"] = has_isa(dnnl::cpu_isa::avx512_core_bf16);
   j["int8"] = onednn_int8_supported();
   return j;

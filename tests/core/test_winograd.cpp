@@ -3,14 +3,18 @@
 // "valid" and "same" padding, output sizes that are not a multiple of the tile, a destination
 // that is a slice of a wider tensor (nothing outside the slice written), a source at an offset,
 // and the work units (blocks of tiles in channel groups) run in any order or split between
-// threads, each with its own scratch. The tolerance (largest error / largest output) is float
+// threads, each with its own scratch; with 8-channel blocks (AVX2) and 16-channel blocks (AVX-512)
+// wherever the CPU runs them. The tolerance (largest error / largest output) is float
 // rounding: F(4x4, 3x3) rounds about 10x more than a direct sum (here 3e-6 to 1e-5 on 72 to 4032
 // products per output), and a wrong transform or index is off by O(1).
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <random>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -23,19 +27,32 @@ using winograd::ConvShape;
 
 namespace {
 
-/// A dense nChw8c tensor of c channels (c a multiple of 8).
-BlockedTensor dense(float* data, int c, int h, int w) {
+/// A dense tensor of c channels in blocks of `block` (nChw8c or nChw16c; c a multiple of block).
+BlockedTensor dense(float* data, int c, int h, int w, int block) {
   BlockedTensor t;
   t.data = data;
-  t.stride_x = 8;
-  t.stride_y = 8LL * w;
-  t.stride_cb = 8LL * w * h;
+  t.stride_x = block;
+  t.stride_y = static_cast<std::int64_t>(block) * w;
+  t.stride_cb = static_cast<std::int64_t>(block) * w * h;
   t.stride_n = static_cast<std::int64_t>(c) * h * w;
   return t;
 }
 
-float at(const BlockedTensor& t, int n, int c, int y, int x) {
-  return t.data[t.offset + n * t.stride_n + (c / 8) * t.stride_cb + y * t.stride_y + x * t.stride_x + c % 8];
+float at(const BlockedTensor& t, int block, int n, int c, int y, int x) {
+  return t.data[t.offset + n * t.stride_n + (c / block) * t.stride_cb + y * t.stride_y + x * t.stride_x + c % block];
+}
+
+/// The channel blocks this CPU has kernels for (the cases run once for each).
+std::vector<int> blocks_here() {
+  std::vector<int> b;
+  for (const int block : {8, 16})
+    if (winograd::available(block)) b.push_back(block);
+  return b;
+}
+
+ConvShape with_block(ConvShape s, int block) {
+  s.block = block;
+  return s;
 }
 
 struct Case {
@@ -65,12 +82,13 @@ double run_case(const Case& k, unsigned seed, Order order, int threads = 1) {
   const float scale = 1.0f / std::sqrt(9.0f * s.in_c);
   for (auto& x : w) x = nd(rng) * scale;
   for (auto& x : b) x = nd(rng) * 0.5f;
-  BlockedTensor src = dense(in.get(), s.in_c, s.in_h, s.in_w);
+  const int bl = s.block;
+  BlockedTensor src = dense(in.get(), s.in_c, s.in_h, s.in_w, bl);
   src.offset = static_cast<std::int64_t>(src_at);
-  BlockedTensor dst = dense(out.get(), total, oh, ow);
-  dst.offset = static_cast<std::int64_t>(k.slice_at / 8) * dst.stride_cb;
+  BlockedTensor dst = dense(out.get(), total, oh, ow, bl);
+  dst.offset = static_cast<std::int64_t>(k.slice_at / bl) * dst.stride_cb;
 
-  const auto f = winograd::make_filter(w.data(), b.data(), s.out_c, s.in_c);
+  const auto f = winograd::make_filter(w.data(), b.data(), s.out_c, s.in_c, bl);
   EXPECT_EQ(f->bytes(), (36u * s.in_c * s.out_c + s.out_c) * sizeof(float));
   const int groups = winograd::channel_groups(s, threads), units = winograd::block_count(s) * groups;
   std::vector<AlignedFloats> scratch;
@@ -101,20 +119,20 @@ double run_case(const Case& k, unsigned seed, Order order, int threads = 1) {
                 const int iy = y - s.pad + i, ix = x - s.pad + j;
                 if (iy < 0 || iy >= s.in_h || ix < 0 || ix >= s.in_w) continue;
                 acc += static_cast<double>(w[((static_cast<std::size_t>(o) * s.in_c + c) * 3 + i) * 3 + j]) *
-                       at(src, n, c, iy, ix);
+                       at(src, bl, n, c, iy, ix);
               }
           const double ref = std::max(acc, 0.0);
           max_ref = std::max(max_ref, ref);
-          max_err = std::max(max_err, std::abs(ref - at(dst, n, o, y, x)));
+          max_err = std::max(max_err, std::abs(ref - at(dst, bl, n, o, y, x)));
         }
   // nothing outside the slice
-  const BlockedTensor whole = dense(out.get(), total, oh, ow);
+  const BlockedTensor whole = dense(out.get(), total, oh, ow, bl);
   std::size_t touched = 0;
   for (int n = 0; n < s.batch; ++n)
     for (int c = 0; c < total; ++c)
       if (c < k.slice_at || c >= k.slice_at + s.out_c)
         for (int y = 0; y < oh; ++y)
-          for (int x = 0; x < ow; ++x) touched += at(whole, n, c, y, x) != -7.0f;
+          for (int x = 0; x < ow; ++x) touched += at(whole, bl, n, c, y, x) != -7.0f;
   EXPECT_EQ(touched, 0u) << "wrote outside its slice";
   return max_err / max_ref;
 }
@@ -122,36 +140,82 @@ double run_case(const Case& k, unsigned seed, Order order, int threads = 1) {
 }  // namespace
 
 TEST(Winograd, EqualsADirectConvolutionOnInceptionShapesAndOddSizes) {
-  if (!winograd::available()) GTEST_SKIP() << "this CPU has no AVX2+FMA";
+  if (blocks_here().empty()) GTEST_SKIP() << "this CPU has no AVX2+FMA";
   const std::vector<Case> cases = {
-      {{1, 8, 16, 6, 6, 0}},      // one tile, valid
-      {{2, 8, 16, 10, 9, 1}},     // same padding, ragged tiles
+      {{1, 16, 32, 6, 6, 0}},     // one tile, valid
+      {{2, 16, 32, 10, 9, 1}},    // same padding, ragged tiles
       {{1, 32, 32, 37, 37, 0}},   // Conv2d_2a's channels (147 -> 35 here), valid
       {{1, 32, 64, 23, 23, 1}},   // Conv2d_2b's channels
       {{2, 80, 192, 19, 19, 0}},  // Conv2d_4a's channels
       {{3, 64, 96, 35, 35, 1}},   // Mixed_5b's 3x3dbl_2, real size, batch 3
       {{2, 448, 384, 8, 8, 1}},   // Mixed_7b's 3x3dbl_2, real size
   };
-  for (const auto& c : cases) {
-    const double e = run_case(c, 1, Order::forward);
-    EXPECT_LT(e, 3e-5) << c.s.in_c << "->" << c.s.out_c << " " << c.s.in_h << "x" << c.s.in_w << " pad " << c.s.pad;
-  }
+  for (const int block : blocks_here())
+    for (const auto& c : cases) {
+      const double e = run_case({with_block(c.s, block)}, 1, Order::forward);
+      EXPECT_LT(e, 3e-5) << c.s.in_c << "->" << c.s.out_c << " " << c.s.in_h << "x" << c.s.in_w << " pad " << c.s.pad
+                         << " block " << block;
+    }
 }
 
 TEST(Winograd, WritesIntoASliceOfAWiderTensorAndUnitsRunInAnyOrderOnAnyThread) {
-  if (!winograd::available()) GTEST_SKIP() << "this CPU has no AVX2+FMA";
-  Case c{{2, 16, 32, 45, 43, 1}, 96, 48};  // channels 48..79 of 96, as a branch of a concatenation
-  ASSERT_GT(winograd::block_count(c.s), 2) << "the case should span several blocks";
-  EXPECT_LT(run_case(c, 2, Order::forward), 3e-5);
-  EXPECT_LT(run_case(c, 2, Order::reverse), 3e-5);
-  EXPECT_LT(run_case(c, 2, Order::threads, 3), 3e-5);
-  // Mixed_7b's 8x8 maps at batch 1: one block, so 4 threads split its 384 output channels
-  Case small{{1, 448, 384, 8, 8, 1}, 768, 384};
-  ASSERT_EQ(winograd::block_count(small.s), 1);
-  EXPECT_EQ(winograd::channel_groups(small.s, 4), 4);
-  EXPECT_EQ(winograd::channel_groups(small.s, 1), 1);
-  EXPECT_LT(run_case(small, 3, Order::threads, 4), 3e-5);
-  EXPECT_LT(run_case(small, 3, Order::reverse, 4), 3e-5);  // 4 groups, one thread, last first
+  if (blocks_here().empty()) GTEST_SKIP() << "this CPU has no AVX2+FMA";
+  for (const int block : blocks_here()) {
+    SCOPED_TRACE("block " + std::to_string(block));
+    Case c{with_block({2, 16, 32, 45, 43, 1}, block), 96, 48};  // channels 48..79 of 96, as a concatenation's branch
+    ASSERT_GT(winograd::block_count(c.s), 2) << "the case should span several blocks";
+    EXPECT_LT(run_case(c, 2, Order::forward), 3e-5);
+    EXPECT_LT(run_case(c, 2, Order::reverse), 3e-5);
+    EXPECT_LT(run_case(c, 2, Order::threads, 3), 3e-5);
+    // Mixed_7b's 8x8 maps at batch 1: one block, so 4 threads split its 384 output channels
+    Case small{with_block({1, 448, 384, 8, 8, 1}, block), 768, 384};
+    ASSERT_EQ(winograd::block_count(small.s), 1);
+    EXPECT_EQ(winograd::channel_groups(small.s, 4), 4);
+    EXPECT_EQ(winograd::channel_groups(small.s, 1), 1);
+    EXPECT_LT(run_case(small, 3, Order::threads, 4), 3e-5);
+    EXPECT_LT(run_case(small, 3, Order::reverse, 4), 3e-5);  // 4 groups, one thread, last first
+  }
+}
+
+TEST(Winograd, EachImageGetsTheSameBitsAtAnyBatchSize) {
+  // Features must not depend on the batch (FID): image i of a batch of 3 equals image i alone
+  for (const int block : blocks_here()) {
+    SCOPED_TRACE("block " + std::to_string(block));
+    const ConvShape s3 = with_block({3, 64, 96, 35, 35, 1}, block), s1 = with_block({1, 64, 96, 35, 35, 1}, block);
+    std::mt19937 rng(7);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    const std::size_t img_in = 64u * 35 * 35, img_out = 96u * 35 * 35;
+    const AlignedFloats in = aligned_floats(3 * img_in), out3 = aligned_floats(3 * img_out),
+                        out1 = aligned_floats(img_out);
+    for (std::size_t i = 0; i < 3 * img_in; ++i) in.get()[i] = std::abs(nd(rng));
+    std::vector<float> w(96u * 64 * 9), b(96);
+    for (auto& x : w) x = nd(rng) * 0.04f;
+    for (auto& x : b) x = nd(rng) * 0.5f;
+    const auto f = winograd::make_filter(w.data(), b.data(), 96, 64, block);
+    const auto run = [&](const ConvShape& s, const float* src, float* dst) {
+      const AlignedFloats scratch = aligned_floats(winograd::scratch_floats(s));
+      winograd::run_units(*f, s, dense(const_cast<float*>(src), 64, 35, 35, block), dense(dst, 96, 35, 35, block), 1, 0,
+                          winograd::block_count(s), scratch.get());
+    };
+    run(s3, in.get(), out3.get());
+    for (std::size_t i = 0; i < 3; ++i) {
+      run(s1, in.get() + i * img_in, out1.get());
+      EXPECT_EQ(0, std::memcmp(out1.get(), out3.get() + i * img_out, img_out * sizeof(float))) << "image " << i;
+    }
+  }
+}
+
+TEST(Winograd, RefusesAFilterOfAnotherBlockAndBlocksOtherThan8Or16) {
+  EXPECT_THROW(winograd::make_filter(nullptr, nullptr, 32, 16, 4), std::invalid_argument);
+  if (!winograd::available(8)) GTEST_SKIP() << "this CPU has no AVX2+FMA";
+  std::vector<float> w(32u * 16 * 9, 0.0f), b(32, 0.0f);
+  const auto f8 = winograd::make_filter(w.data(), b.data(), 32, 16, 8);
+  const ConvShape s16 = with_block({1, 16, 32, 6, 6, 0}, 16);
+  std::vector<float> buf(16u * 6 * 6 + 32u * 4 * 4, 0.0f);
+  const AlignedFloats scratch = aligned_floats(winograd::scratch_floats(s16));
+  EXPECT_THROW(winograd::run_units(*f8, s16, dense(buf.data(), 16, 6, 6, 16), dense(buf.data() + 576, 32, 4, 4, 16), 1,
+                                   0, 1, scratch.get()),
+               std::logic_error);
 }
 
 TEST(Winograd, TakesOnlyChannelCountsItsRegistersFit) {
@@ -159,4 +223,8 @@ TEST(Winograd, TakesOnlyChannelCountsItsRegistersFit) {
   EXPECT_FALSE(winograd::supports({1, 3, 32, 299, 299, 0})) << "in channels not a multiple of 8";
   EXPECT_FALSE(winograd::supports({1, 8, 24, 9, 9, 1})) << "out channels not a multiple of 16";
   EXPECT_FALSE(winograd::supports({1, 8, 16, 2, 2, 0})) << "no output";
+  EXPECT_TRUE(winograd::supports({1, 16, 32, 3, 3, 0, 16}));
+  EXPECT_FALSE(winograd::supports({1, 8, 32, 3, 3, 0, 16})) << "in channels not a multiple of 16";
+  EXPECT_FALSE(winograd::supports({1, 16, 16, 3, 3, 0, 16})) << "out channels not a multiple of 32";
+  EXPECT_FALSE(winograd::supports({1, 16, 32, 3, 3, 0, 4})) << "blocks of 4";
 }
