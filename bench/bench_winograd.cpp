@@ -1,9 +1,8 @@
-// The oneDNN engine's 3x3 stride-1 layers on one core: vecbench's Winograd F(4x4, 3x3) kernels
-// (engine/winograd.hpp) against oneDNN's direct convolution (what the engine ran on AVX2 CPUs
-// before) and, on AVX-512 CPUs, oneDNN's Winograd run image by image as the engine ran it there
-// before (64 or more input channels only; skipped elsewhere). Same layout (nChw16c with AVX-512,
-// nChw8c otherwise), same fused bias + ReLU. Counter `GFLOPs` is the direct convolution's
-// arithmetic per second, so the columns are comparable.
+// The oneDNN engine's 3x3, 1x7 and 7x1 stride-1 layers on one core: vecbench's Winograd
+// F(4x4, 3x3) and F(4, 7) kernels (engine/winograd.hpp) against oneDNN's direct convolution (what the engine ran on
+// AVX2 CPUs before) and, on AVX-512 CPUs, oneDNN's Winograd run image by image as the engine ran it there before (64 or
+// more input channels only; skipped elsewhere). Same layout (nChw16c with AVX-512, nChw8c otherwise), same fused bias +
+// ReLU. Counter `GFLOPs` is the direct convolution's arithmetic per second, so the columns are comparable.
 //   ./build/bench/vecbench_bench_winograd --benchmark_repetitions=5
 //     --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
@@ -21,14 +20,25 @@ using namespace vecbench;
 
 namespace {
 
-/// Inception-v3's 3x3 stride-1 layers: in channels, out channels, input size, padding.
+/// Inception-v3's 3x3, 1x7 and 7x1 stride-1 layers: in channels, out channels, input size,
+/// padding (on the kernel's long axes), kernel.
 struct Layer {
   const char* name;
   int in_c, out_c, size, pad;
+  winograd::Kernel kernel = winograd::Kernel::k3x3;
 };
 constexpr Layer kLayers[] = {
-    {"Conv2d_2a", 32, 32, 149, 0},        {"Conv2d_2b", 32, 64, 147, 1},        {"Conv2d_4a", 80, 192, 73, 0},
-    {"Mixed_5x.3x3dbl_2", 64, 96, 35, 1}, {"Mixed_5x.3x3dbl_3", 96, 96, 35, 1}, {"Mixed_7x.3x3dbl_2", 448, 384, 8, 1},
+    {"Conv2d_2a", 32, 32, 149, 0},
+    {"Conv2d_2b", 32, 64, 147, 1},
+    {"Conv2d_4a", 80, 192, 73, 0},
+    {"Mixed_5x.3x3dbl_2", 64, 96, 35, 1},
+    {"Mixed_5x.3x3dbl_3", 96, 96, 35, 1},
+    {"Mixed_7x.3x3dbl_2", 448, 384, 8, 1},
+    {"Mixed_6b.7x7_2 1x7", 128, 128, 17, 3, winograd::Kernel::k1x7},
+    {"Mixed_6b.7x7_3 7x1", 128, 192, 17, 3, winograd::Kernel::k7x1},
+    {"Mixed_6c.7x7_2 1x7", 160, 160, 17, 3, winograd::Kernel::k1x7},
+    {"Mixed_6e.7x7_2 1x7", 192, 192, 17, 3, winograd::Kernel::k1x7},
+    {"Mixed_6e.7x7_3 7x1", 192, 192, 17, 3, winograd::Kernel::k7x1},
 };
 
 std::vector<float> random_floats(std::size_t n, float scale) {
@@ -42,9 +52,13 @@ std::vector<float> random_floats(std::size_t n, float scale) {
 /// The channel block of the engine's layout here: 16 where the kernels run AVX-512, else 8.
 int block_here() { return winograd::available(16) ? 16 : 8; }
 
+winograd::ConvShape shape_of(const Layer& l, int batch) {
+  return {batch, l.in_c, l.out_c, l.size, l.size, l.pad, block_here(), l.kernel};
+}
+
 double direct_flops(const Layer& l, int batch) {
-  const double o = l.size + 2.0 * l.pad - 2;
-  return 2.0 * batch * l.in_c * l.out_c * o * o * 9;
+  const winograd::ConvShape s = shape_of(l, batch);
+  return 2.0 * batch * l.in_c * l.out_c * s.out_h() * s.out_w() * s.kh() * s.kw();
 }
 
 void BM_Winograd(benchmark::State& st) {
@@ -52,16 +66,16 @@ void BM_Winograd(benchmark::State& st) {
   const int batch = static_cast<int>(st.range(1));
   if (!winograd::available()) return st.SkipWithError("no AVX2+FMA");
   const int bl = block_here();
-  const winograd::ConvShape s{batch, l.in_c, l.out_c, l.size, l.size, l.pad, bl};
+  const winograd::ConvShape s = shape_of(l, batch);
   // 64-byte aligned, as the engine's arena
   const auto in_v = random_floats(static_cast<std::size_t>(batch) * l.in_c * l.size * l.size, 1.0f);
   const AlignedFloats in = aligned_floats(in_v.size()),
                       out = aligned_floats(static_cast<std::size_t>(batch) * l.out_c * s.out_h() * s.out_w()),
                       scratch = aligned_floats(winograd::scratch_floats(s));
   std::copy(in_v.begin(), in_v.end(), in.get());
-  const auto w = random_floats(static_cast<std::size_t>(l.out_c) * l.in_c * 9, 0.05f);
+  const auto w = random_floats(static_cast<std::size_t>(l.out_c) * l.in_c * s.kh() * s.kw(), 0.05f);
   const auto b = random_floats(static_cast<std::size_t>(l.out_c), 0.1f);
-  const auto f = winograd::make_filter(w.data(), b.data(), l.out_c, l.in_c, bl);
+  const auto f = winograd::make_filter(w.data(), b.data(), l.out_c, l.in_c, bl, l.kernel);
   const std::int64_t b64 = bl;
   winograd::BlockedTensor src{in.get(), 0, int64_t{l.in_c} * l.size * l.size, b64 * l.size * l.size, b64 * l.size, b64};
   winograd::BlockedTensor dst{
@@ -81,11 +95,12 @@ void one_dnn(benchmark::State& st, dnnl::algorithm algo, int batch, int runs) {
   using dt = dnnl::memory::data_type;
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   dnnl::stream strm(eng);
-  const int o = l.size + 2 * l.pad - 2;
+  const winograd::ConvShape s = shape_of(l, batch);
   const tag fmt = block_here() == 16 ? tag::nChw16c : tag::nChw8c;
   dnnl::memory::desc src_md({batch, l.in_c, l.size, l.size}, dt::f32, fmt);
-  dnnl::memory::desc dst_md({batch, l.out_c, o, o}, dt::f32, fmt);
-  dnnl::memory::desc w_md({l.out_c, l.in_c, 3, 3}, dt::f32, tag::any), b_md({l.out_c}, dt::f32, tag::x);
+  dnnl::memory::desc dst_md({batch, l.out_c, s.out_h(), s.out_w()}, dt::f32, fmt);
+  const dnnl::memory::dims w_dims{l.out_c, l.in_c, s.kh(), s.kw()};
+  dnnl::memory::desc w_md(w_dims, dt::f32, tag::any), b_md({l.out_c}, dt::f32, tag::x);
   dnnl::post_ops po;
   po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
   dnnl::primitive_attr attr;
@@ -93,13 +108,13 @@ void one_dnn(benchmark::State& st, dnnl::algorithm algo, int batch, int runs) {
   dnnl::convolution_forward::primitive_desc pd;
   try {
     dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, algo, src_md, w_md, b_md, dst_md, {1, 1},
-                                      {l.pad, l.pad}, {l.pad, l.pad});
+                                      {s.pad_y(), s.pad_x()}, {s.pad_y(), s.pad_x()});
     pd = dnnl::convolution_forward::primitive_desc(d, attr, eng);
   } catch (const dnnl::error&) {
     return st.SkipWithError("oneDNN has no such convolution for this layer here");
   }
-  auto w = random_floats(static_cast<std::size_t>(l.out_c) * l.in_c * 9, 0.05f);
-  dnnl::memory w_user({{l.out_c, l.in_c, 3, 3}, dt::f32, tag::oihw}, eng, w.data());
+  auto w = random_floats(static_cast<std::size_t>(l.out_c) * l.in_c * s.kh() * s.kw(), 0.05f);
+  dnnl::memory w_user({w_dims, dt::f32, tag::oihw}, eng, w.data());
   dnnl::memory w_packed(pd.weights_desc(), eng), src(src_md, eng), dst(dst_md, eng), bias(b_md, eng);
   dnnl::reorder(w_user, w_packed).execute(strm, w_user, w_packed);
   const auto in = random_floats(static_cast<std::size_t>(batch) * l.in_c * l.size * l.size, 1.0f);
@@ -122,6 +137,7 @@ void BM_OneDnnDirect(benchmark::State& st) {
 
 void BM_OneDnnWinogradPerImage(benchmark::State& st) {
   if (block_here() != 16) return st.SkipWithError("oneDNN 2.x has Winograd in its AVX-512 code only");
+  if (kLayers[st.range(0)].kernel != winograd::Kernel::k3x3) return st.SkipWithError("oneDNN's Winograd is 3x3 only");
   one_dnn(st, dnnl::algorithm::convolution_winograd, 1, static_cast<int>(st.range(1)));
 }
 

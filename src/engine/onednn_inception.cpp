@@ -204,9 +204,10 @@ class Graph {
       fmt_ = tag::nhwc;
       if (!opt.int8_ranges) throw ReplicaError(wts_.source + ": the int8 route needs a calibration (onednn engine)");
     }
-    // The engine's own Winograd (engine/winograd.hpp) on every 3x3 stride-1 layer: oneDNN 2.x has
-    // none in its AVX2 code, and on AVX-512 its own takes fewer layers and runs slower
-    // (results/kernels/winograd-avx512-20261203.md); oneDNN's remains where these kernels don't fit.
+    // The engine's own Winograd (engine/winograd.hpp) on every 3x3, 1x7 and 7x1 stride-1 layer:
+    // oneDNN 2.x has none in its AVX2 code and none for 1x7 / 7x1, and on AVX-512 its 3x3 one takes
+    // fewer layers and runs slower (results/kernels/winograd-avx512-20261203.md); oneDNN's remains
+    // where these kernels don't fit.
     block_ = avx512 ? 16 : 8;
     own_winograd_ = opt.winograd && winograd::available(block_);
     build();
@@ -353,9 +354,11 @@ class Graph {
                  int pw, float s_in = 1.0f, float s_out = 1.0f) {
     const int oc = static_cast<int>(l.shape[0]), ic = static_cast<int>(l.shape[1]);
     const int kh = static_cast<int>(l.shape[2]), kw = static_cast<int>(l.shape[3]);
-    if (own_winograd_ && act_dt_ == dt::f32 && kh == 3 && kw == 3 && stride == 1 && ph == pw &&
-        winograd_into(name, l, src, dst, ph))
-      return;
+    if (own_winograd_ && act_dt_ == dt::f32 && stride == 1) {
+      if (kh == 3 && kw == 3 && ph == pw && winograd_into(name, l, src, dst, winograd::Kernel::k3x3, ph)) return;
+      if (kh == 1 && kw == 7 && ph == 0 && winograd_into(name, l, src, dst, winograd::Kernel::k1x7, pw)) return;
+      if (kh == 7 && kw == 1 && pw == 0 && winograd_into(name, l, src, dst, winograd::Kernel::k7x1, ph)) return;
+    }
     memory::desc w_any({oc, ic, kh, kw}, int8() ? dt::s8 : act_dt_, tag::any);  // bf16: packed (and rounded) once, here
     memory::desc b_md({oc}, dt::f32, tag::x);
     dnnl::post_ops po;
@@ -429,9 +432,10 @@ class Graph {
     return true;
   }
 
-  /// conv+bias+ReLU of a 3x3 stride-1 layer with the engine's Winograd kernels (AVX2 or AVX-512);
-  /// false where the kernels or the layouts don't fit (oneDNN runs it).
-  bool winograd_into(const std::string& name, const FoldedConv& l, const memory& src, const memory& dst, int pad) {
+  /// conv+bias+ReLU of a 3x3, 1x7 or 7x1 stride-1 layer with the engine's Winograd kernels (AVX2
+  /// or AVX-512); false where the kernels or the layouts don't fit (oneDNN runs it).
+  bool winograd_into(const std::string& name, const FoldedConv& l, const memory& src, const memory& dst,
+                     winograd::Kernel kernel, int pad) {
     winograd::BlockedTensor in, out;
     const auto dims = src.get_desc().dims();
     winograd::ConvShape shape{n_,
@@ -440,7 +444,8 @@ class Graph {
                               static_cast<int>(dims[2]),
                               static_cast<int>(dims[3]),
                               pad,
-                              block_};
+                              block_,
+                              kernel};
     if (!winograd::supports(shape) || !blocked(src, block_, in) || !blocked(dst, block_, out)) return false;
     std::shared_ptr<const winograd::Filter> f;
     {
@@ -448,7 +453,7 @@ class Graph {
       std::lock_guard<std::mutex> lk(cache.mu);
       auto& slot = cache.winograd[name];
       if (!slot) {
-        slot = winograd::make_filter(l.weight.data(), l.bias.data(), shape.out_c, shape.in_c, block_);
+        slot = winograd::make_filter(l.weight.data(), l.bias.data(), shape.out_c, shape.in_c, block_, kernel);
         ++g_packs;
         g_packed_bytes += slot->bytes();
       }
@@ -701,9 +706,9 @@ class Graph {
   std::vector<Op> ops_;
   std::deque<std::vector<float>> int8_bias_;  ///< int8: each layer's bias in its s32 sums' units
   int block_ = 8;                             ///< channels per block of the f32 layout (16 where oneDNN runs AVX-512)
-  bool own_winograd_ =
-      false;         ///< opt.winograd where the CPU has the kernels: 3x3 stride-1 layers by engine/winograd.hpp
-  int threads_ = 1;  ///< OpenMP threads of this replica (its device's), for own kernels
+  /// opt.winograd where the CPU has the kernels: 3x3, 1x7 and 7x1 stride-1 layers by engine/winograd.hpp
+  bool own_winograd_ = false;
+  int threads_ = 1;                 ///< OpenMP threads of this replica (its device's), for own kernels
   std::size_t scratch_floats_ = 0;  ///< per thread, for the largest Winograd layer
   std::shared_ptr<void> scratch_;   ///< threads_ x scratch_floats_
   dnnl::stream* stream_ = nullptr;  ///< run()'s stream, for ops of vecbench's own that run primitives

@@ -96,45 +96,102 @@ inline void micro_kernel(const float* a, std::size_t lda, const float* b, int k,
   }
 }
 
-/// The products and output transform of one block, kPanel output channels at a time: M = V U for
-/// the 36 positions of those channels (a small buffer, still in L1/L2 when read back), then
-/// A^T M A + bias, ReLU, into dst. V (rows x kPos x in_c) stays in L2 for every panel; the
-/// transformed filters stream through once per block.
-inline void multiply_and_output(const Filter& f, const ConvShape& s, const BlockedTensor& dst, int t0, int count,
-                                int rows, const float* v, float* m, std::size_t panel_first, std::size_t panel_last) {
-  const std::size_t ic = static_cast<std::size_t>(f.in_c), oc = static_cast<std::size_t>(f.out_c);
-  const std::size_t ldv = kPos * ic, ldm = kPos * kPanel;
-  const int oh = s.out_h(), ow = s.out_w();
-  const Vec zero = vzero();
-  for (std::size_t j = panel_first; j < panel_last; ++j) {
-    const float* uj = f.u.get() + j * ic * kPanel;
-    for (int p = 0; p < kPos; ++p)
-      for (int r = 0; r < rows; r += kRows)
-        micro_kernel(v + p * ic + r * ldv, ldv, uj + static_cast<std::size_t>(p) * ic * oc, f.in_c,
-                     m + p * kPanel + r * ldm, ldm);
+/// The input tiles of a 1x7 or 7x1 layer (F(4, 7) along its axis) of block tiles
+/// [t0, t0 + count) into V (rows x kN7 x in_c), rows >= count zeroed.
+inline void transform_inputs_7(const ConvShape& s, const BlockedTensor& src, int t0, int count, int rows, float* v) {
+  const Toom7& tc = toom7();
+  const bool along_y = s.kernel == Kernel::k7x1;
+  const std::int64_t step = along_y ? src.stride_y : src.stride_x;
+  const int len = along_y ? s.in_h : s.in_w;
+  const std::size_t pos_stride = static_cast<std::size_t>(s.in_c), ldv = kN7 * pos_stride;
+  for (int cb = 0; cb < s.in_c / kLanes; ++cb)
     for (int tl = 0; tl < count; ++tl) {
       const TileAt at = tile_at(s, t0 + tl);
-      const int ny = std::min(kTile, oh - at.y), nx = std::min(kTile, ow - at.x);
-      for (int half = 0; half < 2; ++half) {
-        const std::size_t cb = 2 * j + static_cast<std::size_t>(half);
-        const float* in = m + static_cast<std::size_t>(tl) * ldm + static_cast<std::size_t>(half) * kLanes;
-        Vec t[kTile][kIn];
-        for (int c = 0; c < kIn; ++c) {  // A^T M: down each column
-          Vec col[kIn], o[kTile];
-          for (int i = 0; i < kIn; ++i) col[i] = vload(in + (i * kIn + c) * kPanel);
-          output_1d(col, o);
-          for (int i = 0; i < kTile; ++i) t[i][c] = o[i];
-        }
-        const Vec bias = vload(f.bias.get() + cb * kLanes);
-        float* base = dst.data + dst.offset + at.n * dst.stride_n + static_cast<std::int64_t>(cb) * dst.stride_cb;
-        for (int i = 0; i < ny; ++i) {  // (A^T M) A: along each row
-          Vec o[kTile];
-          output_1d(t[i], o);
-          float* row = base + (at.y + i) * dst.stride_y + at.x * dst.stride_x;
-          for (int x = 0; x < nx; ++x)
-            // max(0, NaN) is NaN, as oneDNN's ReLU: a NaN stays visible
-            vstore(row + x * dst.stride_x, vmax(zero, vadd(o[x], bias)));
-        }
+      const int first = (along_y ? at.y : at.x) - s.pad;  // the tile's first input along the axis
+      const float* base = src.data + src.offset + at.n * src.stride_n + cb * src.stride_cb +
+                          (along_y ? 0 : at.y * src.stride_y) + (along_y ? at.x * src.stride_x : 0);
+      Vec d[kN7];
+      for (int l = 0; l < kN7; ++l) d[l] = first + l >= 0 && first + l < len ? vload(base + (first + l) * step) : vzero();
+      float* out = v + static_cast<std::size_t>(tl) * ldv + static_cast<std::size_t>(cb) * kLanes;
+      for (int j = 0; j < kN7; ++j) {  // B^T d
+        Vec r = vzero();
+        for (int l = 0; l < kN7; ++l) r = vfmadd(vset1(tc.bt[j][l]), d[l], r);
+        vstore(out + static_cast<std::size_t>(j) * pos_stride, r);
+      }
+    }
+  std::fill(v + static_cast<std::size_t>(count) * ldv, v + static_cast<std::size_t>(rows) * ldv, 0.0f);
+}
+
+/// M (rows x npos x kPanel) = V U for the npos positions of panel j (kPanel output channels):
+/// a small buffer, still in L1/L2 when the output transform reads it back. V (rows x npos x in_c)
+/// stays in L2 for every panel; the transformed filters stream through once per block.
+inline void multiply_panel(const Filter& f, int npos, int rows, const float* v, float* m, std::size_t j) {
+  const std::size_t ic = static_cast<std::size_t>(f.in_c), oc = static_cast<std::size_t>(f.out_c);
+  const std::size_t ldv = static_cast<std::size_t>(npos) * ic, ldm = static_cast<std::size_t>(npos) * kPanel;
+  const float* uj = f.u.get() + j * ic * kPanel;
+  for (int p = 0; p < npos; ++p)
+    for (int r = 0; r < rows; r += kRows)
+      micro_kernel(v + p * ic + r * ldv, ldv, uj + static_cast<std::size_t>(p) * ic * oc, f.in_c,
+                   m + p * kPanel + r * ldm, ldm);
+}
+
+/// A^T M A + bias, ReLU of panel j's 3x3 tiles into dst.
+inline void output_3x3(const Filter& f, const ConvShape& s, const BlockedTensor& dst, int t0, int count,
+                       const float* m, std::size_t j) {
+  const std::size_t ldm = kPos * kPanel;
+  const int oh = s.out_h(), ow = s.out_w();
+  const Vec zero = vzero();
+  for (int tl = 0; tl < count; ++tl) {
+    const TileAt at = tile_at(s, t0 + tl);
+    const int ny = std::min(kTile, oh - at.y), nx = std::min(kTile, ow - at.x);
+    for (int half = 0; half < 2; ++half) {
+      const std::size_t cb = 2 * j + static_cast<std::size_t>(half);
+      const float* in = m + static_cast<std::size_t>(tl) * ldm + static_cast<std::size_t>(half) * kLanes;
+      Vec t[kTile][kIn];
+      for (int c = 0; c < kIn; ++c) {  // A^T M: down each column
+        Vec col[kIn], o[kTile];
+        for (int i = 0; i < kIn; ++i) col[i] = vload(in + (i * kIn + c) * kPanel);
+        output_1d(col, o);
+        for (int i = 0; i < kTile; ++i) t[i][c] = o[i];
+      }
+      const Vec bias = vload(f.bias.get() + cb * kLanes);
+      float* base = dst.data + dst.offset + at.n * dst.stride_n + static_cast<std::int64_t>(cb) * dst.stride_cb;
+      for (int i = 0; i < ny; ++i) {  // (A^T M) A: along each row
+        Vec o[kTile];
+        output_1d(t[i], o);
+        float* row = base + (at.y + i) * dst.stride_y + at.x * dst.stride_x;
+        for (int x = 0; x < nx; ++x)
+          // max(0, NaN) is NaN, as oneDNN's ReLU: a NaN stays visible
+          vstore(row + x * dst.stride_x, vmax(zero, vadd(o[x], bias)));
+      }
+    }
+  }
+}
+
+/// A^T M + bias, ReLU of panel j's 1x7 or 7x1 tiles into dst.
+inline void output_7(const Filter& f, const ConvShape& s, const BlockedTensor& dst, int t0, int count, const float* m,
+                     std::size_t j) {
+  const Toom7& tc = toom7();
+  const bool along_y = s.kernel == Kernel::k7x1;
+  const std::int64_t step = along_y ? dst.stride_y : dst.stride_x;
+  const int len = along_y ? s.out_h() : s.out_w();
+  const std::size_t ldm = kN7 * kPanel;
+  const Vec zero = vzero();
+  for (int tl = 0; tl < count; ++tl) {
+    const TileAt at = tile_at(s, t0 + tl);
+    const int n = std::min(kTile, len - (along_y ? at.y : at.x));
+    for (int half = 0; half < 2; ++half) {
+      const std::size_t cb = 2 * j + static_cast<std::size_t>(half);
+      const float* in = m + static_cast<std::size_t>(tl) * ldm + static_cast<std::size_t>(half) * kLanes;
+      Vec col[kN7];
+      for (int p = 0; p < kN7; ++p) col[p] = vload(in + p * kPanel);
+      const Vec bias = vload(f.bias.get() + cb * kLanes);
+      float* base = dst.data + dst.offset + at.n * dst.stride_n + static_cast<std::int64_t>(cb) * dst.stride_cb +
+                    at.y * dst.stride_y + at.x * dst.stride_x;
+      for (int i = 0; i < n; ++i) {
+        Vec o = bias;
+        for (int p = 0; p < kN7; ++p) o = vfmadd(vset1(tc.at[i][p]), col[p], o);
+        vstore(base + i * step, vmax(zero, o));  // a NaN stays visible, as above
       }
     }
   }
@@ -143,17 +200,29 @@ inline void multiply_and_output(const Filter& f, const ConvShape& s, const Block
 /// run_units for this ISA (the layout checks are the caller's).
 inline void run_units_isa(const Filter& f, const ConvShape& s, const BlockedTensor& src, const BlockedTensor& dst,
                           int groups, int first, int last, float* scratch) {
-  const int per_block = block_tiles(s), tiles = tile_count(s);
+  const int per_block = block_tiles(s), tiles = tile_count(s), npos = f.positions;
   const std::size_t panels = static_cast<std::size_t>(s.out_c / kPanel), g = static_cast<std::size_t>(groups);
   float* v = scratch;
-  float* m = scratch + static_cast<std::size_t>(kPos) * per_block * s.in_c;
+  float* m = scratch + static_cast<std::size_t>(npos) * per_block * s.in_c;
   int transformed = -1;  // the block whose tiles are in v
   for (int u = first; u < last; ++u) {
     const int b = u / groups;
     const std::size_t group = static_cast<std::size_t>(u % groups);
     const int t0 = b * per_block, count = std::min(per_block, tiles - t0);
     const int rows = (count + kRows - 1) / kRows * kRows;
-    if (b != transformed) transform_inputs(s, src, t0, count, rows, v), transformed = b;
-    multiply_and_output(f, s, dst, t0, count, rows, v, m, group * panels / g, (group + 1) * panels / g);
+    if (b != transformed) {
+      if (s.kernel == Kernel::k3x3)
+        transform_inputs(s, src, t0, count, rows, v);
+      else
+        transform_inputs_7(s, src, t0, count, rows, v);
+      transformed = b;
+    }
+    for (std::size_t j = group * panels / g; j < (group + 1) * panels / g; ++j) {
+      multiply_panel(f, npos, rows, v, m, j);
+      if (s.kernel == Kernel::k3x3)
+        output_3x3(f, s, dst, t0, count, m, j);
+      else
+        output_7(f, s, dst, t0, count, m, j);
+    }
   }
 }

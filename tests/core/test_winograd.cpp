@@ -24,6 +24,7 @@
 using namespace vecbench;
 using winograd::BlockedTensor;
 using winograd::ConvShape;
+using K = winograd::Kernel;
 
 namespace {
 
@@ -78,8 +79,9 @@ double run_case(const Case& k, unsigned seed, Order order, int threads = 1) {
   const AlignedFloats in = aligned_floats(in_n), out = aligned_floats(out_n);
   for (std::size_t i = 0; i < in_n; ++i) in.get()[i] = std::abs(nd(rng));  // post-ReLU activations
   for (std::size_t i = 0; i < out_n; ++i) out.get()[i] = -7.0f;            // a sentinel
-  std::vector<float> w(static_cast<std::size_t>(s.out_c) * s.in_c * 9), b(static_cast<std::size_t>(s.out_c));
-  const float scale = 1.0f / std::sqrt(9.0f * s.in_c);
+  const int kh = s.kh(), kw = s.kw();
+  std::vector<float> w(static_cast<std::size_t>(s.out_c) * s.in_c * kh * kw), b(static_cast<std::size_t>(s.out_c));
+  const float scale = 1.0f / std::sqrt(static_cast<float>(kh * kw * s.in_c));
   for (auto& x : w) x = nd(rng) * scale;
   for (auto& x : b) x = nd(rng) * 0.5f;
   const int bl = s.block;
@@ -88,8 +90,9 @@ double run_case(const Case& k, unsigned seed, Order order, int threads = 1) {
   BlockedTensor dst = dense(out.get(), total, oh, ow, bl);
   dst.offset = static_cast<std::int64_t>(k.slice_at / bl) * dst.stride_cb;
 
-  const auto f = winograd::make_filter(w.data(), b.data(), s.out_c, s.in_c, bl);
-  EXPECT_EQ(f->bytes(), (36u * s.in_c * s.out_c + s.out_c) * sizeof(float));
+  const auto f = winograd::make_filter(w.data(), b.data(), s.out_c, s.in_c, bl, s.kernel);
+  const std::size_t positions = s.kernel == winograd::Kernel::k3x3 ? 36u : 10u;
+  EXPECT_EQ(f->bytes(), (positions * s.in_c * s.out_c + s.out_c) * sizeof(float));
   const int groups = winograd::channel_groups(s, threads), units = winograd::block_count(s) * groups;
   std::vector<AlignedFloats> scratch;
   for (int t = 0; t < threads; ++t) scratch.push_back(aligned_floats(winograd::scratch_floats(s)));
@@ -114,11 +117,11 @@ double run_case(const Case& k, unsigned seed, Order order, int threads = 1) {
         for (int x = 0; x < ow; ++x) {
           double acc = b[static_cast<std::size_t>(o)];
           for (int c = 0; c < s.in_c; ++c)
-            for (int i = 0; i < 3; ++i)
-              for (int j = 0; j < 3; ++j) {
-                const int iy = y - s.pad + i, ix = x - s.pad + j;
+            for (int i = 0; i < kh; ++i)
+              for (int j = 0; j < kw; ++j) {
+                const int iy = y - s.pad_y() + i, ix = x - s.pad_x() + j;
                 if (iy < 0 || iy >= s.in_h || ix < 0 || ix >= s.in_w) continue;
-                acc += static_cast<double>(w[((static_cast<std::size_t>(o) * s.in_c + c) * 3 + i) * 3 + j]) *
+                acc += static_cast<double>(w[((static_cast<std::size_t>(o) * s.in_c + c) * kh + i) * kw + j]) *
                        at(src, bl, n, c, iy, ix);
               }
           const double ref = std::max(acc, 0.0);
@@ -149,12 +152,20 @@ TEST(Winograd, EqualsADirectConvolutionOnInceptionShapesAndOddSizes) {
       {{2, 80, 192, 19, 19, 0}},  // Conv2d_4a's channels
       {{3, 64, 96, 35, 35, 1}},   // Mixed_5b's 3x3dbl_2, real size, batch 3
       {{2, 448, 384, 8, 8, 1}},   // Mixed_7b's 3x3dbl_2, real size
+      // F(4, 7): Mixed_6b..6e's 1x7 and 7x1 layers at their real size ("same": pad 3), ragged
+      // tiles (17 = 4 x 4 + 1), a map narrower than a tile's inputs, and "valid"
+      {{1, 128, 192, 17, 17, 3, 8, K::k1x7}},
+      {{2, 160, 160, 17, 17, 3, 8, K::k7x1}},
+      {{1, 16, 32, 5, 3, 3, 8, K::k7x1}},
+      {{1, 16, 32, 3, 5, 3, 8, K::k1x7}},
+      {{2, 16, 32, 9, 13, 0, 8, K::k1x7}},
+      {{2, 16, 32, 13, 9, 0, 8, K::k7x1}},
   };
   for (const int block : blocks_here())
     for (const auto& c : cases) {
       const double e = run_case({with_block(c.s, block)}, 1, Order::forward);
-      EXPECT_LT(e, 3e-5) << c.s.in_c << "->" << c.s.out_c << " " << c.s.in_h << "x" << c.s.in_w << " pad " << c.s.pad
-                         << " block " << block;
+      EXPECT_LT(e, 3e-5) << c.s.in_c << "->" << c.s.out_c << " " << c.s.in_h << "x" << c.s.in_w << " kernel "
+                         << c.s.kh() << "x" << c.s.kw() << " pad " << c.s.pad << " block " << block;
     }
 }
 
@@ -167,6 +178,10 @@ TEST(Winograd, WritesIntoASliceOfAWiderTensorAndUnitsRunInAnyOrderOnAnyThread) {
     EXPECT_LT(run_case(c, 2, Order::forward), 3e-5);
     EXPECT_LT(run_case(c, 2, Order::reverse), 3e-5);
     EXPECT_LT(run_case(c, 2, Order::threads, 3), 3e-5);
+    Case c7{{4, 32, 64, 17, 17, 3, block, K::k7x1}, 128, 32};  // a 7x1 branch into channels 32..95 of 128
+    ASSERT_GT(winograd::block_count(c7.s), 2);
+    EXPECT_LT(run_case(c7, 4, Order::reverse), 3e-5);
+    EXPECT_LT(run_case(c7, 4, Order::threads, 3), 3e-5);
     // Mixed_7b's 8x8 maps at batch 1: one block, so 4 threads split its 384 output channels
     Case small{with_block({1, 448, 384, 8, 8, 1}, block), 768, 384};
     ASSERT_EQ(winograd::block_count(small.s), 1);
@@ -179,30 +194,34 @@ TEST(Winograd, WritesIntoASliceOfAWiderTensorAndUnitsRunInAnyOrderOnAnyThread) {
 
 TEST(Winograd, EachImageGetsTheSameBitsAtAnyBatchSize) {
   // Features must not depend on the batch (FID): image i of a batch of 3 equals image i alone
-  for (const int block : blocks_here()) {
-    SCOPED_TRACE("block " + std::to_string(block));
-    const ConvShape s3 = with_block({3, 64, 96, 35, 35, 1}, block), s1 = with_block({1, 64, 96, 35, 35, 1}, block);
-    std::mt19937 rng(7);
-    std::normal_distribution<float> nd(0.0f, 1.0f);
-    const std::size_t img_in = 64u * 35 * 35, img_out = 96u * 35 * 35;
-    const AlignedFloats in = aligned_floats(3 * img_in), out3 = aligned_floats(3 * img_out),
-                        out1 = aligned_floats(img_out);
-    for (std::size_t i = 0; i < 3 * img_in; ++i) in.get()[i] = std::abs(nd(rng));
-    std::vector<float> w(96u * 64 * 9), b(96);
-    for (auto& x : w) x = nd(rng) * 0.04f;
-    for (auto& x : b) x = nd(rng) * 0.5f;
-    const auto f = winograd::make_filter(w.data(), b.data(), 96, 64, block);
-    const auto run = [&](const ConvShape& s, const float* src, float* dst) {
-      const AlignedFloats scratch = aligned_floats(winograd::scratch_floats(s));
-      winograd::run_units(*f, s, dense(const_cast<float*>(src), 64, 35, 35, block), dense(dst, 96, 35, 35, block), 1, 0,
-                          winograd::block_count(s), scratch.get());
-    };
-    run(s3, in.get(), out3.get());
-    for (std::size_t i = 0; i < 3; ++i) {
-      run(s1, in.get() + i * img_in, out1.get());
-      EXPECT_EQ(0, std::memcmp(out1.get(), out3.get() + i * img_out, img_out * sizeof(float))) << "image " << i;
+  for (const int block : blocks_here())
+    for (const K kernel : {K::k3x3, K::k1x7, K::k7x1}) {
+      const ConvShape s3{3, 64, 96, 35, 35, kernel == K::k3x3 ? 1 : 3, block, kernel};
+      ConvShape s1 = s3;
+      s1.batch = 1;
+      SCOPED_TRACE("block " + std::to_string(block) + ", kernel " + std::to_string(s3.kh()) + "x" +
+                   std::to_string(s3.kw()));
+      std::mt19937 rng(7);
+      std::normal_distribution<float> nd(0.0f, 1.0f);
+      const std::size_t img_in = 64u * 35 * 35, img_out = 96u * 35 * 35;
+      const AlignedFloats in = aligned_floats(3 * img_in), out3 = aligned_floats(3 * img_out),
+                          out1 = aligned_floats(img_out);
+      for (std::size_t i = 0; i < 3 * img_in; ++i) in.get()[i] = std::abs(nd(rng));
+      std::vector<float> w(96u * 64 * static_cast<std::size_t>(s3.kh() * s3.kw())), b(96);
+      for (auto& x : w) x = nd(rng) * 0.04f;
+      for (auto& x : b) x = nd(rng) * 0.5f;
+      const auto f = winograd::make_filter(w.data(), b.data(), 96, 64, block, kernel);
+      const auto run = [&](const ConvShape& s, const float* src, float* dst) {
+        const AlignedFloats scratch = aligned_floats(winograd::scratch_floats(s));
+        winograd::run_units(*f, s, dense(const_cast<float*>(src), 64, 35, 35, block), dense(dst, 96, 35, 35, block), 1,
+                            0, winograd::block_count(s), scratch.get());
+      };
+      run(s3, in.get(), out3.get());
+      for (std::size_t i = 0; i < 3; ++i) {
+        run(s1, in.get() + i * img_in, out1.get());
+        EXPECT_EQ(0, std::memcmp(out1.get(), out3.get() + i * img_out, img_out * sizeof(float))) << "image " << i;
+      }
     }
-  }
 }
 
 TEST(Winograd, RefusesAFilterOfAnotherBlockAndBlocksOtherThan8Or16) {
@@ -214,6 +233,11 @@ TEST(Winograd, RefusesAFilterOfAnotherBlockAndBlocksOtherThan8Or16) {
   std::vector<float> buf(16u * 6 * 6 + 32u * 4 * 4, 0.0f);
   const AlignedFloats scratch = aligned_floats(winograd::scratch_floats(s16));
   EXPECT_THROW(winograd::run_units(*f8, s16, dense(buf.data(), 16, 6, 6, 16), dense(buf.data() + 576, 32, 4, 4, 16), 1,
+                                   0, 1, scratch.get()),
+               std::logic_error);
+  ConvShape s8x7 = with_block({1, 16, 32, 6, 6, 0}, 8);
+  s8x7.kernel = K::k1x7;  // the filter is 3x3's
+  EXPECT_THROW(winograd::run_units(*f8, s8x7, dense(buf.data(), 16, 6, 6, 8), dense(buf.data() + 576, 32, 6, 0, 8), 1,
                                    0, 1, scratch.get()),
                std::logic_error);
 }

@@ -1,14 +1,16 @@
-// Winograd F(4x4, 3x3) convolutions for CPUs with AVX2 and FMA (8-channel blocks) or AVX-512
-// (16-channel blocks). oneDNN 2.x has no Winograd in its AVX2 code, and on AVX-512 its Winograd
-// takes only layers of 64 or more input channels, one image at a time (its rounding otherwise
-// depends on the batch): the oneDNN engine runs 3x3 stride-1 layers with these
-// (src/engine/onednn_inception.cpp; results/PERFORMANCE.md, "Winograd on AVX2";
-// results/kernels/winograd-avx512-*.md).
+// Winograd convolutions, F(4x4, 3x3) and F(4, 7), for CPUs with AVX2 and FMA (8-channel blocks) or
+// AVX-512 (16-channel blocks). oneDNN 2.x has no Winograd in its AVX2 code, none for 1x7 / 7x1
+// anywhere, and on AVX-512 its 3x3 Winograd takes only layers of 64 or more input channels, one
+// image at a time (its rounding otherwise depends on the batch): the oneDNN engine runs its 3x3,
+// 1x7 and 7x1 stride-1 layers with these (src/engine/onednn_inception.cpp;
+// results/PERFORMANCE.md, "Winograd on AVX2"; results/kernels/winograd-*.md).
 //
-// Each 4x4 output tile is computed from a 6x6 input tile with 36 products per channel pair
-// instead of 144: the input tiles are transformed (B^T d B), multiplied by the transformed filters
-// (U = G g G^T, computed once in double precision) as 36 matrix products over channels, and
-// transformed back (A^T m A), with the bias and ReLU applied on the way out. Activations are in
+// Each 4x4 output tile of a 3x3 layer is computed from a 6x6 input tile with 36 products per
+// channel pair instead of 144, each 4-output tile of a 1x7 or 7x1 layer from 10 inputs with 10
+// products instead of 28: the input tiles are transformed (B^T d B, or B^T d along the axis),
+// multiplied by the transformed filters (U = G g G^T or G g, computed once in double precision)
+// as 36 (10) matrix products over channels, and transformed back (A^T m A, A^T m), with the bias
+// and ReLU applied on the way out. Activations are in
 // oneDNN's channel-blocked layouts (nChw8c with AVX2, nChw16c with AVX-512), so one register
 // holds one pixel's block of channels; the destination may be a slice of a larger tensor (a
 // concatenation's channels). Each output depends on its own tile only, summed in a fixed order:
@@ -41,16 +43,27 @@ struct BlockedTensor {
   std::int64_t stride_n = 0, stride_cb = 0, stride_y = 0, stride_x = 8;
 };
 
-/// One 3x3 stride-1 convolution + bias + ReLU.
+/// The convolutions the kernels compute: 3x3 as F(4x4, 3x3) (36 products per 16 outputs instead
+/// of 144), and 1x7 and 7x1 as F(4, 7) along their long axis (10 products per 4 outputs instead of
+/// 28; Toom-Cook points 0, +-1, +-2, +-1/2, +-3/4 and infinity, chosen for the smallest float
+/// rounding among small rationals).
+enum class Kernel { k3x3, k1x7, k7x1 };
+
+/// One stride-1 convolution + bias + ReLU.
 struct ConvShape {
   int batch = 1;
   int in_c = 0;   ///< a multiple of block
   int out_c = 0;  ///< a multiple of 2 * block (a panel: two registers)
   int in_h = 0, in_w = 0;
-  int pad = 0;    ///< zeros on every side (0: "valid", 1: "same")
+  int pad = 0;    ///< zeros on each side of the kernel's long axes (0: "valid"; "same": 1 for 3x3, 3 for 1x7 / 7x1)
   int block = 8;  ///< channels per block of the tensors' layout: 8 (AVX2) or 16 (AVX-512)
-  int out_h() const { return in_h + 2 * pad - 2; }
-  int out_w() const { return in_w + 2 * pad - 2; }
+  Kernel kernel = Kernel::k3x3;
+  int kh() const { return kernel == Kernel::k1x7 ? 1 : kernel == Kernel::k7x1 ? 7 : 3; }
+  int kw() const { return kernel == Kernel::k7x1 ? 1 : kernel == Kernel::k1x7 ? 7 : 3; }
+  int pad_y() const { return kh() > 1 ? pad : 0; }
+  int pad_x() const { return kw() > 1 ? pad : 0; }
+  int out_h() const { return in_h + 2 * pad_y() - kh() + 1; }
+  int out_w() const { return in_w + 2 * pad_x() - kw() + 1; }
 };
 
 /// True when the kernels take `s` (channel counts, sizes).
@@ -60,15 +73,18 @@ bool supports(const ConvShape& s);
 /// and replicas).
 struct Filter {
   int in_c = 0, out_c = 0;
-  int block = 8;       ///< the channel block it was made for (its panels are 2 * block wide)
-  AlignedFloats u;     ///< 36 transformed filters, each in panels of 2 * block output channels
+  int block = 8;  ///< the channel block it was made for (its panels are 2 * block wide)
+  Kernel kernel = Kernel::k3x3;
+  int positions = 36;  ///< transformed filters: 36 (F(4x4, 3x3)) or 10 (F(4, 7))
+  AlignedFloats u;     ///< the transformed filters, each in panels of 2 * block output channels
   AlignedFloats bias;  ///< out_c floats
   std::size_t bytes() const;
 };
 
-/// Transforms OIHW 3x3 weights (out_c x in_c x 3 x 3 floats) and their bias (out_c floats) for
-/// tensors of `block`-channel blocks (8 or 16; std::invalid_argument otherwise).
-std::shared_ptr<const Filter> make_filter(const float* oihw, const float* bias, int out_c, int in_c, int block = 8);
+/// Transforms OIHW weights of `kernel` (out_c x in_c x kh x kw floats) and their bias (out_c
+/// floats) for tensors of `block`-channel blocks (8 or 16; std::invalid_argument otherwise).
+std::shared_ptr<const Filter> make_filter(const float* oihw, const float* bias, int out_c, int in_c, int block = 8,
+                                          Kernel kernel = Kernel::k3x3);
 
 /// Tiles per block for shape `s` (sized to keep a block's work in the core's L2 cache).
 int block_tiles(const ConvShape& s);
@@ -81,11 +97,11 @@ int channel_groups(const ConvShape& s, int threads);
 /// Floats of scratch one thread needs for `s`.
 std::size_t scratch_floats(const ConvShape& s);
 
-/// Computes units [first, last) of dst = relu(conv3x3(src, f) + bias) for shape `s`, where unit u
+/// Computes units [first, last) of dst = relu(conv(src, f) + bias) for shape `s`, where unit u
 /// is block u / groups, channel group u % groups: block_count(s) * groups units in all, to be run
 /// in any order, on any thread. A thread's consecutive units of one block transform its input
 /// once. `scratch`: scratch_floats(s) floats, owned by the calling thread. `f` must be made for
-/// s's channels and block, and available(s.block) true (std::logic_error otherwise).
+/// s's channels, block and kernel, and available(s.block) true (std::logic_error otherwise).
 void run_units(const Filter& f, const ConvShape& s, const BlockedTensor& src, const BlockedTensor& dst, int groups,
                int first, int last, float* scratch);
 
