@@ -141,6 +141,17 @@ void BM_OneDnnWinogradPerImage(benchmark::State& st) {
   one_dnn(st, dnnl::algorithm::convolution_winograd, 1, static_cast<int>(st.range(1)));
 }
 
+/// Transforming a layer's filters (part of every start-up: the engine does it once per process).
+void BM_MakeFilter(benchmark::State& st) {
+  const Layer& l = kLayers[st.range(0)];
+  const winograd::ConvShape s = shape_of(l, 1);
+  const auto w = random_floats(static_cast<std::size_t>(l.out_c) * l.in_c * s.kh() * s.kw(), 0.05f);
+  const auto b = random_floats(static_cast<std::size_t>(l.out_c), 0.1f);
+  for (auto _ : st)
+    benchmark::DoNotOptimize(winograd::make_filter(w.data(), b.data(), l.out_c, l.in_c, s.block, l.kernel));
+  st.SetLabel(l.name);
+}
+
 void shapes(benchmark::internal::Benchmark* b) {
   for (int i = 0; i < static_cast<int>(std::size(kLayers)); ++i)
     for (int batch : {1, 4}) b->Args({i, batch});
@@ -152,4 +163,5 @@ void shapes(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_Winograd)->Apply(shapes);
 BENCHMARK(BM_OneDnnDirect)->Apply(shapes);
 BENCHMARK(BM_OneDnnWinogradPerImage)->Apply(shapes);
+BENCHMARK(BM_MakeFilter)->DenseRange(0, static_cast<int>(std::size(kLayers)) - 1)->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

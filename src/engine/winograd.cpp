@@ -41,6 +41,8 @@ int tile_count(const ConvShape& s) { return s.batch * tiles_y(s) * tiles_x(s); }
 /// Tiles per micro-kernel call for a channel block of `block` floats: 6 with AVX2's 16 registers
 /// (12 accumulators), 8 with AVX-512's 32 (16 accumulators).
 constexpr int micro_rows(int block) { return block == 16 ? 8 : 6; }
+/// The most tiles in a block (block_tiles' cap).
+constexpr int kMaxBlockTiles = 16 * micro_rows(16);
 
 /// Where tile `t` of `s` starts: image, first output row and column. Tiles run along the rows
 /// (x innermost), so that consecutive tiles read neighbouring pixels.
@@ -113,6 +115,7 @@ int block_tiles(const ConvShape& s) {
   const std::size_t per_tile = static_cast<std::size_t>(positions(s)) * s.in_c * sizeof(float);
   int rows = static_cast<int>((512u << 10) / per_tile) / unit * unit;
   rows = std::clamp(rows, unit, 16 * unit);
+  static_assert(16 * micro_rows(8) <= kMaxBlockTiles && 16 * micro_rows(16) <= kMaxBlockTiles);
   const int all = (tile_count(s) + unit - 1) / unit * unit;
   return std::min(rows, all);
 }
@@ -205,29 +208,40 @@ std::shared_ptr<const Filter> make_filter(const float* oihw, const float* bias, 
   f->bias = aligned_floats(static_cast<std::size_t>(out_c));
   std::copy(bias, bias + out_c, f->bias.get());
   const std::size_t ic = static_cast<std::size_t>(in_c), oc = static_cast<std::size_t>(out_c);
-  const std::size_t panel = 2 * static_cast<std::size_t>(block);
-  const auto put = [&](std::size_t p, std::size_t o, std::size_t c, double u) {
-    f->u.get()[p * ic * oc + (o / panel) * ic * panel + c * panel + o % panel] = static_cast<float>(u);
-  };
-  for (std::size_t o = 0; o < oc; ++o)
+  const std::size_t panel = 2 * static_cast<std::size_t>(block), npos = static_cast<std::size_t>(f->positions);
+  const std::size_t taps = kernel == Kernel::k3x3 ? 9 : kR7;
+  const Toom7& tc = toom7();
+  // One panel of output channels at a time, those channels innermost: the arithmetic runs over
+  // contiguous arrays (vectorized) and each position's floats are written in order (part of every
+  // start-up: about 10x faster than channel pair by channel pair, results/kernels/winograd-f47-*.md).
+  constexpr std::size_t kMaxPanel = 32;
+  double g[9][kMaxPanel], gg[kIn][3][kMaxPanel], u[kPos][kMaxPanel];
+  for (std::size_t j = 0; j < oc / panel; ++j)
     for (std::size_t c = 0; c < ic; ++c) {
-      if (kernel != Kernel::k3x3) {  // 1x7 and 7x1 both keep their 7 taps in a row
-        const float* g = oihw + (o * ic + c) * kR7;
+      for (std::size_t oo = 0; oo < panel; ++oo)
+        for (std::size_t k = 0; k < taps; ++k) g[k][oo] = oihw[((j * panel + oo) * ic + c) * taps + k];
+      if (kernel != Kernel::k3x3) {  // 1x7 and 7x1 both keep their 7 taps in a row: U = G g
         for (int p = 0; p < kN7; ++p) {
-          double u = 0;
-          for (int k = 0; k < kR7; ++k) u += toom7().g[p][k] * g[k];
-          put(static_cast<std::size_t>(p), o, c, u);
+          for (std::size_t oo = 0; oo < panel; ++oo) u[p][oo] = 0;
+          for (int k = 0; k < kR7; ++k) {
+            const double coef = tc.g[p][k];
+            for (std::size_t oo = 0; oo < panel; ++oo) u[p][oo] += coef * g[k][oo];
+          }
         }
-        continue;
+      } else {  // U = (G g) G^T
+        for (int i = 0; i < kIn; ++i)
+          for (int k = 0; k < 3; ++k)
+            for (std::size_t oo = 0; oo < panel; ++oo)
+              gg[i][k][oo] = G[i][0] * g[k][oo] + G[i][1] * g[3 + k][oo] + G[i][2] * g[6 + k][oo];
+        for (int i = 0; i < kIn; ++i)
+          for (int jj = 0; jj < kIn; ++jj)
+            for (std::size_t oo = 0; oo < panel; ++oo)
+              u[i * kIn + jj][oo] = gg[i][0][oo] * G[jj][0] + gg[i][1][oo] * G[jj][1] + gg[i][2][oo] * G[jj][2];
       }
-      const float* g = oihw + (o * ic + c) * 9;
-      double gg[kIn][3];  // G g
-      for (int i = 0; i < kIn; ++i)
-        for (int k = 0; k < 3; ++k) gg[i][k] = G[i][0] * g[k] + G[i][1] * g[3 + k] + G[i][2] * g[6 + k];
-      for (int i = 0; i < kIn; ++i)
-        for (int j = 0; j < kIn; ++j)  // (G g) G^T
-          put(static_cast<std::size_t>(i * kIn + j), o, c,
-              gg[i][0] * G[j][0] + gg[i][1] * G[j][1] + gg[i][2] * G[j][2]);
+      for (std::size_t p = 0; p < npos; ++p) {
+        float* at = f->u.get() + p * ic * oc + j * ic * panel + c * panel;
+        for (std::size_t oo = 0; oo < panel; ++oo) at[oo] = static_cast<float>(u[p][oo]);
+      }
     }
   return f;
 }

@@ -38,14 +38,15 @@ inline void output_1d(const Vec m[6], Vec o[4]) {
 // A block's transformed inputs V are kept tile by tile: tile t's 36 positions of in_c channels at
 // [t][p][c], so that each tile's transform writes one contiguous stretch of memory.
 
-/// The input tiles of block tiles [t0, t0 + count) into V (rows x kPos x in_c), rows >= count zeroed.
-inline void transform_inputs(const ConvShape& s, const BlockedTensor& src, int t0, int count, int rows, float* v) {
+/// The input tiles at tiles[0, count) into V (rows x kPos x in_c), rows >= count zeroed.
+inline void transform_inputs(const ConvShape& s, const BlockedTensor& src, const TileAt* tiles, int count, int rows,
+                             float* v) {
   const std::size_t pos_stride = static_cast<std::size_t>(s.in_c), ldv = kPos * pos_stride;
   // channel blocks outermost: consecutive tiles then read neighbouring pixels (4 apart), which
   // the hardware prefetchers follow; a channel block's plane is a whole map away
   for (int cb = 0; cb < s.in_c / kLanes; ++cb)
     for (int tl = 0; tl < count; ++tl) {
-      const TileAt at = tile_at(s, t0 + tl);
+      const TileAt at = tiles[tl];
       const int y0 = at.y - s.pad, x0 = at.x - s.pad;
       const bool inside = y0 >= 0 && x0 >= 0 && y0 + kIn <= s.in_h && x0 + kIn <= s.in_w;
       const float* base = src.data + src.offset + at.n * src.stride_n + cb * src.stride_cb;
@@ -96,9 +97,10 @@ inline void micro_kernel(const float* a, std::size_t lda, const float* b, int k,
   }
 }
 
-/// The input tiles of a 1x7 or 7x1 layer (F(4, 7) along its axis) of block tiles
-/// [t0, t0 + count) into V (rows x kN7 x in_c), rows >= count zeroed.
-inline void transform_inputs_7(const ConvShape& s, const BlockedTensor& src, int t0, int count, int rows, float* v) {
+/// The input tiles of a 1x7 or 7x1 layer (F(4, 7) along its axis) at tiles[0, count) into V
+/// (rows x kN7 x in_c), rows >= count zeroed.
+inline void transform_inputs_7(const ConvShape& s, const BlockedTensor& src, const TileAt* tiles, int count, int rows,
+                               float* v) {
   const Toom7& tc = toom7();
   const bool along_y = s.kernel == Kernel::k7x1;
   const std::int64_t step = along_y ? src.stride_y : src.stride_x;
@@ -106,7 +108,7 @@ inline void transform_inputs_7(const ConvShape& s, const BlockedTensor& src, int
   const std::size_t pos_stride = static_cast<std::size_t>(s.in_c), ldv = kN7 * pos_stride;
   for (int cb = 0; cb < s.in_c / kLanes; ++cb)
     for (int tl = 0; tl < count; ++tl) {
-      const TileAt at = tile_at(s, t0 + tl);
+      const TileAt at = tiles[tl];
       const int first = (along_y ? at.y : at.x) - s.pad;  // the tile's first input along the axis
       const float* base = src.data + src.offset + at.n * src.stride_n + cb * src.stride_cb +
                           (along_y ? 0 : at.y * src.stride_y) + (along_y ? at.x * src.stride_x : 0);
@@ -136,13 +138,13 @@ inline void multiply_panel(const Filter& f, int npos, int rows, const float* v, 
 }
 
 /// A^T M A + bias, ReLU of panel j's 3x3 tiles into dst.
-inline void output_3x3(const Filter& f, const ConvShape& s, const BlockedTensor& dst, int t0, int count,
+inline void output_3x3(const Filter& f, const ConvShape& s, const BlockedTensor& dst, const TileAt* tiles, int count,
                        const float* m, std::size_t j) {
   const std::size_t ldm = kPos * kPanel;
   const int oh = s.out_h(), ow = s.out_w();
   const Vec zero = vzero();
   for (int tl = 0; tl < count; ++tl) {
-    const TileAt at = tile_at(s, t0 + tl);
+    const TileAt at = tiles[tl];
     const int ny = std::min(kTile, oh - at.y), nx = std::min(kTile, ow - at.x);
     for (int half = 0; half < 2; ++half) {
       const std::size_t cb = 2 * j + static_cast<std::size_t>(half);
@@ -169,8 +171,8 @@ inline void output_3x3(const Filter& f, const ConvShape& s, const BlockedTensor&
 }
 
 /// A^T M + bias, ReLU of panel j's 1x7 or 7x1 tiles into dst.
-inline void output_7(const Filter& f, const ConvShape& s, const BlockedTensor& dst, int t0, int count, const float* m,
-                     std::size_t j) {
+inline void output_7(const Filter& f, const ConvShape& s, const BlockedTensor& dst, const TileAt* tiles, int count,
+                     const float* m, std::size_t j) {
   const Toom7& tc = toom7();
   const bool along_y = s.kernel == Kernel::k7x1;
   const std::int64_t step = along_y ? dst.stride_y : dst.stride_x;
@@ -178,7 +180,7 @@ inline void output_7(const Filter& f, const ConvShape& s, const BlockedTensor& d
   const std::size_t ldm = kN7 * kPanel;
   const Vec zero = vzero();
   for (int tl = 0; tl < count; ++tl) {
-    const TileAt at = tile_at(s, t0 + tl);
+    const TileAt at = tiles[tl];
     const int n = std::min(kTile, len - (along_y ? at.y : at.x));
     for (int half = 0; half < 2; ++half) {
       const std::size_t cb = 2 * j + static_cast<std::size_t>(half);
@@ -205,24 +207,26 @@ inline void run_units_isa(const Filter& f, const ConvShape& s, const BlockedTens
   float* v = scratch;
   float* m = scratch + static_cast<std::size_t>(npos) * per_block * s.in_c;
   int transformed = -1;  // the block whose tiles are in v
+  TileAt at[kMaxBlockTiles];  // where its tiles lie
   for (int u = first; u < last; ++u) {
     const int b = u / groups;
     const std::size_t group = static_cast<std::size_t>(u % groups);
     const int t0 = b * per_block, count = std::min(per_block, tiles - t0);
     const int rows = (count + kRows - 1) / kRows * kRows;
     if (b != transformed) {
+      for (int tl = 0; tl < count; ++tl) at[tl] = tile_at(s, t0 + tl);
       if (s.kernel == Kernel::k3x3)
-        transform_inputs(s, src, t0, count, rows, v);
+        transform_inputs(s, src, at, count, rows, v);
       else
-        transform_inputs_7(s, src, t0, count, rows, v);
+        transform_inputs_7(s, src, at, count, rows, v);
       transformed = b;
     }
     for (std::size_t j = group * panels / g; j < (group + 1) * panels / g; ++j) {
       multiply_panel(f, npos, rows, v, m, j);
       if (s.kernel == Kernel::k3x3)
-        output_3x3(f, s, dst, t0, count, m, j);
+        output_3x3(f, s, dst, at, count, m, j);
       else
-        output_7(f, s, dst, t0, count, m, j);
+        output_7(f, s, dst, at, count, m, j);
     }
   }
 }
