@@ -194,12 +194,13 @@ void add_vectorize_run_options(CLI::App* vec, VectorizeArgs& va) {
   add_parsed(
       vec, "--engine", va.engine, [](const std::string& s) { return parse_engine(s); },
       "torchscript (LibTorch runs the module) | onednn (CPU: the module's weights as vecbench's own oneDNN "
-      "network: one blocked layout, fused conv+BN+ReLU, zero-copy concat, Winograd 3x3, 1x7 and 7x1; fastest on CPU; "
+      "network: one blocked layout, fused conv+BN+ReLU, zero-copy concat, Winograd 3x3, 1x7, 7x1, 1x3 and 3x1; fastest "
+      "on CPU; "
       "same features within 1e-4) | none (no network, zero features: the input pipeline's own ceiling) "
       "(default: the route)");
   vec->add_flag_callback(
       "--no-winograd", [&va] { va.model.winograd = false; },
-      "onednn: direct convolutions only (no Winograd 3x3, 1x7 or 7x1)");
+      "onednn: direct convolutions only (no Winograd 3x3, 1x7, 7x1, 1x3 or 3x1)");
   vec->add_flag("--flush-denormal", va.model.flush_denormal, "Flush denormal floats to zero in replica threads");
   vec->add_flag("--cuda-graphs", va.model.cuda_graphs,
                 "CUDA: capture each replica's forward once, replay it for full batches");

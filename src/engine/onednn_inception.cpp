@@ -204,8 +204,8 @@ class Graph {
       fmt_ = tag::nhwc;
       if (!opt.int8_ranges) throw ReplicaError(wts_.source + ": the int8 route needs a calibration (onednn engine)");
     }
-    // The engine's own Winograd (engine/winograd.hpp) on every 3x3, 1x7 and 7x1 stride-1 layer:
-    // oneDNN 2.x has none in its AVX2 code and none for 1x7 / 7x1, and on AVX-512 its 3x3 one takes
+    // The engine's own Winograd (engine/winograd.hpp) on every 3x3, 1x7, 7x1, 1x3 and 3x1 stride-1
+    // layer: oneDNN 2.x has none in its AVX2 code and none for 1-D kernels, and on AVX-512 its 3x3 one takes
     // fewer layers and runs slower (results/kernels/winograd-avx512-20261203.md); oneDNN's remains
     // where these kernels don't fit.
     block_ = avx512 ? 16 : 8;
@@ -358,6 +358,8 @@ class Graph {
       if (kh == 3 && kw == 3 && ph == pw && winograd_into(name, l, src, dst, winograd::Kernel::k3x3, ph)) return;
       if (kh == 1 && kw == 7 && ph == 0 && winograd_into(name, l, src, dst, winograd::Kernel::k1x7, pw)) return;
       if (kh == 7 && kw == 1 && pw == 0 && winograd_into(name, l, src, dst, winograd::Kernel::k7x1, ph)) return;
+      if (kh == 1 && kw == 3 && ph == 0 && winograd_into(name, l, src, dst, winograd::Kernel::k1x3, pw)) return;
+      if (kh == 3 && kw == 1 && pw == 0 && winograd_into(name, l, src, dst, winograd::Kernel::k3x1, ph)) return;
     }
     memory::desc w_any({oc, ic, kh, kw}, int8() ? dt::s8 : act_dt_, tag::any);  // bf16: packed (and rounded) once, here
     memory::desc b_md({oc}, dt::f32, tag::x);
@@ -432,8 +434,8 @@ class Graph {
     return true;
   }
 
-  /// conv+bias+ReLU of a 3x3, 1x7 or 7x1 stride-1 layer with the engine's Winograd kernels (AVX2
-  /// or AVX-512); false where the kernels or the layouts don't fit (oneDNN runs it).
+  /// conv+bias+ReLU of a 3x3, 1x7, 7x1, 1x3 or 3x1 stride-1 layer with the engine's Winograd
+  /// kernels (AVX2 or AVX-512); false where the kernels or the layouts don't fit (oneDNN runs it).
   bool winograd_into(const std::string& name, const FoldedConv& l, const memory& src, const memory& dst,
                      winograd::Kernel kernel, int pad) {
     winograd::BlockedTensor in, out;
@@ -706,7 +708,7 @@ class Graph {
   std::vector<Op> ops_;
   std::deque<std::vector<float>> int8_bias_;  ///< int8: each layer's bias in its s32 sums' units
   int block_ = 8;                             ///< channels per block of the f32 layout (16 where oneDNN runs AVX-512)
-  /// opt.winograd where the CPU has the kernels: 3x3, 1x7 and 7x1 stride-1 layers by engine/winograd.hpp
+  /// opt.winograd where the CPU has the kernels: 3x3 and 1-D stride-1 layers by engine/winograd.hpp
   bool own_winograd_ = false;
   int threads_ = 1;                 ///< OpenMP threads of this replica (its device's), for own kernels
   std::size_t scratch_floats_ = 0;  ///< per thread, for the largest Winograd layer

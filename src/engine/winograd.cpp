@@ -28,12 +28,15 @@ namespace {
 constexpr int kTile = 4;  // outputs per tile side (both kernels)
 constexpr int kIn = 6;    // F(4x4, 3x3): inputs per tile side (kTile + 3 - 1)
 constexpr int kPos = 36;  // F(4x4, 3x3): kIn * kIn transformed positions
-constexpr int kR7 = 7;    // F(4, 7): taps
-constexpr int kN7 = 10;   // F(4, 7): inputs per tile, transformed positions (kTile + 7 - 1)
 
-int tile_h(const ConvShape& s) { return s.kernel == Kernel::k1x7 ? 1 : kTile; }
-int tile_w(const ConvShape& s) { return s.kernel == Kernel::k7x1 ? 1 : kTile; }
-int positions(const ConvShape& s) { return s.kernel == Kernel::k3x3 ? kPos : kN7; }
+/// The long axis of a one-dimensional kernel runs down the columns (7x1, 3x1) or along the rows.
+bool along_y(Kernel k) { return k == Kernel::k7x1 || k == Kernel::k3x1; }
+
+int tile_h(const ConvShape& s) { return s.kernel == Kernel::k3x3 || along_y(s.kernel) ? kTile : 1; }
+int tile_w(const ConvShape& s) { return s.kernel == Kernel::k3x3 || !along_y(s.kernel) ? kTile : 1; }
+/// Transformed positions: 36 for F(4x4, 3x3), kTile + taps - 1 for F(4, taps).
+int positions(Kernel k) { return k == Kernel::k3x3 ? kPos : k == Kernel::k1x3 || k == Kernel::k3x1 ? 6 : 10; }
+int positions(const ConvShape& s) { return positions(s.kernel); }
 int tiles_y(const ConvShape& s) { return (s.out_h() + tile_h(s) - 1) / tile_h(s); }
 int tiles_x(const ConvShape& s) { return (s.out_w() + tile_w(s) - 1) / tile_w(s); }
 int tile_count(const ConvShape& s) { return s.batch * tiles_y(s) * tiles_x(s); }
@@ -55,15 +58,15 @@ TileAt tile_at(const ConvShape& s, int t) {
   return {t / per_image, r / tiles_x(s) * tile_h(s), r % tiles_x(s) * tile_w(s)};
 }
 
-/// The matrices of F(4, 7) by Toom-Cook (y = A^T [(G g) * (B^T d)], y_i = sum_k g_k d_(i+k)), with
-/// the points 0, +-1, +-2, +-1/2, +-3/4 and infinity: among small rationals the set whose float
-/// rounding was smallest (3e-6 of the largest output on 96 channels of random post-ReLU inputs,
-/// against 6e-6 for 0, +-1, +-2, +-1/2, 3, -3; the 1-D F(4, 3) of the 3x3 kernels gives 2e-6).
-/// A^T and B^T are exact in float (dyadic rationals); G keeps double precision for make_filter.
-struct Toom7 {
-  float at[kTile][kN7];
-  float bt[kN7][kN7];
-  double g[kN7][kR7];
+/// The matrices of F(4, R) by Toom-Cook (y = A^T [(G g) * (B^T d)], y_i = sum_k g_k d_(i+k)) for
+/// kN - 1 points and infinity. A^T and B^T are exact in float for the points used here (dyadic
+/// rationals); G keeps double precision for make_filter.
+template <int R>
+struct Toom {
+  static constexpr int kTaps = R, kN = kTile + R - 1;
+  float at[kTile][kN];
+  float bt[kN][kN];
+  double g[kN][R];
 };
 
 /// Coefficients (lowest power first) of prod (x - r) over `roots`.
@@ -77,30 +80,41 @@ std::vector<double> poly_from_roots(const std::vector<double>& roots) {
   return c;
 }
 
-Toom7 make_toom7() {
-  const std::vector<double> pts = {0, 1, -1, 2, -2, 0.5, -0.5, 0.75, -0.75};  // and infinity (the last row)
-  Toom7 t{};
+template <int R>
+Toom<R> make_toom(const std::vector<double>& pts) {  // kN - 1 finite points; infinity is the last row
+  using T = Toom<R>;
+  T t{};
   for (std::size_t j = 0; j < pts.size(); ++j) {
     std::vector<double> others;
     double f = 1;
     for (std::size_t l = 0; l < pts.size(); ++l)
       if (l != j) others.push_back(pts[l]), f *= pts[j] - pts[l];
     double power = 1;
-    for (int k = 0; k < kR7; ++k, power *= pts[j]) t.g[j][k] = power / f;
+    for (int k = 0; k < R; ++k, power *= pts[j]) t.g[j][k] = power / f;
     power = 1;
     for (int i = 0; i < kTile; ++i, power *= pts[j]) t.at[i][j] = static_cast<float>(power);
     const std::vector<double> n = poly_from_roots(others);  // B^T row j: prod of (x - a_l), l != j
     for (std::size_t k = 0; k < n.size(); ++k) t.bt[j][k] = static_cast<float>(n[k]);
   }
-  t.g[kN7 - 1][kR7 - 1] = 1;  // infinity: the leading coefficient
-  t.at[kTile - 1][kN7 - 1] = 1;
+  t.g[T::kN - 1][R - 1] = 1;  // infinity: the leading coefficient
+  t.at[kTile - 1][T::kN - 1] = 1;
   const std::vector<double> m = poly_from_roots(pts);
-  for (std::size_t k = 0; k < m.size(); ++k) t.bt[kN7 - 1][k] = static_cast<float>(m[k]);
+  for (std::size_t k = 0; k < m.size(); ++k) t.bt[T::kN - 1][k] = static_cast<float>(m[k]);
   return t;
 }
 
-const Toom7& toom7() {
-  static const Toom7 t = make_toom7();
+/// F(4, 7) with the points 0, +-1, +-2, +-1/2, +-3/4 and infinity: among small rationals the set
+/// whose float rounding was smallest (3e-6 of the largest output on 96 channels of random
+/// post-ReLU inputs, against 6e-6 for 0, +-1, +-2, +-1/2, 4, -1/4 and 1.6e-5 for 0, +-1, +-2,
+/// +-1/2, +-3; the 1-D F(4, 3) gives 2e-6).
+const Toom<7>& toom7() {
+  static const Toom<7> t = make_toom<7>({0, 1, -1, 2, -2, 0.5, -0.5, 0.75, -0.75});
+  return t;
+}
+
+/// F(4, 3) with the points of the 3x3 kernels (0, +-1, +-2 and infinity).
+const Toom<3>& toom3() {
+  static const Toom<3> t = make_toom<3>({0, 1, -1, 2, -2});
   return t;
 }
 
@@ -203,14 +217,16 @@ std::shared_ptr<const Filter> make_filter(const float* oihw, const float* bias, 
   f->out_c = out_c;
   f->block = block;
   f->kernel = kernel;
-  f->positions = kernel == Kernel::k3x3 ? kPos : kN7;
+  f->positions = positions(kernel);
   f->u = aligned_floats(static_cast<std::size_t>(f->positions) * in_c * out_c);
   f->bias = aligned_floats(static_cast<std::size_t>(out_c));
   std::copy(bias, bias + out_c, f->bias.get());
   const std::size_t ic = static_cast<std::size_t>(in_c), oc = static_cast<std::size_t>(out_c);
   const std::size_t panel = 2 * static_cast<std::size_t>(block), npos = static_cast<std::size_t>(f->positions);
-  const std::size_t taps = kernel == Kernel::k3x3 ? 9 : kR7;
-  const Toom7& tc = toom7();
+  const int line_taps = kernel == Kernel::k3x3 ? 0 : positions(kernel) - kTile + 1;  // 1-D kernels: 7 or 3
+  const std::size_t taps = kernel == Kernel::k3x3 ? 9 : static_cast<std::size_t>(line_taps);
+  // 1-D kernels: U = G g, G (npos x taps) of toom7() or toom3()
+  const double* g_line = line_taps == 7 ? &toom7().g[0][0] : &toom3().g[0][0];
   // One panel of output channels at a time, those channels innermost: the arithmetic runs over
   // contiguous arrays (vectorized) and each position's floats are written in order (part of every
   // start-up: about 10x faster than channel pair by channel pair, results/kernels/winograd-f47-*.md).
@@ -220,11 +236,11 @@ std::shared_ptr<const Filter> make_filter(const float* oihw, const float* bias, 
     for (std::size_t c = 0; c < ic; ++c) {
       for (std::size_t oo = 0; oo < panel; ++oo)
         for (std::size_t k = 0; k < taps; ++k) g[k][oo] = oihw[((j * panel + oo) * ic + c) * taps + k];
-      if (kernel != Kernel::k3x3) {  // 1x7 and 7x1 both keep their 7 taps in a row: U = G g
-        for (int p = 0; p < kN7; ++p) {
+      if (kernel != Kernel::k3x3) {  // 1xN and Nx1 both keep their N taps in a row
+        for (std::size_t p = 0; p < npos; ++p) {
           for (std::size_t oo = 0; oo < panel; ++oo) u[p][oo] = 0;
-          for (int k = 0; k < kR7; ++k) {
-            const double coef = tc.g[p][k];
+          for (std::size_t k = 0; k < taps; ++k) {
+            const double coef = g_line[p * taps + k];
             for (std::size_t oo = 0; oo < panel; ++oo) u[p][oo] += coef * g[k][oo];
           }
         }

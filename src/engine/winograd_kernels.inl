@@ -97,27 +97,28 @@ inline void micro_kernel(const float* a, std::size_t lda, const float* b, int k,
   }
 }
 
-/// The input tiles of a 1x7 or 7x1 layer (F(4, 7) along its axis) at tiles[0, count) into V
-/// (rows x kN7 x in_c), rows >= count zeroed.
-inline void transform_inputs_7(const ConvShape& s, const BlockedTensor& src, const TileAt* tiles, int count, int rows,
-                               float* v) {
-  const Toom7& tc = toom7();
-  const bool along_y = s.kernel == Kernel::k7x1;
-  const std::int64_t step = along_y ? src.stride_y : src.stride_x;
-  const int len = along_y ? s.in_h : s.in_w;
-  const std::size_t pos_stride = static_cast<std::size_t>(s.in_c), ldv = kN7 * pos_stride;
+/// The input tiles of a 1-D layer (1xR or Rx1: F(4, R) along its axis, `tc` its matrices) at
+/// tiles[0, count) into V (rows x T::kN x in_c), rows >= count zeroed.
+template <class T>
+inline void transform_inputs_line(const T& tc, const ConvShape& s, const BlockedTensor& src, const TileAt* tiles,
+                                  int count, int rows, float* v) {
+  constexpr int kN = T::kN;
+  const bool down = along_y(s.kernel);
+  const std::int64_t step = down ? src.stride_y : src.stride_x;
+  const int len = down ? s.in_h : s.in_w;
+  const std::size_t pos_stride = static_cast<std::size_t>(s.in_c), ldv = kN * pos_stride;
   for (int cb = 0; cb < s.in_c / kLanes; ++cb)
     for (int tl = 0; tl < count; ++tl) {
       const TileAt at = tiles[tl];
-      const int first = (along_y ? at.y : at.x) - s.pad;  // the tile's first input along the axis
+      const int first = (down ? at.y : at.x) - s.pad;  // the tile's first input along the axis
       const float* base = src.data + src.offset + at.n * src.stride_n + cb * src.stride_cb +
-                          (along_y ? 0 : at.y * src.stride_y) + (along_y ? at.x * src.stride_x : 0);
-      Vec d[kN7];
-      for (int l = 0; l < kN7; ++l) d[l] = first + l >= 0 && first + l < len ? vload(base + (first + l) * step) : vzero();
+                          (down ? 0 : at.y * src.stride_y) + (down ? at.x * src.stride_x : 0);
+      Vec d[kN];
+      for (int l = 0; l < kN; ++l) d[l] = first + l >= 0 && first + l < len ? vload(base + (first + l) * step) : vzero();
       float* out = v + static_cast<std::size_t>(tl) * ldv + static_cast<std::size_t>(cb) * kLanes;
-      for (int j = 0; j < kN7; ++j) {  // B^T d
+      for (int j = 0; j < kN; ++j) {  // B^T d
         Vec r = vzero();
-        for (int l = 0; l < kN7; ++l) r = vfmadd(vset1(tc.bt[j][l]), d[l], r);
+        for (int l = 0; l < kN; ++l) r = vfmadd(vset1(tc.bt[j][l]), d[l], r);
         vstore(out + static_cast<std::size_t>(j) * pos_stride, r);
       }
     }
@@ -170,29 +171,30 @@ inline void output_3x3(const Filter& f, const ConvShape& s, const BlockedTensor&
   }
 }
 
-/// A^T M + bias, ReLU of panel j's 1x7 or 7x1 tiles into dst.
-inline void output_7(const Filter& f, const ConvShape& s, const BlockedTensor& dst, const TileAt* tiles, int count,
-                     const float* m, std::size_t j) {
-  const Toom7& tc = toom7();
-  const bool along_y = s.kernel == Kernel::k7x1;
-  const std::int64_t step = along_y ? dst.stride_y : dst.stride_x;
-  const int len = along_y ? s.out_h() : s.out_w();
-  const std::size_t ldm = kN7 * kPanel;
+/// A^T M + bias, ReLU of panel j's 1-D tiles (F(4, R), `tc` its matrices) into dst.
+template <class T>
+inline void output_line(const T& tc, const Filter& f, const ConvShape& s, const BlockedTensor& dst,
+                        const TileAt* tiles, int count, const float* m, std::size_t j) {
+  constexpr int kN = T::kN;
+  const bool down = along_y(s.kernel);
+  const std::int64_t step = down ? dst.stride_y : dst.stride_x;
+  const int len = down ? s.out_h() : s.out_w();
+  const std::size_t ldm = kN * kPanel;
   const Vec zero = vzero();
   for (int tl = 0; tl < count; ++tl) {
     const TileAt at = tiles[tl];
-    const int n = std::min(kTile, len - (along_y ? at.y : at.x));
+    const int n = std::min(kTile, len - (down ? at.y : at.x));
     for (int half = 0; half < 2; ++half) {
       const std::size_t cb = 2 * j + static_cast<std::size_t>(half);
       const float* in = m + static_cast<std::size_t>(tl) * ldm + static_cast<std::size_t>(half) * kLanes;
-      Vec col[kN7];
-      for (int p = 0; p < kN7; ++p) col[p] = vload(in + p * kPanel);
+      Vec col[kN];
+      for (int p = 0; p < kN; ++p) col[p] = vload(in + p * kPanel);
       const Vec bias = vload(f.bias.get() + cb * kLanes);
       float* base = dst.data + dst.offset + at.n * dst.stride_n + static_cast<std::int64_t>(cb) * dst.stride_cb +
                     at.y * dst.stride_y + at.x * dst.stride_x;
       for (int i = 0; i < n; ++i) {
         Vec o = bias;
-        for (int p = 0; p < kN7; ++p) o = vfmadd(vset1(tc.at[i][p]), col[p], o);
+        for (int p = 0; p < kN; ++p) o = vfmadd(vset1(tc.at[i][p]), col[p], o);
         vstore(base + i * step, vmax(zero, o));  // a NaN stays visible, as above
       }
     }
@@ -217,16 +219,20 @@ inline void run_units_isa(const Filter& f, const ConvShape& s, const BlockedTens
       for (int tl = 0; tl < count; ++tl) at[tl] = tile_at(s, t0 + tl);
       if (s.kernel == Kernel::k3x3)
         transform_inputs(s, src, at, count, rows, v);
+      else if (npos == Toom<7>::kN)
+        transform_inputs_line(toom7(), s, src, at, count, rows, v);
       else
-        transform_inputs_7(s, src, at, count, rows, v);
+        transform_inputs_line(toom3(), s, src, at, count, rows, v);
       transformed = b;
     }
     for (std::size_t j = group * panels / g; j < (group + 1) * panels / g; ++j) {
       multiply_panel(f, npos, rows, v, m, j);
       if (s.kernel == Kernel::k3x3)
         output_3x3(f, s, dst, at, count, m, j);
+      else if (npos == Toom<7>::kN)
+        output_line(toom7(), f, s, dst, at, count, m, j);
       else
-        output_7(f, s, dst, at, count, m, j);
+        output_line(toom3(), f, s, dst, at, count, m, j);
     }
   }
 }

@@ -91,7 +91,7 @@ double run_case(const Case& k, unsigned seed, Order order, int threads = 1) {
   dst.offset = static_cast<std::int64_t>(k.slice_at / bl) * dst.stride_cb;
 
   const auto f = winograd::make_filter(w.data(), b.data(), s.out_c, s.in_c, bl, s.kernel);
-  const std::size_t positions = s.kernel == winograd::Kernel::k3x3 ? 36u : 10u;
+  const std::size_t positions = s.kernel == K::k3x3 ? 36u : s.kh() * s.kw() == 7 ? 10u : 6u;
   EXPECT_EQ(f->bytes(), (positions * s.in_c * s.out_c + s.out_c) * sizeof(float));
   const int groups = winograd::channel_groups(s, threads), units = winograd::block_count(s) * groups;
   std::vector<AlignedFloats> scratch;
@@ -160,6 +160,11 @@ TEST(Winograd, EqualsADirectConvolutionOnInceptionShapesAndOddSizes) {
       {{1, 16, 32, 3, 5, 3, 8, K::k1x7}},
       {{2, 16, 32, 9, 13, 0, 8, K::k1x7}},
       {{2, 16, 32, 13, 9, 0, 8, K::k7x1}},
+      // F(4, 3): Mixed_7b/c's 1x3 and 3x1 layers at their real size, and ragged
+      {{2, 384, 384, 8, 8, 1, 8, K::k1x3}},
+      {{1, 448, 384, 8, 8, 1, 8, K::k3x1}},
+      {{1, 16, 32, 7, 5, 1, 8, K::k3x1}},
+      {{1, 16, 32, 5, 7, 0, 8, K::k1x3}},
   };
   for (const int block : blocks_here())
     for (const auto& c : cases) {
@@ -195,8 +200,8 @@ TEST(Winograd, WritesIntoASliceOfAWiderTensorAndUnitsRunInAnyOrderOnAnyThread) {
 TEST(Winograd, EachImageGetsTheSameBitsAtAnyBatchSize) {
   // Features must not depend on the batch (FID): image i of a batch of 3 equals image i alone
   for (const int block : blocks_here())
-    for (const K kernel : {K::k3x3, K::k1x7, K::k7x1}) {
-      const ConvShape s3{3, 64, 96, 35, 35, kernel == K::k3x3 ? 1 : 3, block, kernel};
+    for (const K kernel : {K::k3x3, K::k1x7, K::k7x1, K::k1x3, K::k3x1}) {
+      const ConvShape s3{3, 64, 96, 35, 35, kernel == K::k1x7 || kernel == K::k7x1 ? 3 : 1, block, kernel};
       ConvShape s1 = s3;
       s1.batch = 1;
       SCOPED_TRACE("block " + std::to_string(block) + ", kernel " + std::to_string(s3.kh()) + "x" +

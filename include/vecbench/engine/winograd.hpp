@@ -1,16 +1,16 @@
-// Winograd convolutions, F(4x4, 3x3) and F(4, 7), for CPUs with AVX2 and FMA (8-channel blocks) or
-// AVX-512 (16-channel blocks). oneDNN 2.x has no Winograd in its AVX2 code, none for 1x7 / 7x1
-// anywhere, and on AVX-512 its 3x3 Winograd takes only layers of 64 or more input channels, one
-// image at a time (its rounding otherwise depends on the batch): the oneDNN engine runs its 3x3,
-// 1x7 and 7x1 stride-1 layers with these (src/engine/onednn_inception.cpp;
+// Winograd convolutions, F(4x4, 3x3), F(4, 7) and F(4, 3), for CPUs with AVX2 and FMA (8-channel
+// blocks) or AVX-512 (16-channel blocks). oneDNN 2.x has no Winograd in its AVX2 code, none for
+// 1-D kernels anywhere, and on AVX-512 its 3x3 Winograd takes only layers of 64 or more input
+// channels, one image at a time (its rounding otherwise depends on the batch): the oneDNN engine
+// runs its 3x3, 1x7, 7x1, 1x3 and 3x1 stride-1 layers with these (src/engine/onednn_inception.cpp;
 // results/PERFORMANCE.md, "Winograd on AVX2"; results/kernels/winograd-*.md).
 //
 // Each 4x4 output tile of a 3x3 layer is computed from a 6x6 input tile with 36 products per
 // channel pair instead of 144, each 4-output tile of a 1x7 or 7x1 layer from 10 inputs with 10
-// products instead of 28: the input tiles are transformed (B^T d B, or B^T d along the axis),
-// multiplied by the transformed filters (U = G g G^T or G g, computed once in double precision)
-// as 36 (10) matrix products over channels, and transformed back (A^T m A, A^T m), with the bias
-// and ReLU applied on the way out. Activations are in
+// products instead of 28 (1x3, 3x1: 6 instead of 12): the input tiles are transformed (B^T d B,
+// or B^T d along the axis), multiplied by the transformed filters (U = G g G^T or G g, computed
+// once in double precision) as 36 (10, 6) matrix products over channels, and transformed back
+// (A^T m A, A^T m), with the bias and ReLU applied on the way out. Activations are in
 // oneDNN's channel-blocked layouts (nChw8c with AVX2, nChw16c with AVX-512), so one register
 // holds one pixel's block of channels; the destination may be a slice of a larger tensor (a
 // concatenation's channels). Each output depends on its own tile only, summed in a fixed order:
@@ -44,10 +44,10 @@ struct BlockedTensor {
 };
 
 /// The convolutions the kernels compute: 3x3 as F(4x4, 3x3) (36 products per 16 outputs instead
-/// of 144), and 1x7 and 7x1 as F(4, 7) along their long axis (10 products per 4 outputs instead of
-/// 28; Toom-Cook points 0, +-1, +-2, +-1/2, +-3/4 and infinity, chosen for the smallest float
-/// rounding among small rationals).
-enum class Kernel { k3x3, k1x7, k7x1 };
+/// of 144), 1x7 and 7x1 as F(4, 7) along their long axis (10 products per 4 outputs instead of 28;
+/// Toom-Cook points 0, +-1, +-2, +-1/2, +-3/4 and infinity, chosen for the smallest float
+/// rounding among small rationals), 1x3 and 3x1 as F(4, 3) (6 products per 4 outputs instead of 12).
+enum class Kernel { k3x3, k1x7, k7x1, k1x3, k3x1 };
 
 /// One stride-1 convolution + bias + ReLU.
 struct ConvShape {
@@ -55,11 +55,12 @@ struct ConvShape {
   int in_c = 0;   ///< a multiple of block
   int out_c = 0;  ///< a multiple of 2 * block (a panel: two registers)
   int in_h = 0, in_w = 0;
-  int pad = 0;    ///< zeros on each side of the kernel's long axes (0: "valid"; "same": 1 for 3x3, 3 for 1x7 / 7x1)
+  int pad =
+      0;  ///< zeros on each side of the kernel's long axes (0: "valid"; "same": 1 for 3x3, 1x3, 3x1, 3 for 1x7, 7x1)
   int block = 8;  ///< channels per block of the tensors' layout: 8 (AVX2) or 16 (AVX-512)
   Kernel kernel = Kernel::k3x3;
-  int kh() const { return kernel == Kernel::k1x7 ? 1 : kernel == Kernel::k7x1 ? 7 : 3; }
-  int kw() const { return kernel == Kernel::k7x1 ? 1 : kernel == Kernel::k1x7 ? 7 : 3; }
+  int kh() const { return kernel == Kernel::k1x7 || kernel == Kernel::k1x3 ? 1 : kernel == Kernel::k7x1 ? 7 : 3; }
+  int kw() const { return kernel == Kernel::k7x1 || kernel == Kernel::k3x1 ? 1 : kernel == Kernel::k1x7 ? 7 : 3; }
   int pad_y() const { return kh() > 1 ? pad : 0; }
   int pad_x() const { return kw() > 1 ? pad : 0; }
   int out_h() const { return in_h + 2 * pad_y() - kh() + 1; }
@@ -75,7 +76,7 @@ struct Filter {
   int in_c = 0, out_c = 0;
   int block = 8;  ///< the channel block it was made for (its panels are 2 * block wide)
   Kernel kernel = Kernel::k3x3;
-  int positions = 36;  ///< transformed filters: 36 (F(4x4, 3x3)) or 10 (F(4, 7))
+  int positions = 36;  ///< transformed filters: 36 (F(4x4, 3x3)), 10 (F(4, 7)) or 6 (F(4, 3))
   AlignedFloats u;     ///< the transformed filters, each in panels of 2 * block output channels
   AlignedFloats bias;  ///< out_c floats
   std::size_t bytes() const;
