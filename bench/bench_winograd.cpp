@@ -1,8 +1,9 @@
-// The oneDNN engine's 3x3, 1x7, 7x1, 1x3 and 3x1 stride-1 layers on one core: vecbench's Winograd
-// F(4x4, 3x3), F(4, 7) and F(4, 3) kernels (engine/winograd.hpp) against oneDNN's direct convolution (what the engine
-// ran on AVX2 CPUs before) and, on AVX-512 CPUs, oneDNN's Winograd run image by image as the engine ran it there before
-// (64 or more input channels only; skipped elsewhere). Same layout (nChw16c with AVX-512, nChw8c otherwise), same fused
-// bias + ReLU. Counter `GFLOPs` is the direct convolution's arithmetic per second, so the columns are comparable.
+// The oneDNN engine's 3x3, 5x5, 1x7, 7x1, 1x3 and 3x1 stride-1 layers on one core: vecbench's
+// Winograd F(4x4, 3x3), F(2x2, 5x5), F(4, 7) and F(4, 3) kernels (engine/winograd.hpp) against oneDNN's direct
+// convolution (what the engine ran on AVX2 CPUs before) and, on AVX-512 CPUs, oneDNN's Winograd run image by image as
+// the engine ran it there before (64 or more input channels only; skipped elsewhere). Same layout (nChw16c with
+// AVX-512, nChw8c otherwise), same fused bias + ReLU. Counter `GFLOPs` is the direct convolution's arithmetic per
+// second, so the columns are comparable.
 //   ./build/bench/vecbench_bench_winograd --benchmark_repetitions=5
 //     --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
@@ -41,6 +42,7 @@ constexpr Layer kLayers[] = {
     {"Mixed_6e.7x7_3 7x1", 192, 192, 17, 3, winograd::Kernel::k7x1},
     {"Mixed_7x.3x3_2a 1x3", 384, 384, 8, 1, winograd::Kernel::k1x3},
     {"Mixed_7x.3x3dbl_3b 3x1", 384, 384, 8, 1, winograd::Kernel::k3x1},
+    {"Mixed_5x.5x5_2 5x5", 48, 64, 35, 2, winograd::Kernel::k5x5},
 };
 
 std::vector<float> random_floats(std::size_t n, float scale) {

@@ -200,7 +200,7 @@ void add_vectorize_run_options(CLI::App* vec, VectorizeArgs& va) {
       "(default: the route)");
   vec->add_flag_callback(
       "--no-winograd", [&va] { va.model.winograd = false; },
-      "onednn: direct convolutions only (no Winograd 3x3, 1x7, 7x1, 1x3 or 3x1)");
+      "onednn: direct convolutions only (no Winograd: 3x3, 5x5, 1x7, 7x1, 1x3, 3x1)");
   vec->add_flag("--flush-denormal", va.model.flush_denormal, "Flush denormal floats to zero in replica threads");
   vec->add_flag("--cuda-graphs", va.model.cuda_graphs,
                 "CUDA: capture each replica's forward once, replay it for full batches");

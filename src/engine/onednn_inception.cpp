@@ -204,8 +204,8 @@ class Graph {
       fmt_ = tag::nhwc;
       if (!opt.int8_ranges) throw ReplicaError(wts_.source + ": the int8 route needs a calibration (onednn engine)");
     }
-    // The engine's own Winograd (engine/winograd.hpp) on every 3x3, 1x7, 7x1, 1x3 and 3x1 stride-1
-    // layer: oneDNN 2.x has none in its AVX2 code and none for 1-D kernels, and on AVX-512 its 3x3 one takes
+    // The engine's own Winograd (engine/winograd.hpp) on every 3x3, 5x5, 1x7, 7x1, 1x3 and 3x1
+    // stride-1 layer: oneDNN 2.x has none in its AVX2 code and none but 3x3, and on AVX-512 its 3x3 one takes
     // fewer layers and runs slower (results/kernels/winograd-avx512-20261203.md); oneDNN's remains
     // where these kernels don't fit.
     block_ = avx512 ? 16 : 8;
@@ -356,6 +356,7 @@ class Graph {
     const int kh = static_cast<int>(l.shape[2]), kw = static_cast<int>(l.shape[3]);
     if (own_winograd_ && act_dt_ == dt::f32 && stride == 1) {
       if (kh == 3 && kw == 3 && ph == pw && winograd_into(name, l, src, dst, winograd::Kernel::k3x3, ph)) return;
+      if (kh == 5 && kw == 5 && ph == pw && winograd_into(name, l, src, dst, winograd::Kernel::k5x5, ph)) return;
       if (kh == 1 && kw == 7 && ph == 0 && winograd_into(name, l, src, dst, winograd::Kernel::k1x7, pw)) return;
       if (kh == 7 && kw == 1 && pw == 0 && winograd_into(name, l, src, dst, winograd::Kernel::k7x1, ph)) return;
       if (kh == 1 && kw == 3 && ph == 0 && winograd_into(name, l, src, dst, winograd::Kernel::k1x3, pw)) return;
@@ -434,7 +435,7 @@ class Graph {
     return true;
   }
 
-  /// conv+bias+ReLU of a 3x3, 1x7, 7x1, 1x3 or 3x1 stride-1 layer with the engine's Winograd
+  /// conv+bias+ReLU of a 3x3, 5x5, 1x7, 7x1, 1x3 or 3x1 stride-1 layer with the engine's Winograd
   /// kernels (AVX2 or AVX-512); false where the kernels or the layouts don't fit (oneDNN runs it).
   bool winograd_into(const std::string& name, const FoldedConv& l, const memory& src, const memory& dst,
                      winograd::Kernel kernel, int pad) {
@@ -708,7 +709,7 @@ class Graph {
   std::vector<Op> ops_;
   std::deque<std::vector<float>> int8_bias_;  ///< int8: each layer's bias in its s32 sums' units
   int block_ = 8;                             ///< channels per block of the f32 layout (16 where oneDNN runs AVX-512)
-  /// opt.winograd where the CPU has the kernels: 3x3 and 1-D stride-1 layers by engine/winograd.hpp
+  /// opt.winograd where the CPU has the kernels: 3x3, 5x5 and 1-D stride-1 layers by engine/winograd.hpp
   bool own_winograd_ = false;
   int threads_ = 1;                 ///< OpenMP threads of this replica (its device's), for own kernels
   std::size_t scratch_floats_ = 0;  ///< per thread, for the largest Winograd layer

@@ -25,17 +25,20 @@ namespace vecbench::winograd {
 
 namespace {
 
-constexpr int kTile = 4;  // outputs per tile side (both kernels)
-constexpr int kIn = 6;    // F(4x4, 3x3): inputs per tile side (kTile + 3 - 1)
-constexpr int kPos = 36;  // F(4x4, 3x3): kIn * kIn transformed positions
+constexpr int kTile = 4;   // outputs per tile side (F(4x4, 3x3), F(4, 7), F(4, 3))
+constexpr int kTile5 = 2;  // F(2x2, 5x5): outputs per tile side (inputs: kIn, as F(4x4, 3x3))
+constexpr int kIn = 6;     // F(4x4, 3x3): inputs per tile side (kTile + 3 - 1)
+constexpr int kPos = 36;   // F(4x4, 3x3): kIn * kIn transformed positions
 
 /// The long axis of a one-dimensional kernel runs down the columns (7x1, 3x1) or along the rows.
 bool along_y(Kernel k) { return k == Kernel::k7x1 || k == Kernel::k3x1; }
 
-int tile_h(const ConvShape& s) { return s.kernel == Kernel::k3x3 || along_y(s.kernel) ? kTile : 1; }
-int tile_w(const ConvShape& s) { return s.kernel == Kernel::k3x3 || !along_y(s.kernel) ? kTile : 1; }
-/// Transformed positions: 36 for F(4x4, 3x3), kTile + taps - 1 for F(4, taps).
-int positions(Kernel k) { return k == Kernel::k3x3 ? kPos : k == Kernel::k1x3 || k == Kernel::k3x1 ? 6 : 10; }
+bool two_d(Kernel k) { return k == Kernel::k3x3 || k == Kernel::k5x5; }
+int tile_side(Kernel k) { return k == Kernel::k5x5 ? kTile5 : kTile; }
+int tile_h(const ConvShape& s) { return two_d(s.kernel) || along_y(s.kernel) ? tile_side(s.kernel) : 1; }
+int tile_w(const ConvShape& s) { return two_d(s.kernel) || !along_y(s.kernel) ? tile_side(s.kernel) : 1; }
+/// Transformed positions: 36 for F(4x4, 3x3) and F(2x2, 5x5), kTile + taps - 1 for F(4, taps).
+int positions(Kernel k) { return two_d(k) ? kPos : k == Kernel::k1x3 || k == Kernel::k3x1 ? 6 : 10; }
 int positions(const ConvShape& s) { return positions(s.kernel); }
 int tiles_y(const ConvShape& s) { return (s.out_h() + tile_h(s) - 1) / tile_h(s); }
 int tiles_x(const ConvShape& s) { return (s.out_w() + tile_w(s) - 1) / tile_w(s); }
@@ -58,13 +61,13 @@ TileAt tile_at(const ConvShape& s, int t) {
   return {t / per_image, r / tiles_x(s) * tile_h(s), r % tiles_x(s) * tile_w(s)};
 }
 
-/// The matrices of F(4, R) by Toom-Cook (y = A^T [(G g) * (B^T d)], y_i = sum_k g_k d_(i+k)) for
+/// The matrices of F(M, R) by Toom-Cook (y = A^T [(G g) * (B^T d)], y_i = sum_k g_k d_(i+k)) for
 /// kN - 1 points and infinity. A^T and B^T are exact in float for the points used here (dyadic
 /// rationals); G keeps double precision for make_filter.
-template <int R>
+template <int M, int R>
 struct Toom {
-  static constexpr int kTaps = R, kN = kTile + R - 1;
-  float at[kTile][kN];
+  static constexpr int kOut = M, kTaps = R, kN = M + R - 1;
+  float at[M][kN];
   float bt[kN][kN];
   double g[kN][R];
 };
@@ -80,9 +83,9 @@ std::vector<double> poly_from_roots(const std::vector<double>& roots) {
   return c;
 }
 
-template <int R>
-Toom<R> make_toom(const std::vector<double>& pts) {  // kN - 1 finite points; infinity is the last row
-  using T = Toom<R>;
+template <int M, int R>
+Toom<M, R> make_toom(const std::vector<double>& pts) {  // kN - 1 finite points; infinity is the last row
+  using T = Toom<M, R>;
   T t{};
   for (std::size_t j = 0; j < pts.size(); ++j) {
     std::vector<double> others;
@@ -92,12 +95,12 @@ Toom<R> make_toom(const std::vector<double>& pts) {  // kN - 1 finite points; in
     double power = 1;
     for (int k = 0; k < R; ++k, power *= pts[j]) t.g[j][k] = power / f;
     power = 1;
-    for (int i = 0; i < kTile; ++i, power *= pts[j]) t.at[i][j] = static_cast<float>(power);
+    for (int i = 0; i < M; ++i, power *= pts[j]) t.at[i][j] = static_cast<float>(power);
     const std::vector<double> n = poly_from_roots(others);  // B^T row j: prod of (x - a_l), l != j
     for (std::size_t k = 0; k < n.size(); ++k) t.bt[j][k] = static_cast<float>(n[k]);
   }
   t.g[T::kN - 1][R - 1] = 1;  // infinity: the leading coefficient
-  t.at[kTile - 1][T::kN - 1] = 1;
+  t.at[M - 1][T::kN - 1] = 1;
   const std::vector<double> m = poly_from_roots(pts);
   for (std::size_t k = 0; k < m.size(); ++k) t.bt[T::kN - 1][k] = static_cast<float>(m[k]);
   return t;
@@ -107,14 +110,21 @@ Toom<R> make_toom(const std::vector<double>& pts) {  // kN - 1 finite points; in
 /// whose float rounding was smallest (3e-6 of the largest output on 96 channels of random
 /// post-ReLU inputs, against 6e-6 for 0, +-1, +-2, +-1/2, 4, -1/4 and 1.6e-5 for 0, +-1, +-2,
 /// +-1/2, +-3; the 1-D F(4, 3) gives 2e-6).
-const Toom<7>& toom7() {
-  static const Toom<7> t = make_toom<7>({0, 1, -1, 2, -2, 0.5, -0.5, 0.75, -0.75});
+const Toom<4, 7>& toom7() {
+  static const Toom<4, 7> t = make_toom<4, 7>({0, 1, -1, 2, -2, 0.5, -0.5, 0.75, -0.75});
   return t;
 }
 
 /// F(4, 3) with the points of the 3x3 kernels (0, +-1, +-2 and infinity).
-const Toom<3>& toom3() {
-  static const Toom<3> t = make_toom<3>({0, 1, -1, 2, -2});
+const Toom<4, 3>& toom3() {
+  static const Toom<4, 3> t = make_toom<4, 3>({0, 1, -1, 2, -2});
+  return t;
+}
+
+/// F(2, 5) with the same points: its B^T is F(4, 3)'s (the input transform of the 3x3 kernels),
+/// applied as F(2x2, 5x5) to the 5x5 layers (36 products per 4 outputs instead of 100).
+const Toom<2, 5>& toom25() {
+  static const Toom<2, 5> t = make_toom<2, 5>({0, 1, -1, 2, -2});
   return t;
 }
 
@@ -202,15 +212,73 @@ std::size_t Filter::bytes() const {
   return (static_cast<std::size_t>(positions) * in_c * out_c + static_cast<std::size_t>(out_c)) * sizeof(float);
 }
 
-std::shared_ptr<const Filter> make_filter(const float* oihw, const float* bias, int out_c, int in_c, int block,
-                                          Kernel kernel) {
-  // G (6x3) of F(4x4, 3x3) with the interpolation points 0, 1, -1, 2, -2 and infinity.
+namespace {
+
+// The filter transforms of one input channel for a panel of output channels (innermost, `n` of
+// them): g[k][o] (the taps) -> u[p][o] (the positions), in double precision, each loop over o
+// contiguous so that the compiler vectorizes it.
+constexpr std::size_t kMaxPanel = 32;
+using PanelTaps = double[25][kMaxPanel];
+using PanelPositions = double[kPos][kMaxPanel];
+
+/// F(4x4, 3x3): U = G g G^T, G (6x3) with the points 0, 1, -1, 2, -2 and infinity.
+void transform_3x3(const PanelTaps& g, PanelPositions& u, std::size_t n) {
   static const double G[kIn][3] = {{1.0 / 4, 0, 0},
                                    {-1.0 / 6, -1.0 / 6, -1.0 / 6},
                                    {-1.0 / 6, 1.0 / 6, -1.0 / 6},
                                    {1.0 / 24, 1.0 / 12, 1.0 / 6},
                                    {1.0 / 24, -1.0 / 12, 1.0 / 6},
                                    {0, 0, 1}};
+  double gg[kIn][3][kMaxPanel];  // G g
+  for (int i = 0; i < kIn; ++i)
+    for (int k = 0; k < 3; ++k)
+      for (std::size_t o = 0; o < n; ++o)
+        gg[i][k][o] = G[i][0] * g[k][o] + G[i][1] * g[3 + k][o] + G[i][2] * g[6 + k][o];
+  for (int i = 0; i < kIn; ++i)
+    for (int j = 0; j < kIn; ++j)
+      for (std::size_t o = 0; o < n; ++o)
+        u[i * kIn + j][o] = gg[i][0][o] * G[j][0] + gg[i][1][o] * G[j][1] + gg[i][2][o] * G[j][2];
+}
+
+/// F(2x2, 5x5): U = G g G^T, G (6x5) of toom25().
+void transform_5x5(const PanelTaps& g, PanelPositions& u, std::size_t n) {
+  const auto& G = toom25().g;
+  double gg[kIn][5][kMaxPanel];  // G g
+  for (int i = 0; i < kIn; ++i)
+    for (int k = 0; k < 5; ++k) {
+      for (std::size_t o = 0; o < n; ++o) gg[i][k][o] = 0;
+      for (int a = 0; a < 5; ++a) {
+        const double coef = G[i][a];
+        for (std::size_t o = 0; o < n; ++o) gg[i][k][o] += coef * g[a * 5 + k][o];
+      }
+    }
+  for (int i = 0; i < kIn; ++i)
+    for (int j = 0; j < kIn; ++j) {
+      double* uij = u[i * kIn + j];
+      for (std::size_t o = 0; o < n; ++o) uij[o] = 0;
+      for (int b = 0; b < 5; ++b) {
+        const double coef = G[j][b];
+        for (std::size_t o = 0; o < n; ++o) uij[o] += gg[i][b][o] * coef;
+      }
+    }
+}
+
+/// F(4, R) along one axis: U = G g, G (npos x taps) row-major.
+void transform_line(const double* G, std::size_t taps, std::size_t npos, const PanelTaps& g, PanelPositions& u,
+                    std::size_t n) {
+  for (std::size_t p = 0; p < npos; ++p) {
+    for (std::size_t o = 0; o < n; ++o) u[p][o] = 0;
+    for (std::size_t k = 0; k < taps; ++k) {
+      const double coef = G[p * taps + k];
+      for (std::size_t o = 0; o < n; ++o) u[p][o] += coef * g[k][o];
+    }
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<const Filter> make_filter(const float* oihw, const float* bias, int out_c, int in_c, int block,
+                                          Kernel kernel) {
   if (block != 8 && block != 16) throw std::invalid_argument("winograd::make_filter: block must be 8 or 16");
   auto f = std::make_shared<Filter>();
   f->in_c = in_c;
@@ -223,40 +291,27 @@ std::shared_ptr<const Filter> make_filter(const float* oihw, const float* bias, 
   std::copy(bias, bias + out_c, f->bias.get());
   const std::size_t ic = static_cast<std::size_t>(in_c), oc = static_cast<std::size_t>(out_c);
   const std::size_t panel = 2 * static_cast<std::size_t>(block), npos = static_cast<std::size_t>(f->positions);
-  const int line_taps = kernel == Kernel::k3x3 ? 0 : positions(kernel) - kTile + 1;  // 1-D kernels: 7 or 3
-  const std::size_t taps = kernel == Kernel::k3x3 ? 9 : static_cast<std::size_t>(line_taps);
-  // 1-D kernels: U = G g, G (npos x taps) of toom7() or toom3()
-  const double* g_line = line_taps == 7 ? &toom7().g[0][0] : &toom3().g[0][0];
+  ConvShape one;
+  one.kernel = kernel;
+  const std::size_t taps = static_cast<std::size_t>(one.kh() * one.kw());
   // One panel of output channels at a time, those channels innermost: the arithmetic runs over
-  // contiguous arrays (vectorized) and each position's floats are written in order (part of every
-  // start-up: about 10x faster than channel pair by channel pair, results/kernels/winograd-f47-*.md).
-  constexpr std::size_t kMaxPanel = 32;
-  double g[9][kMaxPanel], gg[kIn][3][kMaxPanel], u[kPos][kMaxPanel];
+  // contiguous arrays and each position's floats are written in order (part of every start-up:
+  // about 10x faster than channel pair by channel pair, results/kernels/winograd-f47-*.md).
+  PanelTaps g;
+  PanelPositions u;
   for (std::size_t j = 0; j < oc / panel; ++j)
     for (std::size_t c = 0; c < ic; ++c) {
-      for (std::size_t oo = 0; oo < panel; ++oo)
-        for (std::size_t k = 0; k < taps; ++k) g[k][oo] = oihw[((j * panel + oo) * ic + c) * taps + k];
-      if (kernel != Kernel::k3x3) {  // 1xN and Nx1 both keep their N taps in a row
-        for (std::size_t p = 0; p < npos; ++p) {
-          for (std::size_t oo = 0; oo < panel; ++oo) u[p][oo] = 0;
-          for (std::size_t k = 0; k < taps; ++k) {
-            const double coef = g_line[p * taps + k];
-            for (std::size_t oo = 0; oo < panel; ++oo) u[p][oo] += coef * g[k][oo];
-          }
-        }
-      } else {  // U = (G g) G^T
-        for (int i = 0; i < kIn; ++i)
-          for (int k = 0; k < 3; ++k)
-            for (std::size_t oo = 0; oo < panel; ++oo)
-              gg[i][k][oo] = G[i][0] * g[k][oo] + G[i][1] * g[3 + k][oo] + G[i][2] * g[6 + k][oo];
-        for (int i = 0; i < kIn; ++i)
-          for (int jj = 0; jj < kIn; ++jj)
-            for (std::size_t oo = 0; oo < panel; ++oo)
-              u[i * kIn + jj][oo] = gg[i][0][oo] * G[jj][0] + gg[i][1][oo] * G[jj][1] + gg[i][2][oo] * G[jj][2];
-      }
+      for (std::size_t o = 0; o < panel; ++o)  // 1xN and Nx1 both keep their N taps in a row
+        for (std::size_t k = 0; k < taps; ++k) g[k][o] = oihw[((j * panel + o) * ic + c) * taps + k];
+      if (kernel == Kernel::k3x3)
+        transform_3x3(g, u, panel);
+      else if (kernel == Kernel::k5x5)
+        transform_5x5(g, u, panel);
+      else
+        transform_line(taps == 7 ? &toom7().g[0][0] : &toom3().g[0][0], taps, npos, g, u, panel);
       for (std::size_t p = 0; p < npos; ++p) {
         float* at = f->u.get() + p * ic * oc + j * ic * panel + c * panel;
-        for (std::size_t oo = 0; oo < panel; ++oo) at[oo] = static_cast<float>(u[p][oo]);
+        for (std::size_t o = 0; o < panel; ++o) at[o] = static_cast<float>(u[p][o]);
       }
     }
   return f;

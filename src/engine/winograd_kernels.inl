@@ -35,10 +35,17 @@ inline void output_1d(const Vec m[6], Vec o[4]) {
   o[3] = vadd(vfmadd(vset1(8.0f), d34, d12), m[5]);
 }
 
+/// F(2, 5)'s A^T applied to 6 values: 2 outputs (the points of output_1d).
+inline void output_1d_2(const Vec m[6], Vec o[2]) {
+  o[0] = vadd(vadd(vadd(m[0], m[1]), vadd(m[2], m[3])), m[4]);
+  o[1] = vadd(vfmadd(vset1(2.0f), vsub(m[3], m[4]), vsub(m[1], m[2])), m[5]);
+}
+
 // A block's transformed inputs V are kept tile by tile: tile t's 36 positions of in_c channels at
 // [t][p][c], so that each tile's transform writes one contiguous stretch of memory.
 
-/// The input tiles at tiles[0, count) into V (rows x kPos x in_c), rows >= count zeroed.
+/// The 6x6 input tiles (F(4x4, 3x3), F(2x2, 5x5)) at tiles[0, count) into V (rows x kPos x in_c),
+/// rows >= count zeroed.
 inline void transform_inputs(const ConvShape& s, const BlockedTensor& src, const TileAt* tiles, int count, int rows,
                              float* v) {
   const std::size_t pos_stride = static_cast<std::size_t>(s.in_c), ldv = kPos * pos_stride;
@@ -171,6 +178,37 @@ inline void output_3x3(const Filter& f, const ConvShape& s, const BlockedTensor&
   }
 }
 
+/// A^T M A + bias, ReLU of panel j's 5x5 tiles (F(2x2, 5x5): 2x2 outputs each) into dst.
+inline void output_5x5(const Filter& f, const ConvShape& s, const BlockedTensor& dst, const TileAt* tiles, int count,
+                       const float* m, std::size_t j) {
+  const std::size_t ldm = kPos * kPanel;
+  const int oh = s.out_h(), ow = s.out_w();
+  const Vec zero = vzero();
+  for (int tl = 0; tl < count; ++tl) {
+    const TileAt at = tiles[tl];
+    const int ny = std::min(2, oh - at.y), nx = std::min(2, ow - at.x);
+    for (int half = 0; half < 2; ++half) {
+      const std::size_t cb = 2 * j + static_cast<std::size_t>(half);
+      const float* in = m + static_cast<std::size_t>(tl) * ldm + static_cast<std::size_t>(half) * kLanes;
+      Vec t[2][kIn];
+      for (int c = 0; c < kIn; ++c) {  // A^T M: down each column
+        Vec col[kIn], o[2];
+        for (int i = 0; i < kIn; ++i) col[i] = vload(in + (i * kIn + c) * kPanel);
+        output_1d_2(col, o);
+        t[0][c] = o[0], t[1][c] = o[1];
+      }
+      const Vec bias = vload(f.bias.get() + cb * kLanes);
+      float* base = dst.data + dst.offset + at.n * dst.stride_n + static_cast<std::int64_t>(cb) * dst.stride_cb;
+      for (int i = 0; i < ny; ++i) {  // (A^T M) A: along each row
+        Vec o[2];
+        output_1d_2(t[i], o);
+        float* row = base + (at.y + i) * dst.stride_y + at.x * dst.stride_x;
+        for (int x = 0; x < nx; ++x) vstore(row + x * dst.stride_x, vmax(zero, vadd(o[x], bias)));
+      }
+    }
+  }
+}
+
 /// A^T M + bias, ReLU of panel j's 1-D tiles (F(4, R), `tc` its matrices) into dst.
 template <class T>
 inline void output_line(const T& tc, const Filter& f, const ConvShape& s, const BlockedTensor& dst,
@@ -217,9 +255,9 @@ inline void run_units_isa(const Filter& f, const ConvShape& s, const BlockedTens
     const int rows = (count + kRows - 1) / kRows * kRows;
     if (b != transformed) {
       for (int tl = 0; tl < count; ++tl) at[tl] = tile_at(s, t0 + tl);
-      if (s.kernel == Kernel::k3x3)
+      if (s.kernel == Kernel::k3x3 || s.kernel == Kernel::k5x5)
         transform_inputs(s, src, at, count, rows, v);
-      else if (npos == Toom<7>::kN)
+      else if (npos == Toom<4, 7>::kN)
         transform_inputs_line(toom7(), s, src, at, count, rows, v);
       else
         transform_inputs_line(toom3(), s, src, at, count, rows, v);
@@ -229,7 +267,9 @@ inline void run_units_isa(const Filter& f, const ConvShape& s, const BlockedTens
       multiply_panel(f, npos, rows, v, m, j);
       if (s.kernel == Kernel::k3x3)
         output_3x3(f, s, dst, at, count, m, j);
-      else if (npos == Toom<7>::kN)
+      else if (s.kernel == Kernel::k5x5)
+        output_5x5(f, s, dst, at, count, m, j);
+      else if (npos == Toom<4, 7>::kN)
         output_line(toom7(), f, s, dst, at, count, m, j);
       else
         output_line(toom3(), f, s, dst, at, count, m, j);

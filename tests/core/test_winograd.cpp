@@ -91,7 +91,7 @@ double run_case(const Case& k, unsigned seed, Order order, int threads = 1) {
   dst.offset = static_cast<std::int64_t>(k.slice_at / bl) * dst.stride_cb;
 
   const auto f = winograd::make_filter(w.data(), b.data(), s.out_c, s.in_c, bl, s.kernel);
-  const std::size_t positions = s.kernel == K::k3x3 ? 36u : s.kh() * s.kw() == 7 ? 10u : 6u;
+  const std::size_t positions = s.kh() > 1 && s.kw() > 1 ? 36u : s.kh() * s.kw() == 7 ? 10u : 6u;
   EXPECT_EQ(f->bytes(), (positions * s.in_c * s.out_c + s.out_c) * sizeof(float));
   const int groups = winograd::channel_groups(s, threads), units = winograd::block_count(s) * groups;
   std::vector<AlignedFloats> scratch;
@@ -165,6 +165,10 @@ TEST(Winograd, EqualsADirectConvolutionOnInceptionShapesAndOddSizes) {
       {{1, 448, 384, 8, 8, 1, 8, K::k3x1}},
       {{1, 16, 32, 7, 5, 1, 8, K::k3x1}},
       {{1, 16, 32, 5, 7, 0, 8, K::k1x3}},
+      // F(2x2, 5x5): Mixed_5b..5d's 5x5 layers at their real size ("same": pad 2), ragged, valid
+      {{2, 48, 64, 35, 35, 2, 8, K::k5x5}},
+      {{1, 16, 32, 7, 6, 2, 8, K::k5x5}},
+      {{1, 16, 32, 9, 8, 0, 8, K::k5x5}},
   };
   for (const int block : blocks_here())
     for (const auto& c : cases) {
@@ -200,8 +204,9 @@ TEST(Winograd, WritesIntoASliceOfAWiderTensorAndUnitsRunInAnyOrderOnAnyThread) {
 TEST(Winograd, EachImageGetsTheSameBitsAtAnyBatchSize) {
   // Features must not depend on the batch (FID): image i of a batch of 3 equals image i alone
   for (const int block : blocks_here())
-    for (const K kernel : {K::k3x3, K::k1x7, K::k7x1, K::k1x3, K::k3x1}) {
-      const ConvShape s3{3, 64, 96, 35, 35, kernel == K::k1x7 || kernel == K::k7x1 ? 3 : 1, block, kernel};
+    for (const K kernel : {K::k3x3, K::k1x7, K::k7x1, K::k1x3, K::k3x1, K::k5x5}) {
+      ConvShape s3{3, 64, 96, 35, 35, 0, block, kernel};
+      s3.pad = (std::max(s3.kh(), s3.kw()) - 1) / 2;  // "same"
       ConvShape s1 = s3;
       s1.batch = 1;
       SCOPED_TRACE("block " + std::to_string(block) + ", kernel " + std::to_string(s3.kh()) + "x" +

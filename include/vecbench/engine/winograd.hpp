@@ -1,8 +1,8 @@
-// Winograd convolutions, F(4x4, 3x3), F(4, 7) and F(4, 3), for CPUs with AVX2 and FMA (8-channel
+// Winograd convolutions, F(4x4, 3x3), F(2x2, 5x5), F(4, 7) and F(4, 3), for CPUs with AVX2 and FMA (8-channel
 // blocks) or AVX-512 (16-channel blocks). oneDNN 2.x has no Winograd in its AVX2 code, none for
 // 1-D kernels anywhere, and on AVX-512 its 3x3 Winograd takes only layers of 64 or more input
 // channels, one image at a time (its rounding otherwise depends on the batch): the oneDNN engine
-// runs its 3x3, 1x7, 7x1, 1x3 and 3x1 stride-1 layers with these (src/engine/onednn_inception.cpp;
+// runs its 3x3, 5x5, 1x7, 7x1, 1x3 and 3x1 stride-1 layers with these (src/engine/onednn_inception.cpp;
 // results/PERFORMANCE.md, "Winograd on AVX2"; results/kernels/winograd-*.md).
 //
 // Each 4x4 output tile of a 3x3 layer is computed from a 6x6 input tile with 36 products per
@@ -46,8 +46,9 @@ struct BlockedTensor {
 /// The convolutions the kernels compute: 3x3 as F(4x4, 3x3) (36 products per 16 outputs instead
 /// of 144), 1x7 and 7x1 as F(4, 7) along their long axis (10 products per 4 outputs instead of 28;
 /// Toom-Cook points 0, +-1, +-2, +-1/2, +-3/4 and infinity, chosen for the smallest float
-/// rounding among small rationals), 1x3 and 3x1 as F(4, 3) (6 products per 4 outputs instead of 12).
-enum class Kernel { k3x3, k1x7, k7x1, k1x3, k3x1 };
+/// rounding among small rationals), 1x3 and 3x1 as F(4, 3) (6 products per 4 outputs instead of 12),
+/// 5x5 as F(2x2, 5x5) (36 products per 4 outputs instead of 100; the 3x3 kernels' points).
+enum class Kernel { k3x3, k1x7, k7x1, k1x3, k3x1, k5x5 };
 
 /// One stride-1 convolution + bias + ReLU.
 struct ConvShape {
@@ -59,8 +60,18 @@ struct ConvShape {
       0;  ///< zeros on each side of the kernel's long axes (0: "valid"; "same": 1 for 3x3, 1x3, 3x1, 3 for 1x7, 7x1)
   int block = 8;  ///< channels per block of the tensors' layout: 8 (AVX2) or 16 (AVX-512)
   Kernel kernel = Kernel::k3x3;
-  int kh() const { return kernel == Kernel::k1x7 || kernel == Kernel::k1x3 ? 1 : kernel == Kernel::k7x1 ? 7 : 3; }
-  int kw() const { return kernel == Kernel::k7x1 || kernel == Kernel::k3x1 ? 1 : kernel == Kernel::k1x7 ? 7 : 3; }
+  int kh() const {
+    return kernel == Kernel::k1x7 || kernel == Kernel::k1x3 ? 1
+           : kernel == Kernel::k7x1                         ? 7
+           : kernel == Kernel::k5x5                         ? 5
+                                                            : 3;
+  }
+  int kw() const {
+    return kernel == Kernel::k7x1 || kernel == Kernel::k3x1 ? 1
+           : kernel == Kernel::k1x7                         ? 7
+           : kernel == Kernel::k5x5                         ? 5
+                                                            : 3;
+  }
   int pad_y() const { return kh() > 1 ? pad : 0; }
   int pad_x() const { return kw() > 1 ? pad : 0; }
   int out_h() const { return in_h + 2 * pad_y() - kh() + 1; }
@@ -76,7 +87,7 @@ struct Filter {
   int in_c = 0, out_c = 0;
   int block = 8;  ///< the channel block it was made for (its panels are 2 * block wide)
   Kernel kernel = Kernel::k3x3;
-  int positions = 36;  ///< transformed filters: 36 (F(4x4, 3x3)), 10 (F(4, 7)) or 6 (F(4, 3))
+  int positions = 36;  ///< transformed filters: 36 (F(4x4, 3x3), F(2x2, 5x5)), 10 (F(4, 7)) or 6 (F(4, 3))
   AlignedFloats u;     ///< the transformed filters, each in panels of 2 * block output channels
   AlignedFloats bias;  ///< out_c floats
   std::size_t bytes() const;
