@@ -350,11 +350,12 @@ class Graph {
 
   /// conv+bias+ReLU from `src` into `dst` (a fresh activation or a slice of a concatenation).
   /// int8: `s_in` and `s_out` are the u8 steps of src and dst.
+  /// `relu` false: conv+bias only (an f32 1x1 layer whose ReLU follows a pool, pool_branch).
   void conv_into(const std::string& name, const FoldedConv& l, const memory& src, const memory& dst, int stride, int ph,
-                 int pw, float s_in = 1.0f, float s_out = 1.0f) {
+                 int pw, float s_in = 1.0f, float s_out = 1.0f, bool relu = true) {
     const int oc = static_cast<int>(l.shape[0]), ic = static_cast<int>(l.shape[1]);
     const int kh = static_cast<int>(l.shape[2]), kw = static_cast<int>(l.shape[3]);
-    if (own_winograd_ && act_dt_ == dt::f32 && stride == 1) {
+    if (own_winograd_ && act_dt_ == dt::f32 && stride == 1 && relu) {
       if (kh == 3 && kw == 3 && ph == pw && winograd_into(name, l, src, dst, winograd::Kernel::k3x3, ph)) return;
       if (kh == 5 && kw == 5 && ph == pw && winograd_into(name, l, src, dst, winograd::Kernel::k5x5, ph)) return;
       if (kh == 1 && kw == 7 && ph == 0 && winograd_into(name, l, src, dst, winograd::Kernel::k1x7, pw)) return;
@@ -365,7 +366,7 @@ class Graph {
     memory::desc w_any({oc, ic, kh, kw}, int8() ? dt::s8 : act_dt_, tag::any);  // bf16: packed (and rounded) once, here
     memory::desc b_md({oc}, dt::f32, tag::x);
     dnnl::post_ops po;
-    po.append_eltwise(1.0f, algorithm::eltwise_relu, 0.0f, 0.0f);
+    if (relu) po.append_eltwise(1.0f, algorithm::eltwise_relu, 0.0f, 0.0f);
     dnnl::primitive_attr attr;
     attr.set_post_ops(po);
     // int8: s8 weights with one scale per output channel (largest |w| -> 127); the s32 sums plus
@@ -514,14 +515,23 @@ class Graph {
 
   /// int8: `dst_scale` (0: x's) is dst's u8 step; where it is not x's, the pool writes a buffer
   /// of x's steps that a reorder rescales into dst.
-  void pool_into(algorithm alg, const Act& x, const memory& dst, int k, int stride, int pad, float dst_scale = 0.0f) {
+  /// `relu`: with a ReLU post-op (pool_branch); false returned where oneDNN has no such pooling
+  /// (nothing added then), true otherwise.
+  bool pool_into(algorithm alg, const Act& x, const memory& dst, int k, int stride, int pad, float dst_scale = 0.0f,
+                 bool relu = false) {
     if (int8() && dst_scale > 0.0f && dst_scale != x.scale) {
       Act t = pool(alg, x, k, stride, pad);
       dnnl::primitive_attr attr;
       attr.set_output_scales(0, {x.scale / dst_scale});
       ops_.emplace_back(dnnl::reorder(dnnl::reorder::primitive_desc(t.mem, dst, attr)),
                         std::unordered_map<int, memory>{{DNNL_ARG_FROM, t.mem}, {DNNL_ARG_TO, dst}});
-      return;
+      return true;
+    }
+    dnnl::primitive_attr attr;
+    if (relu) {
+      dnnl::post_ops po;
+      po.append_eltwise(1.0f, algorithm::eltwise_relu, 0.0f, 0.0f);
+      attr.set_post_ops(po);
     }
     for (const bool dense_dst : {false, true}) {
       memory::desc dst_md = dense_dst ? memory::desc(dst.get_desc().dims(), act_dt_, fmt_) : dst.get_desc();
@@ -529,19 +539,20 @@ class Graph {
       try {
         dnnl::pooling_forward::desc d(dnnl::prop_kind::forward_inference, alg, x.mem.get_desc(), dst_md,
                                       {stride, stride}, {k, k}, {pad, pad}, {pad, pad});
-        pd = dnnl::pooling_forward::primitive_desc(d, eng_);
+        pd = dnnl::pooling_forward::primitive_desc(d, attr, eng_);
       } catch (const dnnl::error&) {
         continue;
       }
-      if (is_reference(pd.impl_info_str()) && !dense_dst) continue;
+      if (is_reference(pd.impl_info_str()) && (!dense_dst || relu)) continue;
       memory out = dense_dst ? arena_.add(pd.dst_desc(), eng_) : dst;
       ops_.emplace_back(dnnl::pooling_forward(pd),
                         std::unordered_map<int, memory>{{DNNL_ARG_SRC, x.mem}, {DNNL_ARG_DST, out}});
       if (dense_dst)
         ops_.emplace_back(dnnl::reorder(out, dst),
                           std::unordered_map<int, memory>{{DNNL_ARG_FROM, out}, {DNNL_ARG_TO, dst}});
-      return;
+      return true;
     }
+    if (relu) return false;
     throw ReplicaError(wts_.source + ": oneDNN has no pooling for a " + std::to_string(k) + "x" + std::to_string(k) +
                        " window");
   }
@@ -550,6 +561,27 @@ class Graph {
     y.scale = x.scale;  // int8: a pool's output is within its input's range
     pool_into(alg, x, y.mem, k, stride, pad);
     return y;
+  }
+
+  /// The pool branch of a Mixed block: a 3x3 average pool and the 1x1 layer `name`, into the
+  /// next slice of `cat`. Where the pool averages over the valid window only (tf2015) the two
+  /// commute, bias included (each window's weights sum to 1): the 1x1 layer runs first, on the
+  /// block's input, and the pool then averages its 4-7x fewer channels, with the ReLU after it.
+  /// fp32 only; int8, bf16, calibration and the torchvision layout keep the pool first.
+  void pool_branch(Concat& cat, const std::string& name, const Act& x) {
+    if (act_dt_ == dt::f32 && !opt_.observe && wts_.arch == "tf2015") {
+      const auto& l = layer(name, x.c);
+      if (l.shape[2] == 1 && l.shape[3] == 1) {
+        Act t = new_act(static_cast<int>(l.shape[0]), x.h, x.w);
+        const std::size_t mark = ops_.size();
+        conv_into(name, l, x.mem, t.mem, 1, 0, 0, 1.0f, 1.0f, false);
+        if (pool_into(avg_alg(), t, slice(cat, t.c), 3, 1, 1, 0.0f, true)) return;
+        ops_.erase(ops_.begin() + static_cast<std::ptrdiff_t>(mark),
+                   ops_.end());  // no pooling with a ReLU: the other order
+        cat.next -= t.c;
+      }
+    }
+    conv_to(cat, name, pool(avg_alg(), x, 3, 1, 1));
   }
 
   /// Average pool of the Mixed blocks' pool branch: over the valid window (tf2015) or
@@ -566,7 +598,7 @@ class Graph {
     conv_to(cat, b + ".branch1x1", x);
     conv_to(cat, b + ".branch5x5_2", conv(b + ".branch5x5_1", x));
     conv_to(cat, b + ".branch3x3dbl_3", conv(b + ".branch3x3dbl_2", conv(b + ".branch3x3dbl_1", x)));
-    conv_to(cat, b + ".branch_pool", pool(avg_alg(), x, 3, 1, 1));
+    pool_branch(cat, b + ".branch_pool", x);
     return cat.out;
   }
   Act block_b(const std::string& b, const Act& x) {  // Mixed_6a
@@ -587,7 +619,7 @@ class Graph {
     Act d = conv(b + ".branch7x7dbl_1", x);
     for (const char* s : {".branch7x7dbl_2", ".branch7x7dbl_3", ".branch7x7dbl_4"}) d = conv(b + s, d);
     conv_to(cat, b + ".branch7x7dbl_5", d);
-    conv_to(cat, b + ".branch_pool", pool(avg_alg(), x, 3, 1, 1));
+    pool_branch(cat, b + ".branch_pool", x);
     return cat.out;
   }
   Act block_d(const std::string& b, const Act& x) {  // Mixed_7a
@@ -613,7 +645,10 @@ class Graph {
     Act d = conv(b + ".branch3x3dbl_2", conv(b + ".branch3x3dbl_1", x));
     conv_to(cat, b + ".branch3x3dbl_3a", d);
     conv_to(cat, b + ".branch3x3dbl_3b", d);
-    conv_to(cat, b + ".branch_pool", pool(max_pool_branch ? algorithm::pooling_max : avg_alg(), x, 3, 1, 1));
+    if (max_pool_branch)
+      conv_to(cat, b + ".branch_pool", pool(algorithm::pooling_max, x, 3, 1, 1));
+    else
+      pool_branch(cat, b + ".branch_pool", x);
     return cat.out;
   }
 
