@@ -1,4 +1,5 @@
-// Winograd F(4x4, 3x3) and F(4, 7) on AVX2 + FMA and on AVX-512 (see include/vecbench/engine/winograd.hpp).
+// Winograd F(4x4, 3x3), F(2x2, 5x5), F(4, 7) and F(4, 3) on AVX2 + FMA and on AVX-512 (see
+// include/vecbench/engine/winograd.hpp).
 //
 // The kernels are written once (winograd_kernels.inl) and compiled twice here, in the namespaces
 // avx2 and avx512, each inside a `#pragma GCC target` region and an anonymous namespace: only
@@ -115,7 +116,8 @@ const Toom<4, 7>& toom7() {
   return t;
 }
 
-/// F(4, 3) with the points of the 3x3 kernels (0, +-1, +-2 and infinity).
+/// F(4, 3) with the points 0, +-1, +-2 and infinity: the 1x3 and 3x1 layers, and (its G, its B^T
+/// and A^T as written out in the kernels' input_1d and output_1d) the 3x3 layers.
 const Toom<4, 3>& toom3() {
   static const Toom<4, 3> t = make_toom<4, 3>({0, 1, -1, 2, -2});
   return t;
@@ -224,46 +226,25 @@ constexpr std::size_t kMaxPanel = 32;
 using PanelTaps = double[25][kMaxPanel];
 using PanelPositions = double[kPos][kMaxPanel];
 
-/// F(4x4, 3x3): U = G g G^T, G (6x3) with the points 0, 1, -1, 2, -2 and infinity.
-void transform_3x3(const PanelTaps& g, PanelPositions& u, std::size_t n) {
-  static const double G[kIn][3] = {{1.0 / 4, 0, 0},
-                                   {-1.0 / 6, -1.0 / 6, -1.0 / 6},
-                                   {-1.0 / 6, 1.0 / 6, -1.0 / 6},
-                                   {1.0 / 24, 1.0 / 12, 1.0 / 6},
-                                   {1.0 / 24, -1.0 / 12, 1.0 / 6},
-                                   {0, 0, 1}};
-  double gg[kIn][3][kMaxPanel];  // G g
+/// F(4x4, 3x3) and F(2x2, 5x5): U = G g G^T, G (6 x R) of toom3() or toom25(), g the R x R taps.
+/// Each sum starts with its first product (the order the 3x3 transform always had).
+template <int R>
+void transform_square(const double (&G)[kIn][R], const PanelTaps& g, PanelPositions& u, std::size_t n) {
+  double gg[kIn][R][kMaxPanel];  // G g
   for (int i = 0; i < kIn; ++i)
-    for (int k = 0; k < 3; ++k)
-      for (std::size_t o = 0; o < n; ++o)
-        gg[i][k][o] = G[i][0] * g[k][o] + G[i][1] * g[3 + k][o] + G[i][2] * g[6 + k][o];
+    for (int k = 0; k < R; ++k)
+      for (std::size_t o = 0; o < n; ++o) {
+        double sum = G[i][0] * g[k][o];
+        for (int a = 1; a < R; ++a) sum += G[i][a] * g[a * R + k][o];
+        gg[i][k][o] = sum;
+      }
   for (int i = 0; i < kIn; ++i)
     for (int j = 0; j < kIn; ++j)
-      for (std::size_t o = 0; o < n; ++o)
-        u[i * kIn + j][o] = gg[i][0][o] * G[j][0] + gg[i][1][o] * G[j][1] + gg[i][2][o] * G[j][2];
-}
-
-/// F(2x2, 5x5): U = G g G^T, G (6x5) of toom25().
-void transform_5x5(const PanelTaps& g, PanelPositions& u, std::size_t n) {
-  const auto& G = toom25().g;
-  double gg[kIn][5][kMaxPanel];  // G g
-  for (int i = 0; i < kIn; ++i)
-    for (int k = 0; k < 5; ++k) {
-      for (std::size_t o = 0; o < n; ++o) gg[i][k][o] = 0;
-      for (int a = 0; a < 5; ++a) {
-        const double coef = G[i][a];
-        for (std::size_t o = 0; o < n; ++o) gg[i][k][o] += coef * g[a * 5 + k][o];
+      for (std::size_t o = 0; o < n; ++o) {
+        double sum = gg[i][0][o] * G[j][0];
+        for (int b = 1; b < R; ++b) sum += gg[i][b][o] * G[j][b];
+        u[i * kIn + j][o] = sum;
       }
-    }
-  for (int i = 0; i < kIn; ++i)
-    for (int j = 0; j < kIn; ++j) {
-      double* uij = u[i * kIn + j];
-      for (std::size_t o = 0; o < n; ++o) uij[o] = 0;
-      for (int b = 0; b < 5; ++b) {
-        const double coef = G[j][b];
-        for (std::size_t o = 0; o < n; ++o) uij[o] += gg[i][b][o] * coef;
-      }
-    }
 }
 
 /// F(4, R) along one axis: U = G g, G (npos x taps) row-major.
@@ -307,9 +288,9 @@ std::shared_ptr<const Filter> make_filter(const float* oihw, const float* bias, 
       for (std::size_t o = 0; o < panel; ++o)  // 1xN and Nx1 both keep their N taps in a row
         for (std::size_t k = 0; k < taps; ++k) g[k][o] = oihw[((j * panel + o) * ic + c) * taps + k];
       if (kernel == Kernel::k3x3)
-        transform_3x3(g, u, panel);
+        transform_square(toom3().g, g, u, panel);
       else if (kernel == Kernel::k5x5)
-        transform_5x5(g, u, panel);
+        transform_square(toom25().g, g, u, panel);
       else
         transform_line(taps == 7 ? &toom7().g[0][0] : &toom3().g[0][0], taps, npos, g, u, panel);
       for (std::size_t p = 0; p < npos; ++p) {
