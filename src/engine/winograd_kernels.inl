@@ -145,65 +145,42 @@ inline void multiply_panel(const Filter& f, int npos, int rows, const float* v, 
                    m + p * kPanel + r * ldm, ldm);
 }
 
-/// A^T M A + bias, ReLU of panel j's 3x3 tiles into dst.
-inline void output_3x3(const Filter& f, const ConvShape& s, const BlockedTensor& dst, const TileAt* tiles, int count,
-                       const float* m, std::size_t j) {
+/// A^T M A + bias, ReLU of panel j's 6x6-input tiles into dst: kOut x kOut outputs each, 4 for
+/// F(4x4, 3x3) (A^T: output_1d), 2 for F(2x2, 5x5) (output_1d_2).
+template <int kOut>
+inline void output_square(const Filter& f, const ConvShape& s, const BlockedTensor& dst, const TileAt* tiles,
+                          int count, const float* m, std::size_t j) {
+  const auto a_t = [](const Vec in[kIn], Vec out[kOut]) {
+    if constexpr (kOut == kTile)
+      output_1d(in, out);
+    else
+      output_1d_2(in, out);
+  };
   const std::size_t ldm = kPos * kPanel;
   const int oh = s.out_h(), ow = s.out_w();
   const Vec zero = vzero();
   for (int tl = 0; tl < count; ++tl) {
     const TileAt at = tiles[tl];
-    const int ny = std::min(kTile, oh - at.y), nx = std::min(kTile, ow - at.x);
+    const int ny = std::min(kOut, oh - at.y), nx = std::min(kOut, ow - at.x);
     for (int half = 0; half < 2; ++half) {
       const std::size_t cb = 2 * j + static_cast<std::size_t>(half);
       const float* in = m + static_cast<std::size_t>(tl) * ldm + static_cast<std::size_t>(half) * kLanes;
-      Vec t[kTile][kIn];
+      Vec t[kOut][kIn];
       for (int c = 0; c < kIn; ++c) {  // A^T M: down each column
-        Vec col[kIn], o[kTile];
+        Vec col[kIn], o[kOut];
         for (int i = 0; i < kIn; ++i) col[i] = vload(in + (i * kIn + c) * kPanel);
-        output_1d(col, o);
-        for (int i = 0; i < kTile; ++i) t[i][c] = o[i];
+        a_t(col, o);
+        for (int i = 0; i < kOut; ++i) t[i][c] = o[i];
       }
       const Vec bias = vload(f.bias.get() + cb * kLanes);
       float* base = dst.data + dst.offset + at.n * dst.stride_n + static_cast<std::int64_t>(cb) * dst.stride_cb;
       for (int i = 0; i < ny; ++i) {  // (A^T M) A: along each row
-        Vec o[kTile];
-        output_1d(t[i], o);
+        Vec o[kOut];
+        a_t(t[i], o);
         float* row = base + (at.y + i) * dst.stride_y + at.x * dst.stride_x;
         for (int x = 0; x < nx; ++x)
           // max(0, NaN) is NaN, as oneDNN's ReLU: a NaN stays visible
           vstore(row + x * dst.stride_x, vmax(zero, vadd(o[x], bias)));
-      }
-    }
-  }
-}
-
-/// A^T M A + bias, ReLU of panel j's 5x5 tiles (F(2x2, 5x5): 2x2 outputs each) into dst.
-inline void output_5x5(const Filter& f, const ConvShape& s, const BlockedTensor& dst, const TileAt* tiles, int count,
-                       const float* m, std::size_t j) {
-  const std::size_t ldm = kPos * kPanel;
-  const int oh = s.out_h(), ow = s.out_w();
-  const Vec zero = vzero();
-  for (int tl = 0; tl < count; ++tl) {
-    const TileAt at = tiles[tl];
-    const int ny = std::min(2, oh - at.y), nx = std::min(2, ow - at.x);
-    for (int half = 0; half < 2; ++half) {
-      const std::size_t cb = 2 * j + static_cast<std::size_t>(half);
-      const float* in = m + static_cast<std::size_t>(tl) * ldm + static_cast<std::size_t>(half) * kLanes;
-      Vec t[2][kIn];
-      for (int c = 0; c < kIn; ++c) {  // A^T M: down each column
-        Vec col[kIn], o[2];
-        for (int i = 0; i < kIn; ++i) col[i] = vload(in + (i * kIn + c) * kPanel);
-        output_1d_2(col, o);
-        t[0][c] = o[0], t[1][c] = o[1];
-      }
-      const Vec bias = vload(f.bias.get() + cb * kLanes);
-      float* base = dst.data + dst.offset + at.n * dst.stride_n + static_cast<std::int64_t>(cb) * dst.stride_cb;
-      for (int i = 0; i < ny; ++i) {  // (A^T M) A: along each row
-        Vec o[2];
-        output_1d_2(t[i], o);
-        float* row = base + (at.y + i) * dst.stride_y + at.x * dst.stride_x;
-        for (int x = 0; x < nx; ++x) vstore(row + x * dst.stride_x, vmax(zero, vadd(o[x], bias)));
       }
     }
   }
@@ -266,9 +243,9 @@ inline void run_units_isa(const Filter& f, const ConvShape& s, const BlockedTens
     for (std::size_t j = group * panels / g; j < (group + 1) * panels / g; ++j) {
       multiply_panel(f, npos, rows, v, m, j);
       if (s.kernel == Kernel::k3x3)
-        output_3x3(f, s, dst, at, count, m, j);
+        output_square<kTile>(f, s, dst, at, count, m, j);
       else if (s.kernel == Kernel::k5x5)
-        output_5x5(f, s, dst, at, count, m, j);
+        output_square<kTile5>(f, s, dst, at, count, m, j);
       else if (npos == Toom<4, 7>::kN)
         output_line(toom7(), f, s, dst, at, count, m, j);
       else
