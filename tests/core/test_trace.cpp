@@ -241,10 +241,15 @@ TEST(TraceFile, ReaderRejectsSpansWithoutTimes) {
   EXPECT_THROW(traces_from_chrome_json(nlohmann::json::object(), "t"), Error);
 }
 
+// Device 1 fails on its second call. Each forward sleeps 5 ms per image, so device 0 alone
+// would need ~200 ms for all 20 batches: device 1 gets its second batch however the
+// data-parallel queue is shared, even on a loaded machine (with no delay, device 0 could take
+// every batch before device 1 ran once, and nothing failed).
 TEST(TraceSpans, AFailingReplicaEndsTheTracedRunWithoutDeadlock) {
   StubOptions o;
-  o.fail_after_calls = 2;
+  o.fail_after_calls = 1;
   o.fail_device = 1;
+  o.seconds_per_image = 0.005;
   SyntheticSource src(40);
   for (const std::string s : {"data-parallel", "mirrored", "sharded", "naive"}) {
     Trace t;
