@@ -121,7 +121,8 @@ inline void transform_inputs_line(const T& tc, const ConvShape& s, const Blocked
       const float* base = src.data + src.offset + at.n * src.stride_n + cb * src.stride_cb +
                           (down ? 0 : at.y * src.stride_y) + (down ? at.x * src.stride_x : 0);
       Vec d[kN];
-      for (int l = 0; l < kN; ++l) d[l] = first + l >= 0 && first + l < len ? vload(base + (first + l) * step) : vzero();
+      for (int l = 0; l < kN; ++l)
+        d[l] = first + l >= 0 && first + l < len ? vload(base + (first + l) * step) : vzero();
       float* out = v + static_cast<std::size_t>(tl) * ldv + static_cast<std::size_t>(cb) * kLanes;
       for (int j = 0; j < kN; ++j) {  // B^T d
         Vec r = vzero();
@@ -148,8 +149,8 @@ inline void multiply_panel(const Filter& f, int npos, int rows, const float* v, 
 /// A^T M A + bias, ReLU of panel j's 6x6-input tiles into dst: kOut x kOut outputs each, 4 for
 /// F(4x4, 3x3) (A^T: output_1d), 2 for F(2x2, 5x5) (output_1d_2).
 template <int kOut>
-inline void output_square(const Filter& f, const ConvShape& s, const BlockedTensor& dst, const TileAt* tiles,
-                          int count, const float* m, std::size_t j) {
+inline void output_square(const Filter& f, const ConvShape& s, const BlockedTensor& dst, const TileAt* tiles, int count,
+                          const float* m, std::size_t j) {
   const auto a_t = [](const Vec in[kIn], Vec out[kOut]) {
     if constexpr (kOut == kTile)
       output_1d(in, out);
@@ -188,8 +189,8 @@ inline void output_square(const Filter& f, const ConvShape& s, const BlockedTens
 
 /// A^T M + bias, ReLU of panel j's 1-D tiles (F(4, R), `tc` its matrices) into dst.
 template <class T>
-inline void output_line(const T& tc, const Filter& f, const ConvShape& s, const BlockedTensor& dst,
-                        const TileAt* tiles, int count, const float* m, std::size_t j) {
+inline void output_line(const T& tc, const Filter& f, const ConvShape& s, const BlockedTensor& dst, const TileAt* tiles,
+                        int count, const float* m, std::size_t j) {
   constexpr int kN = T::kN;
   const bool down = along_y(s.kernel);
   const std::int64_t step = down ? dst.stride_y : dst.stride_x;
@@ -223,7 +224,7 @@ inline void run_units_isa(const Filter& f, const ConvShape& s, const BlockedTens
   const std::size_t panels = static_cast<std::size_t>(s.out_c / kPanel), g = static_cast<std::size_t>(groups);
   float* v = scratch;
   float* m = scratch + static_cast<std::size_t>(npos) * per_block * s.in_c;
-  int transformed = -1;  // the block whose tiles are in v
+  int transformed = -1;       // the block whose tiles are in v
   TileAt at[kMaxBlockTiles];  // where its tiles lie
   for (int u = first; u < last; ++u) {
     const int b = u / groups;
