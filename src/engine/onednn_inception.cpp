@@ -172,16 +172,6 @@ bool has_isa(dnnl::cpu_isa isa) {
 
 bool is_reference(const char* impl) { return std::strncmp(impl, "ref", 3) == 0; }
 
-/// Moves `pd` past oneDNN 2.x's F(2,3) Winograd kernel (`jit_fp32_wino_2x3`): oneDNN offers it for
-/// single images only, on some layers and thread counts, so a layer that took it would round
-/// differently with the batch size or the threads. False where nothing else is left.
-template <class PrimitiveDesc>
-bool same_kernel_any_batch(PrimitiveDesc& pd) {
-  while (std::strstr(pd.impl_info_str(), "wino_2x3") != nullptr)
-    if (!pd.next_impl()) return false;
-  return true;
-}
-
 /// One activation: its memory and its logical shape (N is the graph's batch).
 struct Act {
   memory mem;
@@ -283,71 +273,6 @@ class Graph {
 
   static int out_dim(int in, int k, int s, int p) { return (in + 2 * p - k) / s + 1; }
 
-  /// `md` (an activation of this network's batch, or a slice of one) for its first image only: the
-  /// same strides and offset, so that image i lies `image_stride(md)` elements further on.
-  static memory::desc one_image(const memory::desc& md) {
-    memory::desc one = md;
-    one.data.dims[0] = 1;
-    one.data.padded_dims[0] = 1;
-    return one;
-  }
-  static std::size_t image_stride(const memory::desc& md) {
-    return static_cast<std::size_t>(md.data.format_desc.blocking.strides[0]);
-  }
-
-  /// conv+bias+ReLU of a 3x3 stride-1 fp32 layer as oneDNN's Winograd F(4,3), run image by image.
-  /// oneDNN blocks a batch's Winograd tiles by the batch size and its rounding follows (batch 4
-  /// and 1 differed by up to 7e-5 of a vector's largest element), and it takes F(2,3) for a single
-  /// image on some layers: one image at a time with F(4,3) only, each image gets the same bits
-  /// at every batch size. False where oneDNN has no such kernel for the layer (it runs direct).
-  bool winograd_per_image(const std::string& name, const FoldedConv& l, const memory& src, const memory& dst,
-                          const memory::desc& w_any, const memory::desc& b_md, const dnnl::primitive_attr& attr, int ph,
-                          int pw) {
-    const memory::desc src1 = one_image(src.get_desc()), dst1 = one_image(dst.get_desc());
-    for (const bool dense_dst : {false, true}) {
-      const memory::desc out1 = dense_dst ? memory::desc(dst1.dims(), act_dt_, fmt_) : dst1;
-      dnnl::convolution_forward::primitive_desc pd;
-      try {
-        dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, algorithm::convolution_winograd, src1,
-                                          w_any, b_md, out1, {1, 1}, {ph, pw}, {ph, pw});
-        pd = dnnl::convolution_forward::primitive_desc(d, attr, eng_);
-      } catch (const dnnl::error&) {
-        continue;
-      }
-      if (!same_kernel_any_batch(pd) || is_reference(pd.impl_info_str())) continue;
-      // One image's view of src and of dst (its handles move from image to image); the layer
-      // writes it directly, or, where oneDNN writes no slice of a concatenation, into a dense
-      // image copied into the slice.
-      const memory in1(src1, eng_, DNNL_MEMORY_NONE), out1_view(dst1, eng_, DNNL_MEMORY_NONE);
-      const memory tmp = dense_dst ? arena_.add(pd.dst_desc(), eng_) : memory();
-      const Args conv_args{{DNNL_ARG_SRC, in1},
-                           {DNNL_ARG_WEIGHTS, shared_weights(*wts_.packed, name, l, pd.weights_desc(), eng_)},
-                           {DNNL_ARG_BIAS, memory(pd.bias_desc(), eng_, const_cast<float*>(l.bias.data()))},
-                           {DNNL_ARG_DST, dense_dst ? tmp : out1_view}};
-      const Args copy_args = dense_dst ? Args{{DNNL_ARG_FROM, tmp}, {DNNL_ARG_TO, out1_view}} : Args{};
-      const dnnl::primitive conv = dnnl::convolution_forward(pd);
-      const dnnl::primitive copy = dense_dst ? dnnl::primitive(dnnl::reorder(tmp, out1_view)) : dnnl::primitive();
-      const std::size_t src_step = image_stride(src.get_desc()) * sizeof(float);
-      const std::size_t dst_step = image_stride(dst.get_desc()) * sizeof(float);
-      Args live{{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}};
-      if (dense_dst) live.emplace(DNNL_ARG_WORKSPACE, tmp);
-      ops_.emplace_back(
-          [this, conv_args, copy_args, in1, out1_view, src, dst, conv, copy, src_step, dst_step]() mutable {
-            auto* s = static_cast<char*>(src.get_data_handle());
-            auto* d = static_cast<char*>(dst.get_data_handle());
-            for (int i = 0; i < n_; ++i) {
-              in1.set_data_handle(s + src_step * static_cast<std::size_t>(i));
-              out1_view.set_data_handle(d + dst_step * static_cast<std::size_t>(i));
-              conv.execute(*stream_, conv_args);
-              if (!copy_args.empty()) copy.execute(*stream_, copy_args);
-            }
-          },
-          std::move(live));
-      return true;
-    }
-    return false;
-  }
-
   /// conv+bias+ReLU from `src` into `dst` (a fresh activation or a slice of a concatenation).
   /// int8: `s_in` and `s_out` are the u8 steps of src and dst.
   /// `relu` false: conv+bias only (an f32 1x1 layer whose ReLU follows a pool, pool_branch).
@@ -389,11 +314,6 @@ class Graph {
       attr.set_output_scales(2, oscale);  // per output channel: dim 1 of dst
       bias_data = qbias.data();
     }
-    // Winograd image by image where it beats direct code at one image (results/fid/batch-independence-*.md):
-    // 64 or more input channels on a 16x16 or larger map; the other layers run direct.
-    if (opt_.winograd && act_dt_ == dt::f32 && kh == 3 && kw == 3 && stride == 1 && ic >= 64 &&
-        src.get_desc().dims()[2] >= 16 && winograd_per_image(name, l, src, dst, w_any, b_md, attr, ph, pw))
-      return;
     for (const bool dense_dst : {false, true}) {
       // A slice of a concatenation is not dense; where no implementation writes into one, the
       // layer writes a dense buffer and a reorder copies it into the slice.
@@ -832,11 +752,11 @@ nlohmann::json onednn_info() {
   j["version"] = std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
   const bool avx512 = has_isa(dnnl::cpu_isa::avx512_core);
   j["isa"] = avx512 ? "avx512_core" : has_isa(dnnl::cpu_isa::avx2) ? "avx2" : "older";
-  // the engine's own kernels where the CPU has them (AVX-512: 16-channel blocks, AVX2: 8); oneDNN's
-  // AVX-512 Winograd otherwise
+  // the engine's own kernels where the CPU has them (AVX-512: 16-channel blocks, AVX2: 8); direct
+  // convolutions otherwise
   const bool own = winograd::available(avx512 ? 16 : 8);
-  j["winograd"] = avx512 || own;
-  j["winograd_impl"] = own ? (avx512 ? "vecbench-avx512" : "vecbench-avx2") : avx512 ? "onednn" : "none";
+  j["winograd"] = own;
+  j["winograd_impl"] = own ? (avx512 ? "vecbench-avx512" : "vecbench-avx2") : "none";
   j["bf16"] = has_isa(dnnl::cpu_isa::avx512_core_bf16);
   j["int8"] = onednn_int8_supported();
   return j;

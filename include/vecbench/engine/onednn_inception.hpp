@@ -1,9 +1,9 @@
 // A second CPU engine for the same model: Inception-v3 written directly as oneDNN primitives
 // (the library LibTorch itself calls), with the choices LibTorch 1.13's path cannot make:
 // one blocked activation layout end to end, conv+BN+ReLU as one primitive, branch outputs
-// written straight into their slice of the concatenation (no copies), and Winograd
-// convolutions for the 3x3 stride-1 layers (oneDNN's on AVX-512, engine/winograd.hpp's on AVX2;
-// results/PERFORMANCE.md).
+// written straight into their slice of the concatenation (no copies), and vecbench's own Winograd
+// convolutions (engine/winograd.hpp) for the stride-1 3x3, 5x5, 1x7, 7x1, 1x3 and 3x1 layers
+// (results/PERFORMANCE.md).
 // The weights come from the same TorchScript file (src/engine/torch_plugin.cpp reads them); this header
 // and src/engine/onednn_inception.cpp include neither LibTorch nor OpenCV.
 #pragma once
@@ -99,8 +99,8 @@ struct InceptionWeights {
 
 /// Engine settings.
 struct OneDnnOptions {
-  /// 3x3 stride-1 convolutions as Winograd (fp32 only): oneDNN's on AVX-512 CPUs, vecbench's own
-  /// (engine/winograd.hpp) on AVX2 CPUs; false: direct convolutions everywhere.
+  /// The 3x3, 5x5, 1x7, 7x1, 1x3 and 3x1 stride-1 convolutions as vecbench's own Winograd
+  /// (engine/winograd.hpp; fp32 only, AVX2 or AVX-512 CPUs); false: direct convolutions everywhere.
   bool winograd = true;
   /// fp32, or bf16: activations and weights in bfloat16 (f32 accumulation), on CPUs with AVX-512
   /// BF16 only; faster, features within 2-6 % (relative L2) of fp32 on real photos (docs/engines.md).
