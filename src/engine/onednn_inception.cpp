@@ -486,22 +486,39 @@ class Graph {
   /// The pool branch of a Mixed block: a 3x3 average pool and the 1x1 layer `name`, into the
   /// next slice of `cat`. Where the pool averages over the valid window only (tf2015) the two
   /// commute, bias included (each window's weights sum to 1): the 1x1 layer runs first, on the
-  /// block's input, and the pool then averages its 4-7x fewer channels, with the ReLU after it.
-  /// fp32 only; int8, bf16, calibration and the torchvision layout keep the pool first.
+  /// block's input, and the pool then averages its 4-7x fewer channels, with the ReLU as its
+  /// post-op (where oneDNN has that pooling: has_pool_relu). fp32 only; int8, bf16, calibration
+  /// and the torchvision layout keep the pool first.
   void pool_branch(Concat& cat, const std::string& name, const Act& x) {
     if (act_dt_ == dt::f32 && !opt_.observe && wts_.arch == "tf2015") {
       const auto& l = layer(name, x.c);
-      if (l.shape[2] == 1 && l.shape[3] == 1) {
-        Act t = new_act(static_cast<int>(l.shape[0]), x.h, x.w);
-        const std::size_t mark = ops_.size();
+      const int oc = static_cast<int>(l.shape[0]);
+      if (l.shape[2] == 1 && l.shape[3] == 1 && has_pool_relu(act_desc(oc, x.h, x.w))) {
+        Act t = new_act(oc, x.h, x.w);
         conv_into(name, l, x.mem, t.mem, 1, 0, 0, 1.0f, 1.0f, false);
-        if (pool_into(avg_alg(), t, slice(cat, t.c), 3, 1, 1, 0.0f, true)) return;
-        ops_.erase(ops_.begin() + static_cast<std::ptrdiff_t>(mark),
-                   ops_.end());  // no pooling with a ReLU: the other order
-        cat.next -= t.c;
+        if (!pool_into(avg_alg(), t, slice(cat, t.c), 3, 1, 1, 0.0f, true))
+          throw ReplicaError(wts_.source + ": " + name + ": oneDNN refused the pooling with a ReLU it offered");
+        return;
       }
     }
     conv_to(cat, name, pool(avg_alg(), x, 3, 1, 1));
+  }
+
+  /// Whether oneDNN has a pooling (not its reference code) for the pool branch's 3x3 stride-1
+  /// average pool of `md` with a ReLU post-op: asked before pool_branch builds anything for
+  /// that order (a dense destination: pool_into falls back to one where the slice has none).
+  bool has_pool_relu(const memory::desc& md) {
+    dnnl::post_ops po;
+    po.append_eltwise(1.0f, algorithm::eltwise_relu, 0.0f, 0.0f);
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(po);
+    try {
+      dnnl::pooling_forward::desc d(dnnl::prop_kind::forward_inference, avg_alg(), md, md, {1, 1}, {3, 3}, {1, 1},
+                                    {1, 1});
+      return !is_reference(dnnl::pooling_forward::primitive_desc(d, attr, eng_).impl_info_str());
+    } catch (const dnnl::error&) {
+      return false;
+    }
   }
 
   /// Average pool of the Mixed blocks' pool branch: over the valid window (tf2015) or
