@@ -28,11 +28,8 @@ namespace {
 /// The weights of an export: from its weights file (weights_file.hpp) when there is one for
 /// these weights, else read from the module by LibTorch (then written to the weights file, so
 /// that the next start loads no LibTorch).
-std::shared_ptr<const InceptionWeights> cached_inception_weights(const std::string& path) {
-  const std::string sha = read_model_info(path).weight_sha256;  // "" when not an export: no weights file
-  std::error_code ec;
-  const auto bytes = std::filesystem::file_size(path, ec);
-  const std::string file = ec ? "" : weights_file_path(sha, bytes);
+std::shared_ptr<const InceptionWeights> folded_inception_weights(const std::string& path, const std::string& file,
+                                                                 const std::string& sha) {
   std::string why;
   if (!file.empty())
     if (auto w = load_inception_weights(file, sha, path, &why)) return w;
@@ -45,6 +42,25 @@ std::shared_ptr<const InceptionWeights> cached_inception_weights(const std::stri
       prune_weights_cache(weights_cache_dir(), file, weights_cache_budget());
     } catch (const std::exception&) {  // a read-only or full cache only costs the next start-up time
     }
+  return w;
+}
+
+/// The weights of an export (folded_inception_weights), with the packed copies its last runs on
+/// this CPU wrote (weights_file.hpp, packed_file_path): the replicas neither reorder nor transform
+/// them again.
+std::shared_ptr<const InceptionWeights> cached_inception_weights(const std::string& path) {
+  const std::string sha = read_model_info(path).weight_sha256;  // "" when not an export: no weights file
+  std::error_code ec;
+  const auto bytes = std::filesystem::file_size(path, ec);
+  const std::string file = ec ? "" : weights_file_path(sha, bytes);
+  auto w = folded_inception_weights(path, file, sha);
+  if (!file.empty()) {
+    const std::string packed = packed_file_path(file);
+    std::string why;
+    attach_packed_weights(*w, packed, sha, &why);
+    if (!why.empty())  // packed again by this run, and written for the next
+      std::cerr << "vecbench: packed weights cache " + packed + ": " + why + ": packed again\n" << std::flush;
+  }
   return w;
 }
 

@@ -20,20 +20,12 @@
 
 #include "vecbench/core/aligned.hpp"
 #include "vecbench/core/error.hpp"
+#include "vecbench/engine/weights_file.hpp"
 #include "vecbench/engine/winograd.hpp"
 
-namespace vecbench {
+#include "packed_weight_cache.hpp"
 
-struct PackedWeightCache {
-  struct Entry {
-    dnnl::memory::desc desc;     ///< the layout a primitive asked for
-    std::shared_ptr<void> data;  ///< the packed weights, read-only once written
-  };
-  std::mutex mu;
-  std::map<std::string, std::vector<Entry>> layers;  ///< by layer name
-  /// Layers run by the AVX2 Winograd kernels (engine/winograd.hpp), by layer name.
-  std::map<std::string, std::shared_ptr<const winograd::Filter>> winograd;
-};
+namespace vecbench {
 
 std::shared_ptr<PackedWeightCache> new_packed_weight_cache() { return std::make_shared<PackedWeightCache>(); }
 
@@ -86,6 +78,7 @@ memory shared_weights(PackedWeightCache& cache, const std::string& name, const F
   dnnl::reorder(dnnl::reorder::primitive_desc(user, packed, attr)).execute(s, user, packed);
   s.wait();
   entries.push_back({want, std::move(data)});
+  cache.dirty = true;
   ++g_packs;
   g_packed_bytes += want.get_size();
   return packed;
@@ -196,8 +189,8 @@ class Graph {
     }
     // The engine's own Winograd (engine/winograd.hpp) on every 3x3, 5x5, 1x7, 7x1, 1x3 and 3x1
     // stride-1 layer: oneDNN 2.x has none in its AVX2 code and none but 3x3, and on AVX-512 its 3x3 one takes
-    // fewer layers and runs slower (results/kernels/winograd-avx512-20261203.md); oneDNN's remains
-    // where these kernels don't fit.
+    // fewer layers and runs slower (results/kernels/winograd-avx512-20261203.md); layers these
+    // kernels don't fit run oneDNN's direct code.
     block_ = avx512 ? 16 : 8;
     own_winograd_ = opt.winograd && winograd::available(block_);
     build();
@@ -378,6 +371,7 @@ class Graph {
       auto& slot = cache.winograd[name];
       if (!slot) {
         slot = winograd::make_filter(l.weight.data(), l.bias.data(), shape.out_c, shape.in_c, block_, kernel);
+        cache.dirty = true;
         ++g_packs;
         g_packed_bytes += slot->bytes();
       }
@@ -740,6 +734,7 @@ class OneDnnInception : public Model {
     } catch (const dnnl::error& e) {
       throw ReplicaError(w_->source + ": building the oneDNN network failed: " + e.what());
     }
+    save_packed_weights(*w_);  // what this build packed, for the next start (no-op when nothing new)
   }
   /// A partial batch on the full-batch network: the n images, then zeros (batch items never mix).
   void run_padded(const float* in, int n, float* out) {

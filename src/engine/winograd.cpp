@@ -17,6 +17,8 @@
 #endif
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -270,9 +272,13 @@ std::shared_ptr<const Filter> make_filter(const float* oihw, const float* bias, 
   f->block = block;
   f->kernel = kernel;
   f->positions = positions(kernel);
-  f->u = aligned_floats(static_cast<std::size_t>(f->positions) * in_c * out_c);
-  f->bias = aligned_floats(static_cast<std::size_t>(out_c));
-  std::copy(bias, bias + out_c, f->bias.get());
+  // one buffer: u, then the bias (u_floats() is a multiple of 16: still at a 64-byte boundary)
+  std::shared_ptr<float> buf(aligned_floats(f->u_floats() + static_cast<std::size_t>(out_c)).release(), std::free);
+  float* const u_out = buf.get();
+  f->u = u_out;
+  f->bias = u_out + f->u_floats();
+  std::copy(bias, bias + out_c, u_out + f->u_floats());
+  f->storage = std::move(buf);
   const std::size_t ic = static_cast<std::size_t>(in_c), oc = static_cast<std::size_t>(out_c);
   const std::size_t panel = 2 * static_cast<std::size_t>(block), npos = static_cast<std::size_t>(f->positions);
   ConvShape one;
@@ -294,10 +300,30 @@ std::shared_ptr<const Filter> make_filter(const float* oihw, const float* bias, 
       else
         transform_line(taps == 7 ? &toom7().g[0][0] : &toom3().g[0][0], taps, npos, g, u, panel);
       for (std::size_t p = 0; p < npos; ++p) {
-        float* at = f->u.get() + p * ic * oc + j * ic * panel + c * panel;
+        float* at = u_out + p * ic * oc + j * ic * panel + c * panel;
         for (std::size_t o = 0; o < panel; ++o) at[o] = static_cast<float>(u[p][o]);
       }
     }
+  return f;
+}
+
+std::shared_ptr<const Filter> filter_view(int out_c, int in_c, int block, Kernel kernel, const float* u,
+                                          const float* bias, std::shared_ptr<const void> storage) {
+  const auto aligned = [](const float* p) { return reinterpret_cast<std::uintptr_t>(p) % 64 == 0; };
+  if ((block != 8 && block != 16) || in_c <= 0 || out_c <= 0 || in_c % block != 0 || out_c % (2 * block) != 0)
+    throw std::invalid_argument("winograd::filter_view: channels " + std::to_string(in_c) + " -> " +
+                                std::to_string(out_c) + " do not fit " + std::to_string(block) + "-channel blocks");
+  if (!u || !bias || !aligned(u) || !aligned(bias))
+    throw std::invalid_argument("winograd::filter_view: the filters are not at 64-byte boundaries");
+  auto f = std::make_shared<Filter>();
+  f->in_c = in_c;
+  f->out_c = out_c;
+  f->block = block;
+  f->kernel = kernel;
+  f->positions = positions(kernel);
+  f->u = u;
+  f->bias = bias;
+  f->storage = std::move(storage);
   return f;
 }
 

@@ -139,7 +139,7 @@ inline void transform_inputs_line(const T& tc, const ConvShape& s, const Blocked
 inline void multiply_panel(const Filter& f, int npos, int rows, const float* v, float* m, std::size_t j) {
   const std::size_t ic = static_cast<std::size_t>(f.in_c), oc = static_cast<std::size_t>(f.out_c);
   const std::size_t ldv = static_cast<std::size_t>(npos) * ic, ldm = static_cast<std::size_t>(npos) * kPanel;
-  const float* uj = f.u.get() + j * ic * kPanel;
+  const float* uj = f.u + j * ic * kPanel;
   for (int p = 0; p < npos; ++p)
     for (int r = 0; r < rows; r += kRows)
       micro_kernel(v + p * ic + r * ldv, ldv, uj + static_cast<std::size_t>(p) * ic * oc, f.in_c,
@@ -173,7 +173,7 @@ inline void output_square(const Filter& f, const ConvShape& s, const BlockedTens
         a_t(col, o);
         for (int i = 0; i < kOut; ++i) t[i][c] = o[i];
       }
-      const Vec bias = vload(f.bias.get() + cb * kLanes);
+      const Vec bias = vload(f.bias + cb * kLanes);
       float* base = dst.data + dst.offset + at.n * dst.stride_n + static_cast<std::int64_t>(cb) * dst.stride_cb;
       for (int i = 0; i < ny; ++i) {  // (A^T M) A: along each row
         Vec o[kOut];
@@ -205,7 +205,7 @@ inline void output_line(const T& tc, const Filter& f, const ConvShape& s, const 
       const float* in = m + static_cast<std::size_t>(tl) * ldm + static_cast<std::size_t>(half) * kLanes;
       Vec col[kN];
       for (int p = 0; p < kN; ++p) col[p] = vload(in + p * kPanel);
-      const Vec bias = vload(f.bias.get() + cb * kLanes);
+      const Vec bias = vload(f.bias + cb * kLanes);
       float* base = dst.data + dst.offset + at.n * dst.stride_n + static_cast<std::int64_t>(cb) * dst.stride_cb +
                     at.y * dst.stride_y + at.x * dst.stride_x;
       for (int i = 0; i < n; ++i) {

@@ -9,6 +9,7 @@
 // products per output), and a wrong transform or index is off by O(1).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -261,4 +262,25 @@ TEST(Winograd, TakesOnlyChannelCountsItsRegistersFit) {
   EXPECT_FALSE(winograd::supports({1, 8, 32, 3, 3, 0, 16})) << "in channels not a multiple of 16";
   EXPECT_FALSE(winograd::supports({1, 16, 16, 3, 3, 0, 16})) << "out channels not a multiple of 32";
   EXPECT_FALSE(winograd::supports({1, 16, 32, 3, 3, 0, 4})) << "blocks of 4";
+}
+
+// A view (the packed-weights file's filters, mapped) of make_filter's floats is the same filter;
+// floats off a 64-byte boundary or channels that don't fit the block are refused.
+TEST(Winograd, AFilterViewOfMadeFiltersIsTheSameFilterAndRefusesWhatDoesNotFit) {
+  std::vector<float> w(32u * 16 * 7), b(32);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 11) - 5.0f;
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i);
+  const auto f = winograd::make_filter(w.data(), b.data(), 32, 16, 8, K::k1x7);
+  const auto v = winograd::filter_view(32, 16, 8, K::k1x7, f->u, f->bias, f->storage);
+  EXPECT_EQ(v->positions, 10);
+  EXPECT_EQ(v->u_floats(), f->u_floats());
+  EXPECT_EQ(v->bytes(), f->bytes());
+  EXPECT_EQ(v->u, f->u);
+  EXPECT_TRUE(std::equal(v->bias, v->bias + 32, b.begin()));
+  EXPECT_EQ(f->storage.use_count(), 2) << "the view does not hold the floats";
+  EXPECT_THROW(winograd::filter_view(32, 16, 8, K::k1x7, f->u + 1, f->bias, f->storage), std::invalid_argument);
+  EXPECT_THROW(winograd::filter_view(32, 16, 8, K::k1x7, f->u, nullptr, f->storage), std::invalid_argument);
+  EXPECT_THROW(winograd::filter_view(24, 16, 8, K::k1x7, f->u, f->bias, f->storage), std::invalid_argument);
+  EXPECT_THROW(winograd::filter_view(32, 12, 8, K::k1x7, f->u, f->bias, f->storage), std::invalid_argument);
+  EXPECT_THROW(winograd::filter_view(32, 16, 4, K::k1x7, f->u, f->bias, f->storage), std::invalid_argument);
 }

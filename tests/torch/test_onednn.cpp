@@ -125,7 +125,9 @@ TEST(OneDnn, BitIdenticalFeaturesForEveryBatchSizeThreadCountAndStrategy) {
 TEST(OneDnn, OneNetworkPerReplicaForEveryBatchSizeAndOneSharedCopyOfThePackedWeights) {
   // 5 photos in batches of 3: a full batch and a partial one of 2. The partial batch runs on the
   // batch-3 network (padded): one build per replica, none for the partial batch, and the second
-  // replica packs no layer of its own (it uses the first one's copy).
+  // replica packs no layer of its own (it uses the first one's copy). No weights files: each run
+  // packs (the packed-weights file would spare the second run all of it).
+  ::setenv("VECBENCH_WEIGHTS_DIR", "off", 1);
   const fs::path d = vecbench::testing::fresh_temp_dir("onednn_builds");
   const auto src = photos(5, d);
   ASSERT_EQ(src->size(), 5u) << "opencv-doc photos missing (apt-get install opencv-doc)";
@@ -154,6 +156,7 @@ TEST(OneDnn, OneNetworkPerReplicaForEveryBatchSizeAndOneSharedCopyOfThePackedWei
   EXPECT_GE(one.weight_packs, 94u) << "Inception-v3 has 94 convolutions";
   EXPECT_EQ(two.weight_packs, one.weight_packs) << "the second replica packed its own copy";
   EXPECT_EQ(two.packed_bytes, one.packed_bytes);
+  ::unsetenv("VECBENCH_WEIGHTS_DIR");
   fs::remove_all(d);
 }
 
@@ -292,8 +295,9 @@ TEST(OneDnn, AWeightsFileStartsTheEngineWithoutLoadingTheModuleAndGivesTheSameFe
   const auto first = run_engine(src, od, "cpu", 1);  // reads the module, writes the weights file
   const std::size_t l1 = torchscript_module_loads();
   EXPECT_EQ(l1 - l0, 1u);
-  std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(d / "w")) files.push_back(e.path());
+  std::vector<fs::path> files;  // the weights file (the packed-weights file beside it: the next test)
+  for (const auto& e : fs::directory_iterator(d / "w"))
+    if (e.path().string().find(".packed.") == std::string::npos) files.push_back(e.path());
   ASSERT_EQ(files.size(), 1u);
   EXPECT_EQ(files[0].extension(), ".onednn");
   const auto second = run_engine(src, od, "cpu", 1);  // from the weights file
@@ -313,6 +317,80 @@ TEST(OneDnn, AWeightsFileStartsTheEngineWithoutLoadingTheModuleAndGivesTheSameFe
   const auto fourth = run_engine(src, od, "cpu", 1);
   EXPECT_EQ(torchscript_module_loads(), l1 + 2) << "the corrupted weights file was used";
   for (std::size_t i = 0; i < src.size(); ++i) EXPECT_EQ(first->features(i), fourth->features(i)) << i;
+  ::unsetenv("VECBENCH_WEIGHTS_DIR");
+  fs::remove_all(d);
+}
+
+/// The packed-weights file of weights folder `dir` ("" if none).
+fs::path packed_file_in(const fs::path& dir) {
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().string().find(".packed.") != std::string::npos) return e.path();
+  return {};
+}
+
+/// Replaces `from` by `to` (the same length) in `file`'s first `within` bytes.
+void patch_file(const fs::path& file, const std::string& from, const std::string& to, std::size_t within) {
+  std::string bytes;
+  {
+    std::ifstream in(file, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const std::size_t at = bytes.find(from);
+  ASSERT_TRUE(at != std::string::npos && at < within) << from << " not in " << file;
+  ASSERT_EQ(from.size(), to.size());
+  bytes.replace(at, from.size(), to);
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+TEST(OneDnn, ThePackedWeightsFileSkipsPackingAndIsRefusedWhenItDoesNotCheckOut) {
+  // The first run packs every layer (oneDNN's layouts, the Winograd filters) and writes the
+  // packed-weights file; the next runs pack nothing and give the same bits. A file with a flipped
+  // payload byte, or whose header names another Winograd transform or other folded weights, is
+  // not used: that run packs again (same bits) and writes a good file.
+  const fs::path d = vecbench::testing::fresh_temp_dir("onednn_packed_file");
+  ::setenv("VECBENCH_WEIGHTS_DIR", (d / "w").string().c_str(), 1);
+  SyntheticSource src(2);
+  ModelSettings od;
+  od.path = kModel;
+  od.engine = EngineKind::onednn;
+  auto packs = [] { return onednn_counters().weight_packs; };
+  std::size_t p0 = packs();
+  const auto first = run_engine(src, od, "cpu", 1);
+  EXPECT_GT(packs(), p0);
+  const fs::path file = packed_file_in(d / "w");
+  ASSERT_FALSE(file.empty()) << "no packed-weights file written";
+  EXPECT_NE(file.string().find(".dnnl"), std::string::npos) << file;
+  auto expect_run = [&](bool packed_again, const std::string& what) {
+    const std::size_t before = packs();
+    const auto got = run_engine(src, od, "cpu", 1);
+    if (packed_again)
+      EXPECT_GT(packs(), before) << what << ": the file was used";
+    else
+      EXPECT_EQ(packs(), before) << what << ": packed although the file holds every layer";
+    for (std::size_t i = 0; i < src.size(); ++i) EXPECT_EQ(got->features(i), first->features(i)) << what << " " << i;
+  };
+  expect_run(false, "second run");
+  {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(fs::file_size(file) / 2));
+    f.write("\xff\xff\x7f\x7f", 4);
+  }
+  expect_run(true, "flipped payload");
+  expect_run(false, "rewritten after the flipped payload");
+  std::string header;
+  {
+    std::ifstream in(file, std::ios::binary);
+    header.resize(1 << 16);
+    in.read(header.data(), static_cast<std::streamsize>(header.size()));
+  }
+  for (const std::string key : {"\"winograd_probe\":\"", "\"folded_xxh3\":\""}) {
+    const std::size_t at = header.find(key);
+    ASSERT_NE(at, std::string::npos) << key;
+    const std::string value = header.substr(at + key.size(), 16);
+    patch_file(file, key + value, key + std::string(16, value[0] == '0' ? '1' : '0'), header.size());
+    expect_run(true, key);
+    expect_run(false, "rewritten after " + key);
+  }
   ::unsetenv("VECBENCH_WEIGHTS_DIR");
   fs::remove_all(d);
 }

@@ -85,7 +85,10 @@ std::shared_ptr<PackedWeightCache> new_packed_weight_cache();
 /// Everything the engine needs from a model file.
 struct InceptionWeights {
   std::string source;  ///< the model file, for error messages
-  std::string arch;    ///< "tf2015" (avg pools over the valid window, max pool in Mixed_7c) or "torchvision"
+  /// XXH3-64 of the folded floats as a weights file stores them (weights_file.hpp), once a
+  /// weights file was read ("" otherwise): the packed-weights file names the floats it was made from.
+  std::string folded_xxh3;
+  std::string arch;  ///< "tf2015" (avg pools over the valid window, max pool in Mixed_7c) or "torchvision"
   int input_size = 299;
   int feature_dim = 2048;
   float input_div = 1.0f;                   ///< input normalization: (x / div - mean[c]) / std[c]

@@ -19,10 +19,10 @@ namespace vecbench {
 std::string weights_cache_dir();
 
 /// How many bytes of weights files the cache keeps: $VECBENCH_WEIGHTS_CACHE_MB megabytes, else
-/// 1024 MB (about 11 files of the default model's 87 MB).
+/// 1024 MB (about 4 exports of the default model: 87 MB of weights and 155 MB packed for AVX-512).
 std::uintmax_t weights_cache_budget();
 
-/// Removes the least recently used weights files (`*.onednn`) of `dir`, by modification time (a
+/// Removes the least recently used weights and packed-weights files (`*.onednn`) of `dir`, by modification time (a
 /// load touches its file), until the rest hold at most `budget` bytes; never `keep` (the file just
 /// written). Each export of a model (every build of the default one) has its own file, so without
 /// this the cache grows by one file per export. A process that has a removed file mapped keeps
@@ -48,5 +48,29 @@ void save_inception_weights(const InceptionWeights& w, const std::string& path, 
 std::shared_ptr<const InceptionWeights> load_inception_weights(const std::string& path,
                                                                const std::string& weight_sha256,
                                                                const std::string& source, std::string* why = nullptr);
+
+/// The packed-weights file beside weights file `weights_path` (weights_file_path; "" for ""):
+/// every layer's weights as this CPU's oneDNN primitives and vecbench's Winograd kernels take
+/// them (oneDNN's blocked layouts, the transformed Winograd filters), so that a start-up neither
+/// reorders nor transforms them (on 2 Zen 5 cores ~95 ms of a start, and ~150 MB of fresh
+/// pages; results/whole-job/startup-packed-20261203.md). Named for the oneDNN version and the
+/// ISA oneDNN runs (`ONEDNN_MAX_CPU_ISA` included): "<weights file>.packed.<isa>.dnnl<version>.v1.onednn".
+std::string packed_file_path(const std::string& weights_path);
+
+/// Fills `w`'s packed cache (the replicas' shared packed weights) from `path` when the file is
+/// complete, its payload's XXH3-64 matches, it holds `weight_sha256`, the checksum of `w`'s
+/// folded floats, this oneDNN version and ISA, and the Winograd transform this build computes
+/// (a probe filter transformed at load); each entry's bytes stay in the read-only mapping.
+/// Either way `w` then remembers `path`, so that the engine writes the file (save_packed_weights)
+/// once a network build packed something it lacks. Returns the entries loaded (0: none, and
+/// `why` says what did not check out; "" when there is no file).
+std::size_t attach_packed_weights(const InceptionWeights& w, const std::string& path, const std::string& weight_sha256,
+                                  std::string* why = nullptr);
+
+/// Writes `w`'s packed cache to its file (atomically: temp file + rename) when it holds anything
+/// this process packed since it was attached or last saved; nothing otherwise, and nothing when
+/// no file was attached. Called by the oneDNN engine after each network build. A write that
+/// fails (read-only or full cache) costs only the next start-up's time: it is not an error.
+void save_packed_weights(const InceptionWeights& w);
 
 }  // namespace vecbench

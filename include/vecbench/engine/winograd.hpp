@@ -88,8 +88,13 @@ struct Filter {
   int block = 8;  ///< the channel block it was made for (its panels are 2 * block wide)
   Kernel kernel = Kernel::k3x3;
   int positions = 36;  ///< transformed filters: 36 (F(4x4, 3x3), F(2x2, 5x5)), 10 (F(4, 7)) or 6 (F(4, 3))
-  AlignedFloats u;     ///< the transformed filters, each in panels of 2 * block output channels
-  AlignedFloats bias;  ///< out_c floats
+  /// The transformed filters (u_floats() of them), each position's in panels of 2 * block output
+  /// channels: position p, panel j, input channel c, output channel o of the panel at
+  /// u[p*in_c*out_c + j*in_c*2*block + c*2*block + o].
+  const float* u = nullptr;
+  const float* bias = nullptr;          ///< out_c floats
+  std::shared_ptr<const void> storage;  ///< holds u and bias (make_filter's buffer, or a mapped file)
+  std::size_t u_floats() const { return static_cast<std::size_t>(positions) * in_c * out_c; }
   std::size_t bytes() const;
 };
 
@@ -97,6 +102,13 @@ struct Filter {
 /// floats) for tensors of `block`-channel blocks (8 or 16; std::invalid_argument otherwise).
 std::shared_ptr<const Filter> make_filter(const float* oihw, const float* bias, int out_c, int in_c, int block = 8,
                                           Kernel kernel = Kernel::k3x3);
+
+/// A filter over floats held elsewhere (a packed-weights file mapped read-only,
+/// engine/weights_file.hpp): `u` and `bias` laid out as make_filter lays them out for these
+/// channels, block and kernel, each at a 64-byte boundary; `storage` keeps them alive.
+/// std::invalid_argument where the channels, block or alignment don't fit.
+std::shared_ptr<const Filter> filter_view(int out_c, int in_c, int block, Kernel kernel, const float* u,
+                                          const float* bias, std::shared_ptr<const void> storage);
 
 /// Tiles per block for shape `s` (sized to keep a block's work in the core's L2 cache).
 int block_tiles(const ConvShape& s);

@@ -1,0 +1,33 @@
+// The packed copies of a model's weights that the oneDNN engine's replicas share
+// (InceptionWeights::packed): each layer in the layouts its oneDNN primitives asked for, and
+// the Winograd layers' transformed filters. Private to src/engine/: the engine fills it as it
+// builds networks, and weights_file.cpp's packed-weights file loads and saves it.
+#pragma once
+#include <dnnl.hpp>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "vecbench/engine/winograd.hpp"
+
+namespace vecbench {
+
+struct PackedWeightCache {
+  struct Entry {
+    dnnl::memory::desc desc;     ///< the layout a primitive asked for
+    std::shared_ptr<void> data;  ///< the packed weights, read-only once written
+  };
+  std::mutex mu;
+  std::map<std::string, std::vector<Entry>> layers;  ///< by layer name
+  /// Layers run by vecbench's Winograd kernels (engine/winograd.hpp), by layer name.
+  std::map<std::string, std::shared_ptr<const winograd::Filter>> winograd;
+  /// The packed-weights file these were read from and are written to ("": none), the weights'
+  /// sha256 it must hold, and whether this process packed anything the file lacks (all under mu).
+  std::string file, weight_sha256;
+  std::string folded_xxh3;  ///< the checksum of the folded floats the packed ones come from
+  bool dirty = false;
+};
+
+}  // namespace vecbench
