@@ -403,9 +403,13 @@ TEST(Distributed, RankZeroProgressShowsTheWholeJob) {
   JobProgress j0(c0), j1(c1), j2(c2);
   ASSERT_TRUE(j0.active());
   ProgressOptions p1, p2;
+  p1.interval_s = 0.2;  // --progress 0.2: publish as often as rank 0 draws
+  p2.interval_s = 30;   // the plain-line default: still once a second
   j1.hook(p1);
   j2.hook(p2);
   EXPECT_EQ(p1.interval_s, 0.0);  // the other ranks draw no line of their own
+  EXPECT_DOUBLE_EQ(p1.publish_every_s, 0.2);
+  EXPECT_DOUBLE_EQ(p2.publish_every_s, 1.0);
   ASSERT_TRUE(p1.publish && p2.publish && !p1.remote);
   p1.publish_every_s = p2.publish_every_s = 0.01;
   const float f[2] = {1, 2};

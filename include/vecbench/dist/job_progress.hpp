@@ -50,6 +50,9 @@ class JobProgress {
       po.remote = [this] { return others(); };
       po.label = "job (" + std::to_string(comm_.size()) + " ranks): ";
     } else {
+      // as often as rank 0 draws its lines (its --progress interval, the same on every rank),
+      // at least once a second and at most ten times: a short job's lines still count this rank
+      po.publish_every_s = std::clamp(po.interval_s, 0.1, 1.0);
       po.interval_s = 0;  // no line of its own
       po.publish = [this](std::size_t d, std::size_t f) { publish(d, f); };
     }
