@@ -77,8 +77,8 @@ memory shared_weights(PackedWeightCache& cache, const std::string& name, const F
   if (out_scale) attr.set_output_scales(1, *out_scale);  // per output channel: dim 0 of OIHW
   dnnl::reorder(dnnl::reorder::primitive_desc(user, packed, attr)).execute(s, user, packed);
   s.wait();
-  entries.push_back({want, std::move(data)});
-  cache.dirty = true;
+  entries.push_back({want, std::move(data), out_scale != nullptr});
+  cache.dirty = cache.dirty || out_scale == nullptr;  // scaled (int8) entries are not saved
   ++g_packs;
   g_packed_bytes += want.get_size();
   return packed;

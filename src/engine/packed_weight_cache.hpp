@@ -18,6 +18,10 @@ struct PackedWeightCache {
   struct Entry {
     dnnl::memory::desc desc;     ///< the layout a primitive asked for
     std::shared_ptr<void> data;  ///< the packed weights, read-only once written
+    /// Packed with per-channel scales (the int8 route's s8 weights): vecbench's own arithmetic,
+    /// not oneDNN's reorder alone, so the packed-weights file leaves them out (a change of that
+    /// arithmetic would otherwise be served stale under an unchanged descriptor).
+    bool scaled = false;
   };
   std::mutex mu;
   std::map<std::string, std::vector<Entry>> layers;  ///< by layer name

@@ -239,14 +239,16 @@ std::string onednn_isa() { return std::to_string(static_cast<unsigned>(dnnl::get
 std::size_t aligned_up(std::size_t n) { return (n + kPayloadAlign - 1) / kPayloadAlign * kPayloadAlign; }
 
 /// XXH3-64 of the filters this build's make_filter makes from fixed weights, for every kernel
-/// and `block`: a file whose filters another transform made (an older or newer vecbench) differs.
+/// and `block`: a file whose filters another transform or layout made (an older or newer
+/// vecbench) differs. Two input blocks and two panels, so that a change in how either is laid
+/// out shows too.
 std::string winograd_probe(int block) {
   using winograd::Kernel;
   Xxh3 h;
   for (const Kernel k : {Kernel::k3x3, Kernel::k1x7, Kernel::k7x1, Kernel::k1x3, Kernel::k3x1, Kernel::k5x5}) {
     winograd::ConvShape one;
     one.kernel = k;
-    const int in_c = block, out_c = 2 * block, taps = one.kh() * one.kw();
+    const int in_c = 2 * block, out_c = 4 * block, taps = one.kh() * one.kw();
     std::vector<float> w(static_cast<std::size_t>(in_c * out_c * taps)), b(static_cast<std::size_t>(out_c));
     for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(static_cast<int>(i * 37 % 101) - 50) / 64.0f;
     for (std::size_t i = 0; i < b.size(); ++i) b[i] = 0.25f * static_cast<float>(i);
@@ -285,6 +287,7 @@ PackedFile packed_file(const PackedWeightCache& c, const std::string& sha) {
   int block = 0;
   for (const auto& [name, entries] : c.layers)
     for (const auto& e : entries) {
+      if (e.scaled) continue;  // int8's scaled weights: packed again at each start
       const std::size_t desc_at = add(&e.desc.data, sizeof e.desc.data);
       onednn.push_back({{"name", name},
                         {"desc_at", desc_at},

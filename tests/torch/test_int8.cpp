@@ -3,6 +3,7 @@
 // reason without a calibration, with another model's, on another engine or on a CPU without VNNI,
 // and never mixed with fp32 vectors or another calibration's in one output folder.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <fstream>
 #include <iterator>
@@ -83,6 +84,7 @@ TEST(Int8, CloseToFp32OnRealPhotosAndTheSameBitsAtEveryBatchSizeThreadCountAndSt
   if (!has_engine(EngineKind::onednn)) GTEST_SKIP() << "built without libdnnl-dev";
   if (!int8_runs_here()) GTEST_SKIP() << "no VNNI on this CPU (Int8.RefusedWithTheReason checks the refusal)";
   const fs::path d = vecbench::testing::fresh_temp_dir("int8_photos");
+  ::setenv("VECBENCH_WEIGHTS_DIR", (d / "w").string().c_str(), 1);  // its own packed-weights file
   // calibrated on some photos, checked on others
   const auto cal_src = make_source(photo_list(4, d, 0).string(), InputOptions{});
   const auto src = make_source(photo_list(5, d, 4).string(), InputOptions{});
@@ -127,6 +129,26 @@ TEST(Int8, CloseToFp32OnRealPhotosAndTheSameBitsAtEveryBatchSizeThreadCountAndSt
       EXPECT_EQ(got->features(i), one->features(i))
           << strategy << " " << devices << " batch " << batch << ", image " << i << ": not the bits of batch 1";
   }
+  // The s8 weights (scaled per output channel by vecbench's own arithmetic) are never taken from
+  // the packed-weights file: a start packs them again, and writes no file for them. The first
+  // int8 start in a fresh cache writes the file (its f32 first layer), without them.
+  ::setenv("VECBENCH_WEIGHTS_DIR", (d / "w2").string().c_str(), 1);
+  run_on(*src, q, "sequential", "cpu", 1, 1);
+  fs::path packed;
+  for (const auto& e : fs::directory_iterator(d / "w2"))
+    if (e.path().string().find(".packed.") != std::string::npos) packed = e.path();
+  ASSERT_FALSE(packed.empty()) << "no packed-weights file";
+  const auto inode = [&] {  // a write replaces the file by rename: another inode (a load only touches it)
+    struct stat st {};
+    return ::stat(packed.c_str(), &st) == 0 ? st.st_ino : ino_t{0};
+  };
+  const ino_t written = inode();
+  const std::size_t before = onednn_counters().weight_packs;
+  const auto again = run_on(*src, q, "sequential", "cpu", 1, 1);
+  EXPECT_GE(onednn_counters().weight_packs - before, 90u) << "the s8 weights were taken from the file";
+  EXPECT_EQ(inode(), written) << "an int8 start rewrote the packed-weights file";
+  for (std::size_t i = 0; i < src->size(); ++i) EXPECT_EQ(again->features(i), one->features(i)) << i;
+  ::unsetenv("VECBENCH_WEIGHTS_DIR");
   fs::remove_all(d);
 }
 
