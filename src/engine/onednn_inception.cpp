@@ -66,8 +66,23 @@ memory shared_weights(PackedWeightCache& cache, const std::string& name, const F
                       const dnnl::engine& eng, const std::vector<float>* out_scale = nullptr) {
   std::lock_guard<std::mutex> lk(cache.mu);
   auto& entries = cache.layers[name];
-  for (const auto& e : entries)
-    if (e.desc == want) return memory(want, eng, e.data.get());
+  std::string src;  // the floats' checksum, computed once where needed
+  const auto source = [&]() -> const std::string& {
+    if (src.empty()) src = floats_xxh3(l.weight.data(), l.weight.size());
+    return src;
+  };
+  for (auto it = entries.begin(); it != entries.end(); ++it) {
+    if (!(it->desc == want) || it->scaled != (out_scale != nullptr)) continue;
+    if (!it->verified) {  // read from a file: made from these floats?
+      if (it->src_xxh3 != source()) {
+        entries.erase(it);  // from other floats: packed again below, and the file written again
+        cache.dirty = true;
+        break;
+      }
+      it->verified = true;
+    }
+    return memory(want, eng, it->data.get());
+  }
   auto data = aligned_bytes(want.get_size());
   memory packed(want, eng, data.get());
   memory user({{l.shape[0], l.shape[1], l.shape[2], l.shape[3]}, dt::f32, tag::oihw}, eng,
@@ -77,7 +92,7 @@ memory shared_weights(PackedWeightCache& cache, const std::string& name, const F
   if (out_scale) attr.set_output_scales(1, *out_scale);  // per output channel: dim 0 of OIHW
   dnnl::reorder(dnnl::reorder::primitive_desc(user, packed, attr)).execute(s, user, packed);
   s.wait();
-  entries.push_back({want, std::move(data), out_scale != nullptr});
+  entries.push_back({want, std::move(data), out_scale != nullptr, out_scale ? std::string() : source(), true});
   cache.dirty = cache.dirty || out_scale == nullptr;  // scaled (int8) entries are not saved
   ++g_packs;
   g_packed_bytes += want.get_size();
@@ -369,13 +384,20 @@ class Graph {
       auto& cache = *wts_.packed;
       std::lock_guard<std::mutex> lk(cache.mu);
       auto& slot = cache.winograd[name];
-      if (!slot) {
-        slot = winograd::make_filter(l.weight.data(), l.bias.data(), shape.out_c, shape.in_c, block_, kernel);
+      const auto* have = slot.filter.get();
+      bool fits = have && have->kernel == kernel && have->block == block_ && have->in_c == shape.in_c &&
+                  have->out_c == shape.out_c;
+      if (fits && !slot.verified)  // read from a file: made from these floats?
+        fits = slot.verified =
+            slot.src_xxh3 == floats_xxh3(l.weight.data(), l.weight.size(), l.bias.data(), l.bias.size());
+      if (!fits) {
+        slot = {winograd::make_filter(l.weight.data(), l.bias.data(), shape.out_c, shape.in_c, block_, kernel),
+                floats_xxh3(l.weight.data(), l.weight.size(), l.bias.data(), l.bias.size()), true};
         cache.dirty = true;
         ++g_packs;
-        g_packed_bytes += slot->bytes();
+        g_packed_bytes += slot.filter->bytes();
       }
-      f = slot;
+      f = slot.filter;
     }
     scratch_floats_ = std::max(scratch_floats_, winograd::scratch_floats(shape));
     const int groups = winograd::channel_groups(shape, threads_);

@@ -10,9 +10,18 @@
 #include <string>
 #include <vector>
 
+#include "vecbench/core/checksum.hpp"
 #include "vecbench/engine/winograd.hpp"
 
 namespace vecbench {
+
+/// XXH3-64 (hex) of the floats a packed copy is made from: `w`, then `b` if given.
+inline std::string floats_xxh3(const float* w, std::size_t nw, const float* b = nullptr, std::size_t nb = 0) {
+  Xxh3 h;
+  h.update(w, nw * sizeof(float));
+  if (b) h.update(b, nb * sizeof(float));
+  return h.hex();
+}
 
 struct PackedWeightCache {
   struct Entry {
@@ -22,11 +31,23 @@ struct PackedWeightCache {
     /// not oneDNN's reorder alone, so the packed-weights file leaves them out (a change of that
     /// arithmetic would otherwise be served stale under an unchanged descriptor).
     bool scaled = false;
+    /// floats_xxh3 of the OIHW floats it was reordered from (unscaled entries), and whether the
+    /// floats a caller asks with were found to match it (entries read from a file start
+    /// unverified: one whose floats differ, e.g. another input normalization folded into the
+    /// first layer, is dropped and packed again).
+    std::string src_xxh3;
+    bool verified = true;
+  };
+  /// A Winograd layer's transformed filter, with the same checksum (of its weights then bias).
+  struct WinogradSlot {
+    std::shared_ptr<const winograd::Filter> filter;
+    std::string src_xxh3;
+    bool verified = true;
   };
   std::mutex mu;
   std::map<std::string, std::vector<Entry>> layers;  ///< by layer name
   /// Layers run by vecbench's Winograd kernels (engine/winograd.hpp), by layer name.
-  std::map<std::string, std::shared_ptr<const winograd::Filter>> winograd;
+  std::map<std::string, WinogradSlot> winograd;
   /// The packed-weights file these were read from and are written to ("": none), the weights'
   /// sha256 it must hold, and whether this process packed anything the file lacks (all under mu).
   std::string file, weight_sha256;

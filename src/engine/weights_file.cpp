@@ -45,6 +45,15 @@ std::string payload_xxh3(const InceptionWeights& w) {
 
 constexpr std::size_t kPayloadAlign = 64;
 
+/// Whether cache file `name` belongs to the export of file `keep` (a path): the weights file
+/// "<sha>-<bytes>.v2.onednn" and its packed-weights files "<sha>-<bytes>.packed..." share the
+/// name up to the first dot.
+bool same_export(const std::string& name, const std::string& keep) {
+  const std::string k = fs::path(keep).filename().string();
+  const std::size_t dot = k.find('.');
+  return dot != std::string::npos && dot > 0 && name.compare(0, dot + 1, k, 0, dot + 1) == 0;
+}
+
 }  // namespace
 
 std::string weights_cache_dir() {
@@ -77,7 +86,8 @@ std::size_t prune_weights_cache(const std::string& dir, const std::string& keep,
     const Entry f{e.path(), e.last_write_time(e1), e.file_size(e2)};
     if (e1 || e2) continue;
     total += f.bytes;
-    if (!keep.empty() && fs::equivalent(f.path, keep, e3)) continue;  // never the file just written
+    if (!keep.empty() && (fs::equivalent(f.path, keep, e3) || same_export(name, keep)))
+      continue;  // never the file just written, nor the other files of its export
     files.push_back(f);
   }
   std::sort(files.begin(), files.end(), [](const Entry& a, const Entry& b) { return a.used < b.used; });
@@ -221,14 +231,18 @@ std::shared_ptr<const InceptionWeights> load_inception_weights(const std::string
   }
 }
 
-// The packed-weights file: magic, u64 header length, the JSON header (padded so that the payload
-// starts at a 64-byte boundary), then the payload, every piece of it at a 64-byte boundary of the
-// payload: each oneDNN entry's memory descriptor (its raw dnnl_memory_desc_t) and packed bytes,
-// each Winograd filter's transformed floats and bias (as winograd::make_filter lays them out).
+// The packed-weights file: magic, u64 header length, u64 XXH3-64 of everything after these 24
+// bytes (the header and the payload), the JSON header (padded so that the payload starts at a
+// 64-byte boundary), then the payload, every piece of it at a 64-byte boundary and in the
+// header's order: each oneDNN entry's memory descriptor (its raw dnnl_memory_desc_t) and packed
+// bytes, each Winograd filter's transformed floats and bias (as winograd::make_filter lays them
+// out). Version 2: the checksum covers the header too; version 1 (f0ca311 only) held int8's
+// scaled weights and is not read.
 
 namespace {
 
-constexpr char kPackedMagic[8] = {'V', 'B', 'P', 'A', 'C', 'K', 'D', '1'};
+constexpr char kPackedMagic[8] = {'V', 'B', 'P', 'A', 'C', 'K', 'D', '2'};
+constexpr std::size_t kPackedPrefix = sizeof kPackedMagic + 2 * sizeof(std::uint64_t);
 
 std::string onednn_version() {
   const auto* v = dnnl::version();
@@ -238,21 +252,26 @@ std::string onednn_isa() { return std::to_string(static_cast<unsigned>(dnnl::get
 
 std::size_t aligned_up(std::size_t n) { return (n + kPayloadAlign - 1) / kPayloadAlign * kPayloadAlign; }
 
-/// XXH3-64 of the filters this build's make_filter makes from fixed weights, for every kernel
-/// and `block`: a file whose filters another transform or layout made (an older or newer
-/// vecbench) differs. Two input blocks and two panels, so that a change in how either is laid
-/// out shows too.
+/// XXH3-64 of the filters this build's make_filter makes from fixed pseudo-random weights (full
+/// mantissas), for every kernel and `block`: a file whose filters another transform or layout
+/// made (an older or newer vecbench) differs. Two input blocks and two panels, so that a change
+/// in how either is laid out shows too.
 std::string winograd_probe(int block) {
-  using winograd::Kernel;
   Xxh3 h;
-  for (const Kernel k : {Kernel::k3x3, Kernel::k1x7, Kernel::k7x1, Kernel::k1x3, Kernel::k3x1, Kernel::k5x5}) {
+  std::uint32_t state = 12345;
+  const auto next = [&state] {
+    state = state * 1664525u + 1013904223u;
+    return static_cast<float>(static_cast<std::int32_t>(state)) / 2147483648.0f;
+  };
+  for (const winograd::Kernel k : winograd::kAllKernels) {
     winograd::ConvShape one;
     one.kernel = k;
     const int in_c = 2 * block, out_c = 4 * block, taps = one.kh() * one.kw();
     std::vector<float> w(static_cast<std::size_t>(in_c * out_c * taps)), b(static_cast<std::size_t>(out_c));
-    for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(static_cast<int>(i * 37 % 101) - 50) / 64.0f;
-    for (std::size_t i = 0; i < b.size(); ++i) b[i] = 0.25f * static_cast<float>(i);
+    for (float& x : w) x = next();
+    for (float& x : b) x = next();
     const auto f = winograd::make_filter(w.data(), b.data(), out_c, in_c, block, k);
+    h.update(winograd::kernel_name(k), std::strlen(winograd::kernel_name(k)));
     h.update(f->u, f->u_floats() * sizeof(float));
     h.update(f->bias, static_cast<std::size_t>(out_c) * sizeof(float));
   }
@@ -266,14 +285,21 @@ bool fits(const std::array<int64_t, 4>& shape, winograd::Kernel kernel, int in_c
   return shape[0] == out_c && shape[1] == in_c && shape[2] == one.kh() && shape[3] == one.kw();
 }
 
+/// What a packed-weights file holds: the cache's entries, copied (their bytes shared) under its lock.
+struct PackedSnapshot {
+  std::map<std::string, std::vector<PackedWeightCache::Entry>> layers;
+  std::map<std::string, PackedWeightCache::WinogradSlot> winograd;
+  std::string path, sha, folded_xxh3;
+};
+
 struct PackedFile {
   std::string header;                                       ///< the JSON header, padded
-  std::vector<std::pair<const void*, std::size_t>> pieces;  ///< the payload, in order (null: zeros)
+  std::vector<std::pair<const void*, std::size_t>> pieces;  ///< the payload, in order
   std::size_t payload = 0;
 };
 
-/// The file's header and payload pieces for the cache's entries.
-PackedFile packed_file(const PackedWeightCache& c, const std::string& sha) {
+/// The file's header and payload pieces for a snapshot.
+PackedFile packed_file(const PackedSnapshot& c) {
   PackedFile f;
   static const char zeros[kPayloadAlign] = {};
   const auto add = [&](const void* p, std::size_t n) {
@@ -292,36 +318,50 @@ PackedFile packed_file(const PackedWeightCache& c, const std::string& sha) {
       onednn.push_back({{"name", name},
                         {"desc_at", desc_at},
                         {"at", add(e.data.get(), e.desc.get_size())},
-                        {"bytes", e.desc.get_size()}});
+                        {"bytes", e.desc.get_size()},
+                        {"src_xxh3", e.src_xxh3}});
     }
-  for (const auto& [name, fl] : c.winograd) {
-    block = fl->block;
-    const std::size_t u_at = add(fl->u, fl->u_floats() * sizeof(float));
+  for (const auto& [name, slot] : c.winograd) {
+    const winograd::Filter& fl = *slot.filter;
+    block = fl.block;
+    const std::size_t u_at = add(fl.u, fl.u_floats() * sizeof(float));
     wino.push_back({{"name", name},
-                    {"kernel", static_cast<int>(fl->kernel)},
-                    {"in_c", fl->in_c},
-                    {"out_c", fl->out_c},
-                    {"block", fl->block},
+                    {"kernel", winograd::kernel_name(fl.kernel)},
+                    {"in_c", fl.in_c},
+                    {"out_c", fl.out_c},
+                    {"block", fl.block},
                     {"u_at", u_at},
-                    {"bias_at", add(fl->bias, static_cast<std::size_t>(fl->out_c) * sizeof(float))}});
+                    {"bias_at", add(fl.bias, static_cast<std::size_t>(fl.out_c) * sizeof(float))},
+                    {"src_xxh3", slot.src_xxh3}});
   }
-  Xxh3 h;
-  for (const auto& [p, n] : f.pieces) h.update(p, n);
-  nlohmann::json j = {{"weight_sha256", sha},
+  nlohmann::json j = {{"weight_sha256", c.sha},
                       {"folded_xxh3", c.folded_xxh3},
                       {"onednn_version", onednn_version()},
+                      {"onednn_hash", dnnl::version()->hash},
                       {"onednn_isa", onednn_isa()},
                       {"desc_bytes", sizeof(dnnl_memory_desc_t)},
                       {"payload_bytes", f.payload},
-                      {"payload_xxh3", h.hex()},
                       {"onednn", onednn},
                       {"winograd", wino}};
   if (block) j["winograd_block"] = block, j["winograd_probe"] = winograd_probe(block);
   f.header = j.dump();
-  f.header.append(
-      (kPayloadAlign - (sizeof kPackedMagic + sizeof(std::uint64_t) + f.header.size()) % kPayloadAlign) % kPayloadAlign,
-      ' ');
+  f.header.append((kPayloadAlign - (kPackedPrefix + f.header.size()) % kPayloadAlign) % kPayloadAlign, ' ');
   return f;
+}
+
+/// Writes a snapshot's file (atomically). Throws on a write that fails.
+void write_packed_file(const PackedSnapshot& snap) {
+  const PackedFile f = packed_file(snap);
+  Xxh3 h;
+  h.update(f.header.data(), f.header.size());
+  for (const auto& [p, n] : f.pieces) h.update(p, n);
+  const std::uint64_t hlen = f.header.size(), sum = h.digest();
+  std::vector<std::pair<const void*, std::size_t>> pieces{{kPackedMagic, sizeof kPackedMagic},
+                                                          {&hlen, sizeof hlen},
+                                                          {&sum, sizeof sum},
+                                                          {f.header.data(), f.header.size()}};
+  pieces.insert(pieces.end(), f.pieces.begin(), f.pieces.end());
+  atomic_write(snap.path, pieces);
 }
 
 }  // namespace
@@ -332,77 +372,118 @@ std::string packed_file_path(const std::string& weights_path) {
   const std::string ext = ".v2.onednn";
   if (base.size() > ext.size() && base.compare(base.size() - ext.size(), ext.size(), ext) == 0)
     base.resize(base.size() - ext.size());
-  return base + ".packed.isa" + onednn_isa() + ".dnnl" + onednn_version() + ".v1.onednn";
+  return base + ".packed.isa" + onednn_isa() + ".dnnl" + onednn_version() + ".v2.onednn";
 }
 
 void save_packed_weights(const InceptionWeights& w) {
   PackedWeightCache& c = *w.packed;
-  std::string path, bytes;
+  PackedSnapshot snap;
   {
     std::lock_guard<std::mutex> lk(c.mu);
     if (c.file.empty() || !c.dirty) return;
-    path = c.file;
-    const PackedFile f = packed_file(c, c.weight_sha256);
-    bytes.reserve(sizeof kPackedMagic + sizeof(std::uint64_t) + f.header.size() + f.payload);
-    bytes.append(kPackedMagic, sizeof kPackedMagic);
-    const std::uint64_t hlen = f.header.size();
-    bytes.append(reinterpret_cast<const char*>(&hlen), sizeof hlen);
-    bytes += f.header;
-    for (const auto& [p, n] : f.pieces) bytes.append(static_cast<const char*>(p), n);
+    snap.layers = c.layers;  // descriptors and shared bytes: no copy of the weights
+    snap.winograd = c.winograd;
+    snap.path = c.file;
+    snap.sha = c.weight_sha256;
+    snap.folded_xxh3 = c.folded_xxh3;
     c.dirty = false;
   }
   try {
-    atomic_write(path, bytes.data(), bytes.size());
-    prune_weights_cache(fs::path(path).parent_path().string(), path, weights_cache_budget());
-  } catch (const std::exception&) {  // a read-only or full cache: the next start packs again
+    write_packed_file(snap);
+    prune_weights_cache(fs::path(snap.path).parent_path().string(), snap.path, weights_cache_budget());
+  } catch (...) {  // a read-only or full cache, no memory for the header: the next start packs again
   }
 }
 
 namespace {
 
-/// The entries of a mapped packed-weights file (the header checked by the caller) into `c`;
-/// false where one does not fit `w`'s layers or the payload (nothing added then).
+/// Whether a descriptor read from a file is one the engine's weights can have: dense f32 or bf16
+/// in a blocked layout, no padding (oneDNN would zero it, and the mapping is read-only), no extra
+/// flags (int8 compensation).
+bool plain_weights_desc(const dnnl_memory_desc_t& d) {
+  if (d.format_kind != dnnl_blocked || (d.data_type != dnnl_f32 && d.data_type != dnnl_bf16) || d.extra.flags != 0 ||
+      d.ndims < 1 || d.ndims > DNNL_MAX_NDIMS)
+    return false;
+  for (int i = 0; i < d.ndims; ++i)
+    if (d.dims[i] <= 0 || d.padded_dims[i] != d.dims[i] || d.padded_offsets[i] != 0) return false;
+  return d.offset0 == 0;
+}
+
+/// The entries of a checked packed-weights file into `c`; false where one does not fit `w`'s
+/// layers, is not where the writer puts it, or repeats (nothing added then).
 bool read_packed_entries(const nlohmann::json& h, const InceptionWeights& w, const std::shared_ptr<const void>& map,
                          const char* payload, std::size_t payload_bytes, PackedWeightCache& c) {
-  const auto in_payload = [&](std::size_t at, std::size_t n) {
-    return at % kPayloadAlign == 0 && at <= payload_bytes && n <= payload_bytes - at;
+  std::size_t next = 0;  // where the next piece must start: the writer's order, nothing between
+  const auto piece = [&](std::size_t at, std::size_t n) {
+    if (at != next || n > payload_bytes - std::min(at, payload_bytes)) return false;
+    next = at + aligned_up(n);
+    return next <= payload_bytes;
   };
   std::map<std::string, std::vector<PackedWeightCache::Entry>> layers;
-  std::map<std::string, std::shared_ptr<const winograd::Filter>> wino;
+  std::map<std::string, PackedWeightCache::WinogradSlot> wino;
   auto shared = std::const_pointer_cast<void>(map);
   for (const auto& e : h.at("onednn")) {
     const auto name = e.at("name").get<std::string>();
     const auto desc_at = e.at("desc_at").get<std::size_t>(), at = e.at("at").get<std::size_t>();
     const auto bytes = e.at("bytes").get<std::size_t>();
-    if (!w.convs.count(name) || !in_payload(desc_at, sizeof(dnnl_memory_desc_t)) || !in_payload(at, bytes))
-      return false;
+    if (!w.convs.count(name) || !piece(desc_at, sizeof(dnnl_memory_desc_t)) || !piece(at, bytes)) return false;
     dnnl_memory_desc_t raw;
     std::memcpy(&raw, payload + desc_at, sizeof raw);
+    if (!plain_weights_desc(raw)) return false;
     const dnnl::memory::desc desc(raw);
     if (desc.get_size() != bytes) return false;
-    layers[name].push_back({desc, std::shared_ptr<void>(shared, const_cast<char*>(payload + at))});
+    auto& list = layers[name];
+    for (const auto& other : list)
+      if (other.desc == desc) return false;  // the same layout twice
+    list.push_back({desc, std::shared_ptr<void>(shared, const_cast<char*>(payload + at)), false,
+                    e.at("src_xxh3").get<std::string>(), false});
   }
   for (const auto& e : h.at("winograd")) {
-    const auto name = e.at("name").get<std::string>();
-    const auto kernel = static_cast<winograd::Kernel>(e.at("kernel").get<int>());
+    const auto name = e.at("name").get<std::string>(), kname = e.at("kernel").get<std::string>();
     const int in_c = e.at("in_c").get<int>(), out_c = e.at("out_c").get<int>(), block = e.at("block").get<int>();
     const auto u_at = e.at("u_at").get<std::size_t>(), bias_at = e.at("bias_at").get<std::size_t>();
+    const auto kernel = std::find_if(std::begin(winograd::kAllKernels), std::end(winograd::kAllKernels),
+                                     [&](winograd::Kernel k) { return kname == winograd::kernel_name(k); });
     const auto it = w.convs.find(name);
-    const int k = e.at("kernel").get<int>();
-    if (k < 0 || k > static_cast<int>(winograd::Kernel::k5x5) || it == w.convs.end() ||
-        !fits(it->second.shape, kernel, in_c, out_c) || block != h.value("winograd_block", 0) || !in_payload(u_at, 0) ||
-        !in_payload(bias_at, 0))
+    if (kernel == std::end(winograd::kAllKernels) || it == w.convs.end() ||
+        !fits(it->second.shape, *kernel, in_c, out_c) || block != h.value("winograd_block", 0) || in_c <= 0 ||
+        out_c <= 0 || in_c > (1 << 16) || out_c > (1 << 16))
       return false;
-    auto f = winograd::filter_view(out_c, in_c, block, kernel, reinterpret_cast<const float*>(payload + u_at),
+    winograd::ConvShape one;
+    one.kernel = *kernel;
+    const std::size_t npos = one.kh() > 1 && one.kw() > 1 ? 36 : one.kh() * one.kw() == 7 ? 10 : 6;
+    if (!piece(u_at, npos * static_cast<std::size_t>(in_c) * static_cast<std::size_t>(out_c) * sizeof(float)) ||
+        !piece(bias_at, static_cast<std::size_t>(out_c) * sizeof(float)))
+      return false;
+    auto f = winograd::filter_view(out_c, in_c, block, *kernel, reinterpret_cast<const float*>(payload + u_at),
                                    reinterpret_cast<const float*>(payload + bias_at), map);
-    if (!in_payload(u_at, f->u_floats() * sizeof(float)) || !in_payload(bias_at, out_c * sizeof(float))) return false;
-    wino.emplace(name, std::move(f));
+    if (f->u_floats() != npos * static_cast<std::size_t>(in_c) * static_cast<std::size_t>(out_c)) return false;
+    if (!wino.emplace(name, PackedWeightCache::WinogradSlot{std::move(f), e.at("src_xxh3").get<std::string>(), false})
+             .second)
+      return false;  // the same layer twice
   }
+  if (next != payload_bytes) return false;
   std::lock_guard<std::mutex> lk(c.mu);
   for (auto& [name, entries] : layers)
     for (auto& e : entries) c.layers[name].push_back(std::move(e));
-  for (auto& [name, f] : wino) c.winograd.emplace(name, std::move(f));
+  for (auto& [name, slot] : wino) c.winograd.emplace(name, std::move(slot));
   return true;
+}
+
+/// The reason `h` (a packed file's header whose checksum matched) was made for something else
+/// than this run ("" when it was made for it).
+std::string packed_header_mismatch(const nlohmann::json& h, const std::string& weight_sha256,
+                                   const std::string& folded_xxh3) {
+  if (h.at("weight_sha256") != weight_sha256) return "made for other weights (sha256)";
+  if (h.at("folded_xxh3") != folded_xxh3) return "made from other folded weights";
+  if (h.at("onednn_version") != onednn_version() || h.at("onednn_hash") != std::string(dnnl::version()->hash) ||
+      h.at("desc_bytes").get<std::size_t>() != sizeof(dnnl_memory_desc_t))
+    return "made by another oneDNN build";
+  if (h.at("onednn_isa") != onednn_isa()) return "made for another ISA";
+  const int block = h.value("winograd_block", 0);
+  if (block && h.value("winograd_probe", std::string()) != winograd_probe(block))
+    return "made by another Winograd transform";
+  return "";
 }
 
 }  // namespace
@@ -410,11 +491,12 @@ bool read_packed_entries(const nlohmann::json& h, const InceptionWeights& w, con
 std::size_t attach_packed_weights(const InceptionWeights& w, const std::string& path, const std::string& weight_sha256,
                                   std::string* why) {
   PackedWeightCache& c = *w.packed;
+  const std::string folded = w.folded_xxh3.empty() ? payload_xxh3(w) : w.folded_xxh3;
   {
     std::lock_guard<std::mutex> lk(c.mu);
     c.file = path;
     c.weight_sha256 = weight_sha256;
-    c.folded_xxh3 = w.folded_xxh3.empty() ? payload_xxh3(w) : w.folded_xxh3;
+    c.folded_xxh3 = folded;
   }
   std::string ignored;
   std::string& reason = why ? *why : ignored;
@@ -423,30 +505,25 @@ std::size_t attach_packed_weights(const InceptionWeights& w, const std::string& 
   const auto map = path.empty() ? nullptr : map_file(path, &size);
   if (!map) return 0;
   const char* const bytes = static_cast<const char*>(map.get());
-  reason = "not a vecbench packed-weights file of version 1, or cut short";
-  std::uint64_t hlen = 0;
-  if (size < sizeof kPackedMagic + sizeof hlen || std::memcmp(bytes, kPackedMagic, sizeof kPackedMagic) != 0) return 0;
+  reason = "not a vecbench packed-weights file of version 2, or cut short";
+  std::uint64_t hlen = 0, sum = 0;
+  if (size < kPackedPrefix || std::memcmp(bytes, kPackedMagic, sizeof kPackedMagic) != 0) return 0;
   std::memcpy(&hlen, bytes + sizeof kPackedMagic, sizeof hlen);
-  const std::size_t payload = sizeof kPackedMagic + sizeof hlen + hlen;
-  if (hlen > (1u << 24) || payload > size || payload % kPayloadAlign != 0) return 0;
-  const auto h = nlohmann::json::parse(bytes + sizeof kPackedMagic + sizeof hlen, bytes + payload, nullptr, false);
+  std::memcpy(&sum, bytes + sizeof kPackedMagic + sizeof hlen, sizeof sum);
+  if (hlen > (1u << 24) || kPackedPrefix + hlen > size || (kPackedPrefix + hlen) % kPayloadAlign != 0) return 0;
+  const std::size_t payload = kPackedPrefix + static_cast<std::size_t>(hlen);
+  if (XXH3_64bits(bytes + kPackedPrefix, size - kPackedPrefix) != sum) {
+    reason = "its checksum does not match (the file is corrupted)";
+    return 0;
+  }
+  const auto h = nlohmann::json::parse(bytes + kPackedPrefix, bytes + payload, nullptr, false);
   if (h.is_discarded()) return 0;
   try {
-    const auto payload_bytes = h.at("payload_bytes").get<std::size_t>();
-    if (payload_bytes > size - payload) return 0;
-    reason = "made for other weights, another oneDNN or ISA, or another Winograd transform";
-    const int block = h.value("winograd_block", 0);
-    if (h.at("weight_sha256") != weight_sha256 || h.at("folded_xxh3") != c.folded_xxh3 ||
-        h.at("onednn_version") != onednn_version() || h.at("onednn_isa") != onednn_isa() ||
-        h.at("desc_bytes").get<std::size_t>() != sizeof(dnnl_memory_desc_t) ||
-        (block && h.value("winograd_probe", std::string()) != winograd_probe(block)))
-      return 0;
-    if (h.at("payload_xxh3").get<std::string>() != xxh3_hex(bytes + payload, payload_bytes)) {
-      reason = "its payload checksum does not match (the file is corrupted)";
-      return 0;
-    }
+    if (h.at("payload_bytes").get<std::size_t>() != size - payload) return 0;
+    reason = packed_header_mismatch(h, weight_sha256, folded);
+    if (!reason.empty()) return 0;
     reason = "an entry does not fit the model's layers or the file";
-    if (!read_packed_entries(h, w, map, bytes + payload, payload_bytes, c)) return 0;
+    if (!read_packed_entries(h, w, map, bytes + payload, size - payload, c)) return 0;
   } catch (const std::exception&) {  // JSON of the wrong types, a filter that does not fit
     return 0;
   }

@@ -6,6 +6,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -30,6 +31,8 @@ class Xxh3 {
   void update(const void* data, std::size_t n) { XXH3_64bits_update(st_, data, n); }
   /// The digest of everything so far, as 16 lowercase hex digits.
   std::string hex() const { return hex16(XXH3_64bits_digest(st_)); }
+  /// The same digest as a number.
+  std::uint64_t digest() const { return XXH3_64bits_digest(st_); }
 
  private:
   XXH3_state_t* st_;

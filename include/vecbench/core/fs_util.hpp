@@ -13,6 +13,8 @@
 #include <fstream>
 #include <string>
 #include <system_error>
+#include <utility>
+#include <vector>
 
 #include "vecbench/core/error.hpp"
 
@@ -55,7 +57,8 @@ inline void sync_directory(const fs::path& dir) {
 /// directory, is flushed to disk, then renamed over `path`, and the directory is synced. A reader
 /// never sees a partial file; a kill at any point leaves either the old file, no file, or the
 /// complete new one; after a power loss the rename is there once this returned.
-inline void atomic_write(const fs::path& path, const void* data, std::size_t size) {
+/// The same for a file made of several buffers, written in order (no copy into one).
+inline void atomic_write(const fs::path& path, const std::vector<std::pair<const void*, std::size_t>>& pieces) {
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
   // The temp name stays short whatever the target's length (a long file name must not fail here).
@@ -67,7 +70,9 @@ inline void atomic_write(const fs::path& path, const void* data, std::size_t siz
     std::FILE* f = std::fopen(tmp.c_str(), "wb");
     if (!f) throw IoError(path.string(), std::string("cannot create file: ") + std::strerror(errno));
     errno = 0;
-    const bool ok = std::fwrite(data, 1, size, f) == size && std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
+    bool ok = true;
+    for (const auto& [data, size] : pieces) ok = ok && std::fwrite(data, 1, size, f) == size;
+    ok = ok && std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
     const int err = errno;
     const bool closed = std::fclose(f) == 0;
     if (!ok || !closed) {
@@ -82,6 +87,10 @@ inline void atomic_write(const fs::path& path, const void* data, std::size_t siz
     throw IoError(path.string(), "cannot rename temp file into place");
   }
   sync_directory(path.parent_path());
+}
+
+inline void atomic_write(const fs::path& path, const void* data, std::size_t size) {
+  atomic_write(path, {{data, size}});
 }
 
 inline void atomic_write(const fs::path& path, const std::string& text) {

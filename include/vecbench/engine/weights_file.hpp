@@ -22,11 +22,13 @@ std::string weights_cache_dir();
 /// 1024 MB (about 4 exports of the default model: 87 MB of weights and 155 MB packed for AVX-512).
 std::uintmax_t weights_cache_budget();
 
-/// Removes the least recently used weights and packed-weights files (`*.onednn`) of `dir`, by modification time (a
-/// load touches its file), until the rest hold at most `budget` bytes; never `keep` (the file just
-/// written). Each export of a model (every build of the default one) has its own file, so without
-/// this the cache grows by one file per export. A process that has a removed file mapped keeps
-/// reading it. Returns how many files it removed.
+/// Removes the least recently used weights and packed-weights files (`*.onednn`) of `dir`, by
+/// modification time (a load touches its file), until the rest hold at most `budget` bytes;
+/// never `keep` (the file just written) nor the other files of its export (the same name up to
+/// the first dot: a weights file and its packed-weights files). Each export of a model (every
+/// build of the default one) has its own files, so without this the cache grows by one set per
+/// export. A process that has a removed file mapped keeps reading it. Returns how many files it
+/// removed.
 std::size_t prune_weights_cache(const std::string& dir, const std::string& keep, std::uintmax_t budget);
 
 /// The weights file of a model whose export metadata says `weight_sha256` and whose file has
@@ -53,14 +55,18 @@ std::shared_ptr<const InceptionWeights> load_inception_weights(const std::string
 /// every layer's weights as this CPU's oneDNN primitives and vecbench's Winograd kernels take
 /// them (oneDNN's blocked layouts, the transformed Winograd filters), so that a start-up neither
 /// reorders nor transforms them (on 2 Zen 5 cores ~95 ms of a start, and ~150 MB of fresh
-/// pages; results/whole-job/startup-packed-20261203.md). Named for the oneDNN version and the
-/// ISA oneDNN runs (`ONEDNN_MAX_CPU_ISA` included): "<weights file>.packed.<isa>.dnnl<version>.v1.onednn".
+/// pages; results/whole-job/startup-packed-20261203.md). Named for the ISA oneDNN runs
+/// (`ONEDNN_MAX_CPU_ISA` included; dnnl::cpu_isa's value) and the oneDNN version: the weights
+/// file's name without ".v2.onednn", then ".packed.isa<N>.dnnl<version>.v2.onednn".
 std::string packed_file_path(const std::string& weights_path);
 
 /// Fills `w`'s packed cache (the replicas' shared packed weights) from `path` when the file is
-/// complete, its payload's XXH3-64 matches, it holds `weight_sha256`, the checksum of `w`'s
-/// folded floats, this oneDNN version and ISA, and the Winograd transform this build computes
-/// (a probe filter transformed at load); each entry's bytes stay in the read-only mapping.
+/// complete, its XXH3-64 (header and payload) matches, it holds `weight_sha256`, the checksum of
+/// `w`'s folded floats, this oneDNN build and ISA, and the Winograd transform this build computes
+/// (probe filters transformed at load), and every entry lies where the writer puts it; each
+/// entry's bytes stay in the read-only mapping. Each entry also names the checksum of the floats
+/// it was packed from: the engine uses it only for a layer whose floats match (checked at first
+/// use), and packs again otherwise.
 /// Either way `w` then remembers `path`, so that the engine writes the file (save_packed_weights)
 /// once a network build packed something it lacks. Returns the entries loaded (0: none, and
 /// `why` says what did not check out; "" when there is no file).

@@ -49,6 +49,26 @@ struct BlockedTensor {
 /// rounding among small rationals), 1x3 and 3x1 as F(4, 3) (6 products per 4 outputs instead of 12),
 /// 5x5 as F(2x2, 5x5) (36 products per 4 outputs instead of 100; the 3x3 kernels' points).
 enum class Kernel { k3x3, k1x7, k7x1, k1x3, k3x1, k5x5 };
+/// Every kernel (a new one goes here too: the packed-weights file's probe transforms each).
+constexpr Kernel kAllKernels[] = {Kernel::k3x3, Kernel::k1x7, Kernel::k7x1, Kernel::k1x3, Kernel::k3x1, Kernel::k5x5};
+/// "3x3", "1x7", ... (the packed-weights file names kernels so).
+inline const char* kernel_name(Kernel k) {
+  switch (k) {
+    case Kernel::k3x3:
+      return "3x3";
+    case Kernel::k1x7:
+      return "1x7";
+    case Kernel::k7x1:
+      return "7x1";
+    case Kernel::k1x3:
+      return "1x3";
+    case Kernel::k3x1:
+      return "3x1";
+    case Kernel::k5x5:
+      return "5x5";
+  }
+  return "?";
+}
 
 /// One stride-1 convolution + bias + ReLU.
 struct ConvShape {
