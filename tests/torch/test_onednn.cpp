@@ -420,6 +420,16 @@ TEST(OneDnn, ThePackedWeightsFileSkipsPackingAndIsRefusedWhenItDoesNotCheckOut) 
   patch_header(file, src_key + value, src_key + std::string(16, value[0] == '0' ? '1' : '0'), true);
   expect_run(1, "an entry from other floats");
   expect_run(0, "rewritten after the entry from other floats");
+  if (backend_info()["onednn"].value("bf16", false)) {  // bf16 weights (oneDNN's rounding): kept too
+    od.precision = Precision::bf16;
+    const std::size_t before = packs();
+    const auto bf16 = run_engine(src, od, "cpu", 1);
+    EXPECT_GT(packs(), before) << "bf16: nothing packed, though the file held f32 weights only";
+    const std::size_t again = packs();
+    const auto bf16_again = run_engine(src, od, "cpu", 1);
+    EXPECT_EQ(packs(), again) << "bf16: packed again although the file holds its weights";
+    for (std::size_t i = 0; i < src.size(); ++i) EXPECT_EQ(bf16_again->features(i), bf16->features(i)) << "bf16 " << i;
+  }
   ::unsetenv("VECBENCH_WEIGHTS_DIR");
   fs::remove_all(d);
 }
