@@ -390,9 +390,9 @@ class Graph {
       if (fits && !slot.verified)  // read from a file: made from these floats?
         fits = slot.verified =
             slot.src_xxh3 == floats_xxh3(l.weight.data(), l.weight.size(), l.bias.data(), l.bias.size());
-      if (!fits) {
-        slot = {winograd::make_filter(l.weight.data(), l.bias.data(), shape.out_c, shape.in_c, block_, kernel),
-                floats_xxh3(l.weight.data(), l.weight.size(), l.bias.data(), l.bias.size()), true};
+      if (!fits) {  // made first: a transform that throws (out of memory) leaves no half slot behind
+        auto made = winograd::make_filter(l.weight.data(), l.bias.data(), shape.out_c, shape.in_c, block_, kernel);
+        slot = {std::move(made), floats_xxh3(l.weight.data(), l.weight.size(), l.bias.data(), l.bias.size()), true};
         cache.dirty = true;
         ++g_packs;
         g_packed_bytes += slot.filter->bytes();

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -45,13 +46,24 @@ std::string payload_xxh3(const InceptionWeights& w) {
 
 constexpr std::size_t kPayloadAlign = 64;
 
-/// Whether cache file `name` belongs to the export of file `keep` (a path): the weights file
-/// "<sha>-<bytes>.v2.onednn" and its packed-weights files "<sha>-<bytes>.packed..." share the
-/// name up to the first dot.
+/// Whether `name` is the temp file of an atomic write (fs_util.hpp) of a cache file whose write was
+/// killed: ".<64 hex digits of a sha256>-....tmp.<pid>..." (atomic_write cuts long names short).
+bool cache_temp(const std::string& name) {
+  if (name.size() < 67 || name[0] != '.' || name[65] != '-' || name.find(".tmp.") == std::string::npos) return false;
+  return name.find_first_not_of("0123456789abcdef", 1) == 65;
+}
+
+/// Whether cache file `name` is one that a write of `keep` (a path) keeps beside it: the weights
+/// file of its export ("<sha>-<bytes>.v2.onednn") and that file's packed-weights file for this
+/// ISA and oneDNN (packed_file_path); packed files of other ISAs or oneDNN versions may go.
 bool same_export(const std::string& name, const std::string& keep) {
-  const std::string k = fs::path(keep).filename().string();
-  const std::size_t dot = k.find('.');
-  return dot != std::string::npos && dot > 0 && name.compare(0, dot + 1, k, 0, dot + 1) == 0;
+  const fs::path k(keep);
+  const std::string kn = k.filename().string();
+  const std::size_t dot = kn.find('.');
+  if (dot == std::string::npos || dot == 0) return false;
+  const std::string weights = kn.substr(0, dot) + ".v2.onednn";
+  return name == weights ||
+         name == fs::path(packed_file_path((k.parent_path() / weights).string())).filename().string();
 }
 
 }  // namespace
@@ -79,8 +91,14 @@ std::size_t prune_weights_cache(const std::string& dir, const std::string& keep,
   std::vector<Entry> files;
   std::uintmax_t total = 0;
   std::error_code ec;
+  const auto now = fs::file_time_type::clock::now();
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
+    std::error_code e0;
+    if (cache_temp(name) && e.is_regular_file(e0) && now - e.last_write_time(e0) > std::chrono::minutes(10)) {
+      fs::remove(e.path(), e0);  // an atomic write of a cache file killed mid-way (up to a file's size)
+      continue;
+    }
     if (name.size() < 7 || name.compare(name.size() - 7, 7, ".onednn") != 0 || !e.is_regular_file(ec)) continue;
     std::error_code e1, e2, e3;
     const Entry f{e.path(), e.last_write_time(e1), e.file_size(e2)};
@@ -285,6 +303,26 @@ bool fits(const std::array<int64_t, 4>& shape, winograd::Kernel kernel, int in_c
   return shape[0] == out_c && shape[1] == in_c && shape[2] == one.kh() && shape[3] == one.kw();
 }
 
+/// Whether a descriptor is one the packed-weights file holds: dense f32 or bf16 in a blocked
+/// layout, no padding (oneDNN would zero it, and the mapping is read-only), no extra flags (int8
+/// compensation), every blocking field in range (oneDNN walks them). The writer saves only these,
+/// and the reader takes only these.
+bool plain_weights_desc(const dnnl_memory_desc_t& d) {
+  if (d.format_kind != dnnl_blocked || (d.data_type != dnnl_f32 && d.data_type != dnnl_bf16) || d.extra.flags != 0 ||
+      d.ndims < 1 || d.ndims > DNNL_MAX_NDIMS || d.offset0 != 0)
+    return false;
+  const auto& b = d.format_desc.blocking;
+  if (b.inner_nblks < 0 || b.inner_nblks > DNNL_MAX_NDIMS) return false;
+  for (int i = 0; i < b.inner_nblks; ++i)
+    if (b.inner_idxs[i] < 0 || b.inner_idxs[i] >= d.ndims || b.inner_blks[i] <= 0 || b.inner_blks[i] > (1 << 16))
+      return false;
+  for (int i = 0; i < d.ndims; ++i)
+    if (d.dims[i] <= 0 || d.dims[i] > (1 << 16) || d.padded_dims[i] != d.dims[i] || d.padded_offsets[i] != 0 ||
+        b.strides[i] <= 0)
+      return false;
+  return true;
+}
+
 /// What a packed-weights file holds: the cache's entries, copied (their bytes shared) under its lock.
 struct PackedSnapshot {
   std::map<std::string, std::vector<PackedWeightCache::Entry>> layers;
@@ -313,7 +351,7 @@ PackedFile packed_file(const PackedSnapshot& c) {
   int block = 0;
   for (const auto& [name, entries] : c.layers)
     for (const auto& e : entries) {
-      if (e.scaled) continue;  // int8's scaled weights: packed again at each start
+      if (e.scaled || !plain_weights_desc(e.desc.data)) continue;  // int8's scaled weights, padded layouts
       const std::size_t desc_at = add(&e.desc.data, sizeof e.desc.data);
       onednn.push_back({{"name", name},
                         {"desc_at", desc_at},
@@ -322,6 +360,7 @@ PackedFile packed_file(const PackedSnapshot& c) {
                         {"src_xxh3", e.src_xxh3}});
     }
   for (const auto& [name, slot] : c.winograd) {
+    if (!slot.filter) continue;  // a slot whose transform failed (out of memory)
     const winograd::Filter& fl = *slot.filter;
     block = fl.block;
     const std::size_t u_at = add(fl.u, fl.u_floats() * sizeof(float));
@@ -377,37 +416,28 @@ std::string packed_file_path(const std::string& weights_path) {
 
 void save_packed_weights(const InceptionWeights& w) {
   PackedWeightCache& c = *w.packed;
-  PackedSnapshot snap;
-  {
-    std::lock_guard<std::mutex> lk(c.mu);
-    if (c.file.empty() || !c.dirty) return;
-    snap.layers = c.layers;  // descriptors and shared bytes: no copy of the weights
-    snap.winograd = c.winograd;
-    snap.path = c.file;
-    snap.sha = c.weight_sha256;
-    snap.folded_xxh3 = c.folded_xxh3;
-    c.dirty = false;
-  }
+  // one save at a time in a process: an older snapshot's rename never lands after a newer one's
+  static std::mutex save_mu;
+  std::lock_guard<std::mutex> one(save_mu);
   try {
+    PackedSnapshot snap;
+    {
+      std::lock_guard<std::mutex> lk(c.mu);
+      if (c.file.empty() || !c.dirty) return;
+      snap.layers = c.layers;  // descriptors and shared bytes: no copy of the weights
+      snap.winograd = c.winograd;
+      snap.path = c.file;
+      snap.sha = c.weight_sha256;
+      snap.folded_xxh3 = c.folded_xxh3;
+      c.dirty = false;
+    }
     write_packed_file(snap);
     prune_weights_cache(fs::path(snap.path).parent_path().string(), snap.path, weights_cache_budget());
-  } catch (...) {  // a read-only or full cache, no memory for the header: the next start packs again
+  } catch (...) {  // a read-only or full cache, no memory: the next start packs again
   }
 }
 
 namespace {
-
-/// Whether a descriptor read from a file is one the engine's weights can have: dense f32 or bf16
-/// in a blocked layout, no padding (oneDNN would zero it, and the mapping is read-only), no extra
-/// flags (int8 compensation).
-bool plain_weights_desc(const dnnl_memory_desc_t& d) {
-  if (d.format_kind != dnnl_blocked || (d.data_type != dnnl_f32 && d.data_type != dnnl_bf16) || d.extra.flags != 0 ||
-      d.ndims < 1 || d.ndims > DNNL_MAX_NDIMS)
-    return false;
-  for (int i = 0; i < d.ndims; ++i)
-    if (d.dims[i] <= 0 || d.padded_dims[i] != d.dims[i] || d.padded_offsets[i] != 0) return false;
-  return d.offset0 == 0;
-}
 
 /// The entries of a checked packed-weights file into `c`; false where one does not fit `w`'s
 /// layers, is not where the writer puts it, or repeats (nothing added then).

@@ -283,15 +283,25 @@ TEST(OneDnn, TheWeightsCacheKeepsTheRecentlyUsedFilesWithinItsBudget) {
   EXPECT_EQ(prune_weights_cache(d.string(), "", fs::file_size(d / "used.v2.onednn")), 2u);
   EXPECT_TRUE(fs::exists(d / "used.v2.onednn"));
 
-  // The file just written keeps the other files of its export (its packed-weights file), however
-  // old: with a budget for one of them, writing one must not drop the other at every start.
+  // The file just written keeps its export's weights file and packed-weights file for this ISA
+  // and oneDNN, however old (with a budget for one of them, writing one must not drop the other
+  // at every start); a packed file of another ISA may go, and so may a killed write's temp file
+  // older than 10 minutes (a younger one may be a write under way).
   for (const auto& e : fs::directory_iterator(d)) fs::remove(e.path());
-  make("x-9.v2.onednn", 1000, 100);
-  make("x-9.packed.isa7.dnnl2.6.3.v2.onednn", 2000, 900);
+  const std::string x = std::string(64, 'a') + "-9",
+                    packed = fs::path(packed_file_path((d / (x + ".v2.onednn")).string())).filename();
+  make(x + ".v2.onednn", 1000, 100);
+  make(packed, 2000, 900);
+  make(x + ".packed.isa1.dnnl1.0.0.v2.onednn", 2000, 800);
   make("y-9.v2.onednn", 1000, 50);
-  EXPECT_EQ(prune_weights_cache(d.string(), (d / "x-9.v2.onednn").string(), 1500), 1u);
-  EXPECT_TRUE(fs::exists(d / "x-9.packed.isa7.dnnl2.6.3.v2.onednn")) << "the export's packed file was dropped";
+  make("." + x + ".packed.isa7.dnnl2.6.3.v2.on.tmp.123.0", 5000, 3600);
+  make("." + x + ".packed.isa7.dnnl2.6.3.v2.on.tmp.124.0", 5000, 60);
+  EXPECT_EQ(prune_weights_cache(d.string(), (d / (x + ".v2.onednn")).string(), 3500), 2u);
+  EXPECT_TRUE(fs::exists(d / packed)) << "the export's packed file was dropped";
+  EXPECT_FALSE(fs::exists(d / (x + ".packed.isa1.dnnl1.0.0.v2.onednn"))) << "another ISA's packed file kept";
   EXPECT_FALSE(fs::exists(d / "y-9.v2.onednn"));
+  EXPECT_FALSE(fs::exists(d / ("." + x + ".packed.isa7.dnnl2.6.3.v2.on.tmp.123.0"))) << "an old killed write kept";
+  EXPECT_TRUE(fs::exists(d / ("." + x + ".packed.isa7.dnnl2.6.3.v2.on.tmp.124.0"))) << "a write under way removed";
   fs::remove_all(d);
 }
 
@@ -361,11 +371,12 @@ void patch_header(const fs::path& file, const std::string& from, const std::stri
   std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
 }
 
-/// The 16 hex digits after the first `key` in `file`'s header.
-std::string header_value(const fs::path& file, const std::string& key) {
+/// The 16 hex digits after the first `key` that follows `after` in `file`'s header.
+std::string header_value(const fs::path& file, const std::string& key, const std::string& after = "") {
   std::string head(1 << 16, '\0');
   std::ifstream(file, std::ios::binary).read(head.data(), static_cast<std::streamsize>(head.size()));
-  const std::size_t at = head.find(key);
+  const std::size_t from = head.find(after);
+  const std::size_t at = from == std::string::npos ? from : head.find(key, from);
   return at == std::string::npos ? "" : head.substr(at + key.size(), 16);
 }
 
@@ -420,6 +431,16 @@ TEST(OneDnn, ThePackedWeightsFileSkipsPackingAndIsRefusedWhenItDoesNotCheckOut) 
   patch_header(file, src_key + value, src_key + std::string(16, value[0] == '0' ? '1' : '0'), true);
   expect_run(1, "an entry from other floats");
   expect_run(0, "rewritten after the entry from other floats");
+  // The same for the first Winograd filter, and an entry named for a layer the model lacks (the
+  // file checksum resealed: only the name refuses it).
+  const std::string wino = header_value(file, src_key, "\"winograd\":[");
+  ASSERT_EQ(wino.size(), 16u);
+  patch_header(file, src_key + wino, src_key + std::string(16, wino[0] == '0' ? '1' : '0'), true);
+  expect_run(1, "a Winograd filter from other floats");
+  expect_run(0, "rewritten after the Winograd filter from other floats");
+  patch_header(file, "\"Mixed_7b.", "\"Mixed_9b.", true);
+  expect_run(all, "an entry for a layer the model lacks: the file was used");
+  expect_run(0, "rewritten after the entry for a layer the model lacks");
   if (backend_info()["onednn"].value("bf16", false)) {  // bf16 weights (oneDNN's rounding): kept too
     od.precision = Precision::bf16;
     const std::size_t before = packs();

@@ -24,11 +24,11 @@ std::uintmax_t weights_cache_budget();
 
 /// Removes the least recently used weights and packed-weights files (`*.onednn`) of `dir`, by
 /// modification time (a load touches its file), until the rest hold at most `budget` bytes;
-/// never `keep` (the file just written) nor the other files of its export (the same name up to
-/// the first dot: a weights file and its packed-weights files). Each export of a model (every
-/// build of the default one) has its own files, so without this the cache grows by one set per
-/// export. A process that has a removed file mapped keeps reading it. Returns how many files it
-/// removed.
+/// never `keep` (the file just written) nor its export's weights file and packed-weights file for
+/// this ISA and oneDNN (packed_file_path). Each export of a model (every build of the default one)
+/// has its own files, so without this the cache grows by one set per export. Also removes the
+/// temp files of cache writes killed mid-way, once 10 minutes old. A process that has a removed
+/// file mapped keeps reading it. Returns how many cache files it removed.
 std::size_t prune_weights_cache(const std::string& dir, const std::string& keep, std::uintmax_t budget);
 
 /// The weights file of a model whose export metadata says `weight_sha256` and whose file has
