@@ -479,15 +479,12 @@ bool read_packed_entries(const nlohmann::json& h, const InceptionWeights& w, con
         !fits(it->second.shape, *kernel, in_c, out_c) || block != h.value("winograd_block", 0) || in_c <= 0 ||
         out_c <= 0 || in_c > (1 << 16) || out_c > (1 << 16))
       return false;
-    winograd::ConvShape one;
-    one.kernel = *kernel;
-    const std::size_t npos = one.kh() > 1 && one.kw() > 1 ? 36 : one.kh() * one.kw() == 7 ? 10 : 6;
+    const auto npos = static_cast<std::size_t>(winograd::positions(*kernel));
     if (!piece(u_at, npos * static_cast<std::size_t>(in_c) * static_cast<std::size_t>(out_c) * sizeof(float)) ||
         !piece(bias_at, static_cast<std::size_t>(out_c) * sizeof(float)))
       return false;
     auto f = winograd::filter_view(out_c, in_c, block, *kernel, reinterpret_cast<const float*>(payload + u_at),
                                    reinterpret_cast<const float*>(payload + bias_at), map);
-    if (f->u_floats() != npos * static_cast<std::size_t>(in_c) * static_cast<std::size_t>(out_c)) return false;
     if (!wino.emplace(name, PackedWeightCache::WinogradSlot{std::move(f), e.at("src_xxh3").get<std::string>(), false})
              .second)
       return false;  // the same layer twice

@@ -40,9 +40,7 @@ bool two_d(Kernel k) { return k == Kernel::k3x3 || k == Kernel::k5x5; }
 int tile_side(Kernel k) { return k == Kernel::k5x5 ? kTile5 : kTile; }
 int tile_h(const ConvShape& s) { return two_d(s.kernel) || along_y(s.kernel) ? tile_side(s.kernel) : 1; }
 int tile_w(const ConvShape& s) { return two_d(s.kernel) || !along_y(s.kernel) ? tile_side(s.kernel) : 1; }
-/// Transformed positions: 36 for F(4x4, 3x3) and F(2x2, 5x5), kTile + taps - 1 for F(4, taps).
-int positions(Kernel k) { return two_d(k) ? kPos : k == Kernel::k1x3 || k == Kernel::k3x1 ? 6 : 10; }
-int positions(const ConvShape& s) { return positions(s.kernel); }
+int positions(const ConvShape& s) { return winograd::positions(s.kernel); }
 int tiles_y(const ConvShape& s) { return (s.out_h() + tile_h(s) - 1) / tile_h(s); }
 int tiles_x(const ConvShape& s) { return (s.out_w() + tile_w(s) - 1) / tile_w(s); }
 int tile_count(const ConvShape& s) { return s.batch * tiles_y(s) * tiles_x(s); }
@@ -215,6 +213,11 @@ bool supports(const ConvShape& s) {
          s.out_c % (2 * s.block) == 0 && s.pad >= 0 && s.out_h() >= 1 && s.out_w() >= 1;
 }
 
+int positions(Kernel k) {
+  const bool square = k == Kernel::k3x3 || k == Kernel::k5x5;
+  return square ? kPos : k == Kernel::k1x3 || k == Kernel::k3x1 ? 6 : 10;
+}
+
 std::size_t Filter::bytes() const {
   return (static_cast<std::size_t>(positions) * in_c * out_c + static_cast<std::size_t>(out_c)) * sizeof(float);
 }
@@ -261,17 +264,23 @@ void transform_line(const double* G, std::size_t taps, std::size_t npos, const P
   }
 }
 
-}  // namespace
-
-std::shared_ptr<const Filter> make_filter(const float* oihw, const float* bias, int out_c, int in_c, int block,
-                                          Kernel kernel) {
-  if (block != 8 && block != 16) throw std::invalid_argument("winograd::make_filter: block must be 8 or 16");
+/// A filter's shape, its floats not yet there (make_filter, filter_view).
+std::shared_ptr<Filter> new_filter(int out_c, int in_c, int block, Kernel kernel) {
   auto f = std::make_shared<Filter>();
   f->in_c = in_c;
   f->out_c = out_c;
   f->block = block;
   f->kernel = kernel;
-  f->positions = positions(kernel);
+  f->positions = winograd::positions(kernel);
+  return f;
+}
+
+}  // namespace
+
+std::shared_ptr<const Filter> make_filter(const float* oihw, const float* bias, int out_c, int in_c, int block,
+                                          Kernel kernel) {
+  if (block != 8 && block != 16) throw std::invalid_argument("winograd::make_filter: block must be 8 or 16");
+  auto f = new_filter(out_c, in_c, block, kernel);
   // one buffer: u, then the bias (u_floats() is a multiple of 16: still at a 64-byte boundary)
   std::shared_ptr<float> buf(aligned_floats(f->u_floats() + static_cast<std::size_t>(out_c)).release(), std::free);
   float* const u_out = buf.get();
@@ -315,12 +324,7 @@ std::shared_ptr<const Filter> filter_view(int out_c, int in_c, int block, Kernel
                                 std::to_string(out_c) + " do not fit " + std::to_string(block) + "-channel blocks");
   if (!u || !bias || !aligned(u) || !aligned(bias))
     throw std::invalid_argument("winograd::filter_view: the filters are not at 64-byte boundaries");
-  auto f = std::make_shared<Filter>();
-  f->in_c = in_c;
-  f->out_c = out_c;
-  f->block = block;
-  f->kernel = kernel;
-  f->positions = positions(kernel);
+  auto f = new_filter(out_c, in_c, block, kernel);
   f->u = u;
   f->bias = bias;
   f->storage = std::move(storage);

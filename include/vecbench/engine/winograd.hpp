@@ -51,6 +51,8 @@ struct BlockedTensor {
 enum class Kernel { k3x3, k1x7, k7x1, k1x3, k3x1, k5x5 };
 /// Every kernel (a new one goes here too: the packed-weights file's probe transforms each).
 constexpr Kernel kAllKernels[] = {Kernel::k3x3, Kernel::k1x7, Kernel::k7x1, Kernel::k1x3, Kernel::k3x1, Kernel::k5x5};
+/// Transformed positions of `k`: 36 for F(4x4, 3x3) and F(2x2, 5x5), 10 for F(4, 7), 6 for F(4, 3).
+int positions(Kernel k);
 /// "3x3", "1x7", ... (the packed-weights file names kernels so).
 inline const char* kernel_name(Kernel k) {
   switch (k) {
