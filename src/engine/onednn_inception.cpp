@@ -92,7 +92,9 @@ memory shared_weights(PackedWeightCache& cache, const std::string& name, const F
   if (out_scale) attr.set_output_scales(1, *out_scale);  // per output channel: dim 0 of OIHW
   dnnl::reorder(dnnl::reorder::primitive_desc(user, packed, attr)).execute(s, user, packed);
   s.wait();
-  entries.push_back({want, std::move(data), out_scale != nullptr, out_scale ? std::string() : source(), true});
+  // the checksum is for the packed-weights file only: none without one, nor for int8's scaled weights
+  const bool saved = out_scale == nullptr && !cache.file.empty();
+  entries.push_back({want, std::move(data), out_scale != nullptr, saved ? source() : std::string(), true});
   cache.dirty = cache.dirty || out_scale == nullptr;  // scaled (int8) entries are not saved
   ++g_packs;
   g_packed_bytes += want.get_size();
@@ -392,7 +394,10 @@ class Graph {
             slot.src_xxh3 == floats_xxh3(l.weight.data(), l.weight.size(), l.bias.data(), l.bias.size());
       if (!fits) {  // made first: a transform that throws (out of memory) leaves no half slot behind
         auto made = winograd::make_filter(l.weight.data(), l.bias.data(), shape.out_c, shape.in_c, block_, kernel);
-        slot = {std::move(made), floats_xxh3(l.weight.data(), l.weight.size(), l.bias.data(), l.bias.size()), true};
+        slot = {std::move(made),
+                cache.file.empty() ? std::string()  // no packed-weights file: nothing to check against
+                                   : floats_xxh3(l.weight.data(), l.weight.size(), l.bias.data(), l.bias.size()),
+                true};
         cache.dirty = true;
         ++g_packs;
         g_packed_bytes += slot.filter->bytes();
