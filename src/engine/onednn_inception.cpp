@@ -46,7 +46,7 @@ struct Op {
   Args args;
 };
 
-std::atomic<std::size_t> g_builds{0}, g_packs{0}, g_packed_bytes{0};
+std::atomic<std::size_t> g_builds{0}, g_packs{0}, g_packed_bytes{0}, g_amx_convs{0};
 
 constexpr std::size_t kAlign = 64;  ///< offsets in the activation arena: aligned_block's boundary
 std::size_t round_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
@@ -199,6 +199,10 @@ class Graph {
     const bool avx512 = has_isa(dnnl::cpu_isa::avx512_core);
     fmt_ = f32_fmt_ = avx512 ? tag::nChw16c : tag::nChw8c;
     act_dt_ = opt.precision == Precision::bf16 ? dt::bf16 : dt::f32;
+    // bf16 on AMX: oneDNN 2.6 runs AMX (brgconv) only on channels-last activations; on the
+    // blocked layout it takes its AVX-512 bf16 code, slower there than fp32
+    // (results/kernels/amx-bf16-20261203.md).
+    if (act_dt_ == dt::bf16 && has_isa(dnnl::cpu_isa::avx512_core_amx)) fmt_ = tag::nhwc;
     if (opt.precision == Precision::int8) {  // oneDNN's int8 convolutions run channels-last
       act_dt_ = dt::u8;
       fmt_ = tag::nhwc;
@@ -338,6 +342,7 @@ class Graph {
       }
       // oneDNN's reference code accepts everything at ~1% of the speed: only as a last resort
       if (is_reference(pd.impl_info_str()) && !dense_dst) continue;
+      if (std::strstr(pd.impl_info_str(), "amx")) ++g_amx_convs;
       memory packed_w = shared_weights(*wts_.packed, name, l, pd.weights_desc(), eng_, int8() ? &inv_w_scale : nullptr);
       memory bias(pd.bias_desc(), eng_, const_cast<float*>(bias_data));  // f32, dense: the layer's own (int8: scaled)
       memory out = dense_dst ? arena_.add(pd.dst_desc(), eng_) : dst;
@@ -508,10 +513,10 @@ class Graph {
   /// next slice of `cat`. Where the pool averages over the valid window only (tf2015) the two
   /// commute, bias included (each window's weights sum to 1): the 1x1 layer runs first, on the
   /// block's input, and the pool then averages its 4-7x fewer channels, with the ReLU as its
-  /// post-op (where oneDNN has that pooling: has_pool_relu). fp32 only; int8, bf16, calibration
-  /// and the torchvision layout keep the pool first.
+  /// post-op (where oneDNN has that pooling: has_pool_relu). fp32 and bf16; int8 (its u8 steps),
+  /// calibration and the torchvision layout keep the pool first.
   void pool_branch(Concat& cat, const std::string& name, const Act& x) {
-    if (act_dt_ == dt::f32 && !opt_.observe && wts_.arch == "tf2015") {
+    if (!int8() && !opt_.observe && wts_.arch == "tf2015") {
       const auto& l = layer(name, x.c);
       const int oc = static_cast<int>(l.shape[0]);
       if (l.shape[2] == 1 && l.shape[3] == 1 && has_pool_relu(act_desc(oc, x.h, x.w))) {
@@ -637,7 +642,7 @@ class Graph {
     const dt act_dt = act_dt_;
     const tag fmt = fmt_;
     act_dt_ = dt::f32;
-    if (act_dt == dt::u8) fmt_ = f32_fmt_;
+    fmt_ = f32_fmt_;
     Act y = new_act(static_cast<int>(l1.shape[0]), out_dim(s, 3, 2, 0), out_dim(s, 3, 2, 0));
     conv_into("Conv2d_1a_3x3", first_, in_user_, y.mem, 2, 0, 0);
     observe("Conv2d_1a_3x3", y);
@@ -797,6 +802,7 @@ nlohmann::json onednn_info() {
   j["winograd"] = own;
   j["winograd_impl"] = own ? (avx512 ? "vecbench-avx512" : "vecbench-avx2") : "none";
   j["bf16"] = has_isa(dnnl::cpu_isa::avx512_core_bf16);
+  j["amx"] = has_isa(dnnl::cpu_isa::avx512_core_amx);  // bf16 and int8 only (bf16 channels-last then)
   j["int8"] = onednn_int8_supported();
   return j;
 }
@@ -821,6 +827,7 @@ OneDnnCounters onednn_counters() {
   c.network_builds = g_builds.load();
   c.weight_packs = g_packs.load();
   c.packed_bytes = g_packed_bytes.load();
+  c.amx_convolutions = g_amx_convs.load();
   return c;
 }
 

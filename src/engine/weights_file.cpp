@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "packed_weight_cache.hpp"
+#include "vecbench/core/aligned.hpp"
 #include "vecbench/core/checksum.hpp"
 #include "vecbench/core/fs_util.hpp"
 #include "vecbench/engine/winograd.hpp"
@@ -303,10 +304,11 @@ bool fits(const std::array<int64_t, 4>& shape, winograd::Kernel kernel, int in_c
   return shape[0] == out_c && shape[1] == in_c && shape[2] == one.kh() && shape[3] == one.kw();
 }
 
-/// Whether a descriptor is one the packed-weights file holds: dense f32 or bf16 in a blocked
-/// layout, no padding (oneDNN would zero it, and the mapping is read-only), no extra flags (int8
-/// compensation), every blocking field in range (oneDNN walks them). The writer saves only these,
-/// and the reader takes only these.
+/// Whether a descriptor is one the packed-weights file holds: f32 or bf16 in a blocked layout,
+/// no extra flags (int8 compensation), every blocking field in range (oneDNN walks them). The
+/// writer saves only these, and the reader takes only these. A layout may pad a dimension (AMX's
+/// bf16 weights pad channels to their blocks): oneDNN zeroes the padding of a memory made on a
+/// handle, so the reader copies such an entry out of the read-only mapping (padded_desc).
 bool plain_weights_desc(const dnnl_memory_desc_t& d) {
   if (d.format_kind != dnnl_blocked || (d.data_type != dnnl_f32 && d.data_type != dnnl_bf16) || d.extra.flags != 0 ||
       d.ndims < 1 || d.ndims > DNNL_MAX_NDIMS || d.offset0 != 0)
@@ -317,10 +319,17 @@ bool plain_weights_desc(const dnnl_memory_desc_t& d) {
     if (b.inner_idxs[i] < 0 || b.inner_idxs[i] >= d.ndims || b.inner_blks[i] <= 0 || b.inner_blks[i] > (1 << 16))
       return false;
   for (int i = 0; i < d.ndims; ++i)
-    if (d.dims[i] <= 0 || d.dims[i] > (1 << 16) || d.padded_dims[i] != d.dims[i] || d.padded_offsets[i] != 0 ||
-        b.strides[i] <= 0)
+    if (d.dims[i] <= 0 || d.dims[i] > (1 << 16) || d.padded_dims[i] < d.dims[i] || d.padded_dims[i] > (1 << 16) ||
+        d.padded_offsets[i] != 0 || b.strides[i] <= 0)
       return false;
   return true;
+}
+
+/// Whether a (plain_weights_desc) layout pads a dimension.
+bool padded_desc(const dnnl_memory_desc_t& d) {
+  for (int i = 0; i < d.ndims; ++i)
+    if (d.padded_dims[i] != d.dims[i]) return true;
+  return false;
 }
 
 /// What a packed-weights file holds: the cache's entries, copied (their bytes shared) under its lock.
@@ -351,7 +360,7 @@ PackedFile packed_file(const PackedSnapshot& c) {
   int block = 0;
   for (const auto& [name, entries] : c.layers)
     for (const auto& e : entries) {
-      if (e.scaled || !plain_weights_desc(e.desc.data)) continue;  // int8's scaled weights, padded layouts
+      if (e.scaled || !plain_weights_desc(e.desc.data)) continue;  // int8's scaled weights
       const std::size_t desc_at = add(&e.desc.data, sizeof e.desc.data);
       onednn.push_back({{"name", name},
                         {"desc_at", desc_at},
@@ -465,8 +474,12 @@ bool read_packed_entries(const nlohmann::json& h, const InceptionWeights& w, con
     auto& list = layers[name];
     for (const auto& other : list)
       if (other.desc == desc) return false;  // the same layout twice
-    list.push_back({desc, std::shared_ptr<void>(shared, const_cast<char*>(payload + at)), false,
-                    e.at("src_xxh3").get<std::string>(), false});
+    std::shared_ptr<void> data(shared, const_cast<char*>(payload + at));
+    if (padded_desc(raw)) {  // oneDNN writes its padding (zeros) when it makes a memory on it
+      data = aligned_shared_bytes(bytes);
+      std::memcpy(data.get(), payload + at, bytes);
+    }
+    list.push_back({desc, std::move(data), false, e.at("src_xxh3").get<std::string>(), false});
   }
   for (const auto& e : h.at("winograd")) {
     const auto name = e.at("name").get<std::string>(), kname = e.at("kernel").get<std::string>();

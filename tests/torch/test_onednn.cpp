@@ -543,8 +543,17 @@ TEST(OneDnn, Bf16IsCloseButNotEqualOrRefusedWithTheReason) {
   od.engine = EngineKind::onednn;
   od.precision = Precision::bf16;
   if (backend_info()["onednn"].value("bf16", false)) {
+    // where oneDNN has AMX, bf16 runs it (channels-last activations; on the blocked layout
+    // oneDNN 2.6 takes its AVX-512 code, half as fast as fp32: results/levers/bf16-amx-20261203.md)
+    const bool amx = backend_info()["onednn"].value("amx", false);
     for (const int batch : {1, 2}) {
+      const auto amx_before = onednn_counters().amx_convolutions;
       const auto got = run_engine(*src, od, "cpu/2", batch);
+      const auto amx_convs = onednn_counters().amx_convolutions - amx_before;
+      if (amx)  // two replicas; every layer but the first (3 input channels, f32)
+        EXPECT_EQ(amx_convs, 2u * 93u) << "batch " << batch << ": bf16 convolutions off AMX";
+      else
+        EXPECT_EQ(amx_convs, 0u) << "AMX kernels on a CPU whose oneDNN reports none";
       for (std::size_t i = 0; i < src->size(); ++i) {
         ASSERT_EQ(got->features(i).size(), 2048u) << got->error(i);
         const double e = rel_l2(got->features(i), ref->features(i));

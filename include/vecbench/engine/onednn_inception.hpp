@@ -124,14 +124,15 @@ bool onednn_int8_supported(std::string* why = nullptr);
 /// The ISA of the int8 kernels oneDNN runs here: "avx512_core_vnni", "avx2_vnni" or "none".
 const char* onednn_int8_isa();
 
-/// oneDNN version, the ISA it runs with, and whether Winograd and bf16 convolutions are available.
+/// oneDNN version, the ISA it runs with, and whether Winograd, bf16 and AMX convolutions are available.
 nlohmann::json onednn_info();
 
 /// Process-wide counts of the engine's work, for tests and reports.
 struct OneDnnCounters {
-  std::size_t network_builds = 0;  ///< networks built (one per replica and largest batch size)
-  std::size_t weight_packs = 0;    ///< layers packed into a PackedWeightCache (shared by replicas)
-  std::size_t packed_bytes = 0;    ///< bytes of those packed layers
+  std::size_t network_builds = 0;    ///< networks built (one per replica and largest batch size)
+  std::size_t weight_packs = 0;      ///< layers packed into a PackedWeightCache (shared by replicas)
+  std::size_t packed_bytes = 0;      ///< bytes of those packed layers
+  std::size_t amx_convolutions = 0;  ///< convolutions built on oneDNN's AMX kernels (bf16, int8)
 };
 OneDnnCounters onednn_counters();
 
