@@ -1,10 +1,16 @@
-// XXH3-64 checksums (xxHash, Debian's libxxhash-dev, header-only here) as 16 lowercase hex
-// digits: of a stored vector's float32 bytes (its manifest line's "xxh3", which `vecbench verify`
-// recomputes; a .vc file's text gives back the same floats), of an input file's bytes
-// (`--hash-inputs`: its content identity, "src"."xxh3"), and of the oneDNN weights cache's payload.
+// XXH3-64 checksums (xxHash, Debian's libxxhash-dev) as 16 lowercase hex digits: of a stored
+// vector's float32 bytes (its manifest line's "xxh3", which `vecbench verify` recomputes; a .vc
+// file's text gives back the same floats), of an input file's bytes (`--hash-inputs`: its content
+// identity, "src"."xxh3"), and of the oneDNN weights cache's files. The same digests either way:
+// from libxxhash's run-time dispatch (AVX-512/AVX2/SSE2) where CMake found it
+// (VECBENCH_XXH_DISPATCH), header-only (XXH_INLINE_ALL, SSE2 on x86-64) otherwise.
 #pragma once
+#if defined(VECBENCH_XXH_DISPATCH)
+#include <xxh_x86dispatch.h>  // XXH3_64bits and XXH3_64bits_update -> their _dispatch versions
+#else
 #define XXH_INLINE_ALL
 #include <xxhash.h>
+#endif
 
 #include <cstdint>
 #include <cstdio>
