@@ -13,6 +13,7 @@
 #include <deque>
 #include <dnnl.hpp>
 #include <functional>
+#include <iostream>
 #include <mutex>
 #include <numeric>
 #include <unordered_map>
@@ -59,6 +60,15 @@ std::shared_ptr<void> aligned_bytes(std::size_t n) {
   }
 }
 
+constexpr const char* corrupted_entry = " does not match its checksum (the file is corrupted): packed again\n";
+
+/// Whether a layout pads a dimension (AMX's bf16 weights pad channels to their blocks).
+bool padded_layout(const memory::desc& md) {
+  for (int i = 0; i < md.data.ndims; ++i)
+    if (md.data.padded_dims[i] != md.data.dims[i]) return true;
+  return false;
+}
+
 /// The weights of layer `name` (OIHW floats `l`) in layout `want`, from the cache; packed into it
 /// by the first caller.
 /// int8: `out_scale` holds 1 / each output channel's weight scale (the reorder quantizes to s8).
@@ -73,11 +83,18 @@ memory shared_weights(PackedWeightCache& cache, const std::string& name, const F
   };
   for (auto it = entries.begin(); it != entries.end(); ++it) {
     if (!(it->desc == want) || it->scaled != (out_scale != nullptr)) continue;
-    if (!it->verified) {  // read from a file: made from these floats?
-      if (it->src_xxh3 != source()) {
-        entries.erase(it);  // from other floats: packed again below, and the file written again
+    if (!it->verified) {  // read from a file: made from these floats, and its bytes as written?
+      const bool intact = it->bytes_xxh3 == bytes_xxh3(it->data.get(), want.get_size());
+      if (!intact || it->src_xxh3 != source()) {
+        if (!intact) std::cerr << "vecbench: packed weights cache " + cache.file + ": " + name + corrupted_entry;
+        entries.erase(it);  // packed again below, and the file written again
         cache.dirty = true;
         break;
+      }
+      if (padded_layout(want)) {  // oneDNN zeroes a padded layout's padding: not in the read-only mapping
+        auto own = aligned_bytes(want.get_size());
+        std::memcpy(own.get(), it->data.get(), want.get_size());
+        it->data = std::move(own);
       }
       it->verified = true;
     }
@@ -94,7 +111,7 @@ memory shared_weights(PackedWeightCache& cache, const std::string& name, const F
   s.wait();
   // the checksum is for the packed-weights file only: none without one, nor for int8's scaled weights
   const bool saved = out_scale == nullptr && !cache.file.empty();
-  entries.push_back({want, std::move(data), out_scale != nullptr, saved ? source() : std::string(), true});
+  entries.push_back({want, std::move(data), out_scale != nullptr, saved ? source() : std::string(), true, {}});
   cache.dirty = cache.dirty || out_scale == nullptr;  // scaled (int8) entries are not saved
   ++g_packs;
   g_packed_bytes += want.get_size();
@@ -394,15 +411,20 @@ class Graph {
       const auto* have = slot.filter.get();
       bool fits = have && have->kernel == kernel && have->block == block_ && have->in_c == shape.in_c &&
                   have->out_c == shape.out_c;
-      if (fits && !slot.verified)  // read from a file: made from these floats?
+      if (fits && !slot.verified) {  // read from a file: made from these floats, and its bytes as written?
+        const bool intact = slot.bytes_xxh3 == bytes_xxh3(have->u, have->u_floats() * sizeof(float), have->bias,
+                                                          static_cast<std::size_t>(have->out_c) * sizeof(float));
+        if (!intact) std::cerr << "vecbench: packed weights cache " + cache.file + ": " + name + corrupted_entry;
         fits = slot.verified =
-            slot.src_xxh3 == floats_xxh3(l.weight.data(), l.weight.size(), l.bias.data(), l.bias.size());
+            intact && slot.src_xxh3 == floats_xxh3(l.weight.data(), l.weight.size(), l.bias.data(), l.bias.size());
+      }
       if (!fits) {  // made first: a transform that throws (out of memory) leaves no half slot behind
         auto made = winograd::make_filter(l.weight.data(), l.bias.data(), shape.out_c, shape.in_c, block_, kernel);
         slot = {std::move(made),
                 cache.file.empty() ? std::string()  // no packed-weights file: nothing to check against
                                    : floats_xxh3(l.weight.data(), l.weight.size(), l.bias.data(), l.bias.size()),
-                true};
+                true,
+                {}};
         cache.dirty = true;
         ++g_packs;
         g_packed_bytes += slot.filter->bytes();

@@ -23,6 +23,14 @@ inline std::string floats_xxh3(const float* w, std::size_t nw, const float* b = 
   return h.hex();
 }
 
+/// XXH3-64 (hex) of a packed copy's bytes: `p`, then `p2` if given (a Winograd filter's bias).
+inline std::string bytes_xxh3(const void* p, std::size_t n, const void* p2 = nullptr, std::size_t n2 = 0) {
+  Xxh3 h;
+  h.update(p, n);
+  if (p2) h.update(p2, n2);
+  return h.hex();
+}
+
 struct PackedWeightCache {
   struct Entry {
     dnnl::memory::desc desc;     ///< the layout a primitive asked for
@@ -37,12 +45,18 @@ struct PackedWeightCache {
     /// first layer, is dropped and packed again).
     std::string src_xxh3;
     bool verified = true;
+    /// Read from a file: the XXH3-64 of its bytes as the writer recorded it, checked with the
+    /// source's at first use (the file's own checksum covers its header only, so that a start
+    /// reads and hashes only the entries it runs); "" for entries packed in this process.
+    std::string bytes_xxh3;
   };
-  /// A Winograd layer's transformed filter, with the same checksum (of its weights then bias).
+  /// A Winograd layer's transformed filter, with the same checksums (of its weights then bias;
+  /// of its transformed floats then bias).
   struct WinogradSlot {
     std::shared_ptr<const winograd::Filter> filter;
     std::string src_xxh3;
     bool verified = true;
+    std::string bytes_xxh3;
   };
   std::mutex mu;
   std::map<std::string, std::vector<Entry>> layers;  ///< by layer name

@@ -21,7 +21,6 @@
 #include <vector>
 
 #include "packed_weight_cache.hpp"
-#include "vecbench/core/aligned.hpp"
 #include "vecbench/core/checksum.hpp"
 #include "vecbench/core/fs_util.hpp"
 #include "vecbench/engine/winograd.hpp"
@@ -162,14 +161,16 @@ void save_inception_weights(const InceptionWeights& w, const std::string& path, 
 namespace {
 
 /// The whole of `path` mapped read-only (its pages come from the page cache: nothing is copied
-/// or zeroed), unmapped when the last holder lets go; null when it cannot be mapped.
-std::shared_ptr<const void> map_file(const std::string& path, std::size_t* size) {
+/// or zeroed), unmapped when the last holder lets go; null when it cannot be mapped. `populate`:
+/// every page mapped now (a file that is read whole at once), else as it is read.
+std::shared_ptr<const void> map_file(const std::string& path, std::size_t* size, bool populate = true) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return nullptr;
   struct stat st {};
   void* p = MAP_FAILED;
   if (::fstat(fd, &st) == 0 && st.st_size > 0)
-    p = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    p = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_PRIVATE | (populate ? MAP_POPULATE : 0),
+               fd, 0);
   ::close(fd);
   if (p == MAP_FAILED) return nullptr;
   *size = static_cast<std::size_t>(st.st_size);
@@ -250,17 +251,19 @@ std::shared_ptr<const InceptionWeights> load_inception_weights(const std::string
   }
 }
 
-// The packed-weights file: magic, u64 header length, u64 XXH3-64 of everything after these 24
-// bytes (the header and the payload), the JSON header (padded so that the payload starts at a
-// 64-byte boundary), then the payload, every piece of it at a 64-byte boundary and in the
-// header's order: each oneDNN entry's memory descriptor (its raw dnnl_memory_desc_t) and packed
-// bytes, each Winograd filter's transformed floats and bias (as winograd::make_filter lays them
-// out). Version 2: the checksum covers the header too; version 1 (f0ca311 only) held int8's
-// scaled weights and is not read.
+// The packed-weights file: magic, u64 header length, u64 XXH3-64 of the header, the JSON header
+// (padded so that the payload starts at a 64-byte boundary), then the payload, every piece of it
+// at a 64-byte boundary and in the header's order: each oneDNN entry's memory descriptor (its raw
+// dnnl_memory_desc_t) and packed bytes, each Winograd filter's transformed floats and bias (as
+// winograd::make_filter lays them out). Each entry's "xxh3" is the checksum of its bytes (a
+// Winograd filter's: floats then bias), checked when a network first takes it: a start maps the
+// file without reading it and reads and hashes only the entries it runs (fp32 does not touch
+// bf16's). Version 3; version 2 (one checksum over header and payload, read and hashed whole at
+// every start) and version 1 (f0ca311 only, int8's scaled weights) are not read: packed again.
 
 namespace {
 
-constexpr char kPackedMagic[8] = {'V', 'B', 'P', 'A', 'C', 'K', 'D', '2'};
+constexpr char kPackedMagic[8] = {'V', 'B', 'P', 'A', 'C', 'K', 'D', '3'};
 constexpr std::size_t kPackedPrefix = sizeof kPackedMagic + 2 * sizeof(std::uint64_t);
 
 std::string onednn_version() {
@@ -308,7 +311,7 @@ bool fits(const std::array<int64_t, 4>& shape, winograd::Kernel kernel, int in_c
 /// no extra flags (int8 compensation), every blocking field in range (oneDNN walks them). The
 /// writer saves only these, and the reader takes only these. A layout may pad a dimension (AMX's
 /// bf16 weights pad channels to their blocks): oneDNN zeroes the padding of a memory made on a
-/// handle, so the reader copies such an entry out of the read-only mapping (padded_desc).
+/// handle, so such an entry is copied out of the read-only mapping at first use (shared_weights).
 bool plain_weights_desc(const dnnl_memory_desc_t& d) {
   if (d.format_kind != dnnl_blocked || (d.data_type != dnnl_f32 && d.data_type != dnnl_bf16) || d.extra.flags != 0 ||
       d.ndims < 1 || d.ndims > DNNL_MAX_NDIMS || d.offset0 != 0)
@@ -323,13 +326,6 @@ bool plain_weights_desc(const dnnl_memory_desc_t& d) {
         d.padded_offsets[i] != 0 || b.strides[i] <= 0)
       return false;
   return true;
-}
-
-/// Whether a (plain_weights_desc) layout pads a dimension.
-bool padded_desc(const dnnl_memory_desc_t& d) {
-  for (int i = 0; i < d.ndims; ++i)
-    if (d.padded_dims[i] != d.dims[i]) return true;
-  return false;
 }
 
 /// What a packed-weights file holds: the cache's entries, copied (their bytes shared) under its lock.
@@ -366,21 +362,27 @@ PackedFile packed_file(const PackedSnapshot& c) {
                         {"desc_at", desc_at},
                         {"at", add(e.data.get(), e.desc.get_size())},
                         {"bytes", e.desc.get_size()},
-                        {"src_xxh3", e.src_xxh3}});
+                        {"src_xxh3", e.src_xxh3},
+                        // an entry read from a file and not taken since keeps the checksum it came with
+                        {"xxh3", e.bytes_xxh3.empty() ? bytes_xxh3(e.data.get(), e.desc.get_size()) : e.bytes_xxh3}});
     }
   for (const auto& [name, slot] : c.winograd) {
     if (!slot.filter) continue;  // a slot whose transform failed (out of memory)
     const winograd::Filter& fl = *slot.filter;
     block = fl.block;
     const std::size_t u_at = add(fl.u, fl.u_floats() * sizeof(float));
-    wino.push_back({{"name", name},
-                    {"kernel", winograd::kernel_name(fl.kernel)},
-                    {"in_c", fl.in_c},
-                    {"out_c", fl.out_c},
-                    {"block", fl.block},
-                    {"u_at", u_at},
-                    {"bias_at", add(fl.bias, static_cast<std::size_t>(fl.out_c) * sizeof(float))},
-                    {"src_xxh3", slot.src_xxh3}});
+    const std::size_t bias_bytes = static_cast<std::size_t>(fl.out_c) * sizeof(float);
+    wino.push_back(
+        {{"name", name},
+         {"kernel", winograd::kernel_name(fl.kernel)},
+         {"in_c", fl.in_c},
+         {"out_c", fl.out_c},
+         {"block", fl.block},
+         {"u_at", u_at},
+         {"bias_at", add(fl.bias, bias_bytes)},
+         {"src_xxh3", slot.src_xxh3},
+         {"xxh3", slot.bytes_xxh3.empty() ? bytes_xxh3(fl.u, fl.u_floats() * sizeof(float), fl.bias, bias_bytes)
+                                          : slot.bytes_xxh3}});
   }
   nlohmann::json j = {{"weight_sha256", c.sha},
                       {"folded_xxh3", c.folded_xxh3},
@@ -400,10 +402,7 @@ PackedFile packed_file(const PackedSnapshot& c) {
 /// Writes a snapshot's file (atomically). Throws on a write that fails.
 void write_packed_file(const PackedSnapshot& snap) {
   const PackedFile f = packed_file(snap);
-  Xxh3 h;
-  h.update(f.header.data(), f.header.size());
-  for (const auto& [p, n] : f.pieces) h.update(p, n);
-  const std::uint64_t hlen = f.header.size(), sum = h.digest();
+  const std::uint64_t hlen = f.header.size(), sum = XXH3_64bits(f.header.data(), f.header.size());
   std::vector<std::pair<const void*, std::size_t>> pieces{{kPackedMagic, sizeof kPackedMagic},
                                                           {&hlen, sizeof hlen},
                                                           {&sum, sizeof sum},
@@ -474,12 +473,8 @@ bool read_packed_entries(const nlohmann::json& h, const InceptionWeights& w, con
     auto& list = layers[name];
     for (const auto& other : list)
       if (other.desc == desc) return false;  // the same layout twice
-    std::shared_ptr<void> data(shared, const_cast<char*>(payload + at));
-    if (padded_desc(raw)) {  // oneDNN writes its padding (zeros) when it makes a memory on it
-      data = aligned_shared_bytes(bytes);
-      std::memcpy(data.get(), payload + at, bytes);
-    }
-    list.push_back({desc, std::move(data), false, e.at("src_xxh3").get<std::string>(), false});
+    list.push_back({desc, std::shared_ptr<void>(shared, const_cast<char*>(payload + at)), false,
+                    e.at("src_xxh3").get<std::string>(), false, e.at("xxh3").get<std::string>()});
   }
   for (const auto& e : h.at("winograd")) {
     const auto name = e.at("name").get<std::string>(), kname = e.at("kernel").get<std::string>();
@@ -498,7 +493,8 @@ bool read_packed_entries(const nlohmann::json& h, const InceptionWeights& w, con
       return false;
     auto f = winograd::filter_view(out_c, in_c, block, *kernel, reinterpret_cast<const float*>(payload + u_at),
                                    reinterpret_cast<const float*>(payload + bias_at), map);
-    if (!wino.emplace(name, PackedWeightCache::WinogradSlot{std::move(f), e.at("src_xxh3").get<std::string>(), false})
+    if (!wino.emplace(name, PackedWeightCache::WinogradSlot{std::move(f), e.at("src_xxh3").get<std::string>(), false,
+                                                            e.at("xxh3").get<std::string>()})
              .second)
       return false;  // the same layer twice
   }
@@ -542,18 +538,18 @@ std::size_t attach_packed_weights(const InceptionWeights& w, const std::string& 
   std::string& reason = why ? *why : ignored;
   reason.clear();
   std::size_t size = 0;
-  const auto map = path.empty() ? nullptr : map_file(path, &size);
+  const auto map = path.empty() ? nullptr : map_file(path, &size, false);  // entries are read as networks take them
   if (!map) return 0;
   const char* const bytes = static_cast<const char*>(map.get());
-  reason = "not a vecbench packed-weights file of version 2, or cut short";
+  reason = "not a vecbench packed-weights file of version 3, or cut short";
   std::uint64_t hlen = 0, sum = 0;
   if (size < kPackedPrefix || std::memcmp(bytes, kPackedMagic, sizeof kPackedMagic) != 0) return 0;
   std::memcpy(&hlen, bytes + sizeof kPackedMagic, sizeof hlen);
   std::memcpy(&sum, bytes + sizeof kPackedMagic + sizeof hlen, sizeof sum);
   if (hlen > (1u << 24) || kPackedPrefix + hlen > size || (kPackedPrefix + hlen) % kPayloadAlign != 0) return 0;
   const std::size_t payload = kPackedPrefix + static_cast<std::size_t>(hlen);
-  if (XXH3_64bits(bytes + kPackedPrefix, size - kPackedPrefix) != sum) {
-    reason = "its checksum does not match (the file is corrupted)";
+  if (XXH3_64bits(bytes + kPackedPrefix, static_cast<std::size_t>(hlen)) != sum) {
+    reason = "its header's checksum does not match (the file is corrupted)";
     return 0;
   }
   const auto h = nlohmann::json::parse(bytes + kPackedPrefix, bytes + payload, nullptr, false);

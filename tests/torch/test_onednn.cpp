@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 
 #include "vecbench/core/checksum.hpp"
 #include "vecbench/core/npy.hpp"
@@ -350,8 +351,8 @@ fs::path packed_file_in(const fs::path& dir) {
 }
 
 /// Replaces `from` by `to` (the same length) in `file`'s header; with `reseal`, writes the
-/// file's checksum (XXH3-64 of everything after its 24-byte prefix) again, so that only the
-/// header's meaning can refuse it.
+/// header's checksum (XXH3-64 of the header after the file's 24-byte prefix) again, so that only
+/// the header's meaning can refuse it.
 void patch_header(const fs::path& file, const std::string& from, const std::string& to, bool reseal) {
   std::string bytes;
   {
@@ -365,7 +366,7 @@ void patch_header(const fs::path& file, const std::string& from, const std::stri
   ASSERT_EQ(from.size(), to.size());
   bytes.replace(at, from.size(), to);
   if (reseal) {
-    const std::uint64_t sum = XXH3_64bits(bytes.data() + 24, bytes.size() - 24);
+    const std::uint64_t sum = XXH3_64bits(bytes.data() + 24, static_cast<std::size_t>(hlen));
     std::memcpy(bytes.data() + 16, &sum, sizeof sum);
   }
   std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
@@ -383,9 +384,10 @@ std::string header_value(const fs::path& file, const std::string& key, const std
 TEST(OneDnn, ThePackedWeightsFileSkipsPackingAndIsRefusedWhenItDoesNotCheckOut) {
   // The first run packs every layer (oneDNN's layouts, the Winograd filters) and writes the
   // packed-weights file; the next runs pack nothing and give the same bits. A file with a flipped
-  // byte (payload or header), or whose header names another Winograd transform or other folded
-  // weights, is not used: that run packs again (same bits) and writes a good file. An entry made
-  // from other floats than the layer's (its source checksum) is packed again alone.
+  // header byte, or whose header names another Winograd transform or other folded weights, is
+  // not used: that run packs again (same bits) and writes a good file. An entry with a flipped
+  // byte (its checksum, checked at first use), or made from other floats than the layer's (its
+  // source checksum), is packed again alone.
   const fs::path d = vecbench::testing::fresh_temp_dir("onednn_packed_file");
   ::setenv("VECBENCH_WEIGHTS_DIR", (d / "w").string().c_str(), 1);
   SyntheticSource src(2);
@@ -412,8 +414,26 @@ TEST(OneDnn, ThePackedWeightsFileSkipsPackingAndIsRefusedWhenItDoesNotCheckOut) 
     f.seekp(static_cast<std::streamoff>(fs::file_size(file) / 2));
     f.write("\xff\xff\x7f\x7f", 4);
   }
-  expect_run(all, "flipped payload: the file was used");
-  expect_run(0, "rewritten after the flipped payload");
+  expect_run(1, "a flipped byte in an entry: that entry packed again, and only that one");
+  expect_run(0, "rewritten after the flipped byte");
+  {  // the same in a oneDNN entry's bytes (the first one's first byte)
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    std::uint64_t hlen = 0;
+    f.seekg(8);
+    f.read(reinterpret_cast<char*>(&hlen), sizeof hlen);
+    std::string head(static_cast<std::size_t>(hlen), '\0');
+    f.seekg(24);
+    f.read(head.data(), static_cast<std::streamsize>(hlen));
+    const auto at = nlohmann::json::parse(head).at("onednn").at(0).at("at").get<std::size_t>();
+    const auto pos = static_cast<std::streamoff>(24 + hlen + at);
+    char c = 0;
+    f.seekg(pos);
+    f.get(c);
+    f.seekp(pos);
+    f.put(static_cast<char>(c ^ 0x40));
+  }
+  expect_run(1, "a flipped byte in a oneDNN entry: that entry packed again, and only that one");
+  expect_run(0, "rewritten after the flipped byte in a oneDNN entry");
   patch_header(file, "\"Mixed_7b.", "\"Mixed_7c.", false);  // a bit flip in a layer's name
   expect_run(all, "a renamed entry: the file was used");
   expect_run(0, "rewritten after the renamed entry");
