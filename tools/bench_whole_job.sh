@@ -19,6 +19,9 @@
 #     beside the peers' own int8 (tools/peers/quantize_int8.py on the same 60 photos, before the
 #     rounds: ONNX Runtime's quantize_static where its venv has `onnx`, OpenVINO's NNCF where its
 #     venv has `nncf`; tools/peers_setup.sh installs both)
+#   BF16=0: leave out the opt-in bf16 route (measured by default where the CPU has AVX-512 BF16): the
+#     default command and the model-only rate with `--precision bf16`, beside OpenVINO's bf16
+#     (INFERENCE_PRECISION_HINT bf16, where its venv exists)
 #   BASE=0: leave out the commands above (only LARGE / SEED_BATCHES / OLD_VECBENCH)
 #   SEED_BATCHES="1 4 16": also the seed's 3 virtual devices: data-parallel cpu/3 against
 #     sequential cpu at each batch, whole process, 100 photos, .vc (target: never slower)
@@ -66,6 +69,9 @@ else
   INT8=0
 fi
 
+BF16=${BF16:-1}
+grep -qw avx512_bf16 /proc/cpuinfo || BF16=0
+
 measure() {  # measure NAME OUT CMD...: one run, one JSON line in $RAW
   local name=$1 out=$2
   shift 2
@@ -111,6 +117,12 @@ for r in $(seq 1 "$ROUNDS"); do
       fi
     fi
     if [ -x "$OV_PY" ]; then measure ov-b8-t2 "" "$OV_PY" tools/peers/openvino_bench.py "$ONNX" 8 2 f32 15; fi
+    if [ "$BF16" = 1 ]; then
+      measure bf16-100 "$WORK/b100" "$VB" vectorize --images "$WORK/photos100.txt" --out "$WORK/b100" --precision bf16
+      measure model-only-bf16 "$WORK/mb" "$VB" vectorize --images synthetic:96 --out "$WORK/mb" --format none \
+        --precision bf16
+      if [ -x "$OV_PY" ]; then measure ov-bf16-b8-t2 "" "$OV_PY" tools/peers/openvino_bench.py "$ONNX" 8 2 bf16 15; fi
+    fi
     measure default-100-vc "$WORK/v100" "$VB" vectorize --images "$WORK/photos100.txt" --out "$WORK/v100" --format vc
     measure seed-style-100-vc "$WORK/s100" "$VB" vectorize --images "$WORK/photos100.txt" --out "$WORK/s100" \
       --format vc --engine torchscript --strategy sequential --devices cpu --batch 1 --decode-threads 1

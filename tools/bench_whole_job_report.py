@@ -34,7 +34,7 @@ runs = [json.loads(l) for l in open(raw) if l.strip()]
 by = {}
 for r in runs:
     by.setdefault(r["name"], []).append(r)
-IMAGES = {"default-60": 60, "default-100": 100, "int8-100": 100, "default-100-vc": 100, "seed-style-100-vc": 100,
+IMAGES = {"default-60": 60, "default-100": 100, "int8-100": 100, "bf16-100": 100, "default-100-vc": 100, "seed-style-100-vc": 100,
           "old-default-60": 60, "old-default-100": 100, "old-default-100-vc": 100}
 
 
@@ -113,22 +113,24 @@ if "default-100" in summary and "ort-b8-t2" in summary:  # the base set (BASE=0 
                         "synthetic input)", d100 / mo, "-> 1.0x", d100 / mo >= 0.95))
         targets.append((f"vecbench's model-only rate vs the better peer (`{best_peer}`)", mo / peers[best_peer],
                         ">= 1.2x", mo / peers[best_peer] >= 1.2))
-    if "int8-100" in summary:  # the opt-in int8 route (#29): not the default, not for FID
-        i100 = summary["int8-100"]["img_per_s"]
-        targets.append((f"opt-in int8 (`--precision int8`), 100 photos, whole process vs the better fp32 model-only "
-                        f"peer (`{best_peer}`)", i100 / peers[best_peer], "(opt-in; no target)", True))
-        if "model-only-int8" in summary and "model-only-default" in summary:
-            mi, mo = summary["model-only-int8"]["img_per_s"], summary["model-only-default"]["img_per_s"]
-            targets.append(("int8 model-only rate vs fp32 model-only rate (default route, synthetic input)", mi / mo,
-                            "(opt-in; no target)", True))
-        peers8 = {k: summary[k]["img_per_s"] for k in ("ort-int8-b8-t2", "ov-int8-b8-t2") if k in summary}
-        if peers8:
-            best8 = max(peers8, key=peers8.get)
-            targets.append((f"opt-in int8, 100 photos, whole process vs the better int8 model-only peer (`{best8}`)",
-                            i100 / peers8[best8], "(opt-in; no target)", True))
-            if "model-only-int8" in summary:
-                targets.append((f"int8 model-only rate vs the better int8 peer (`{best8}`)",
-                                summary["model-only-int8"]["img_per_s"] / peers8[best8], "(opt-in; no target)", True))
+    # the opt-in routes (#29): not the default, not for FID; each beside the fp32 peers and its own peers
+    for prec, own_peers in (("int8", ("ort-int8-b8-t2", "ov-int8-b8-t2")), ("bf16", ("ov-bf16-b8-t2",))):
+        if f"{prec}-100" not in summary:
+            continue
+        whole, model = summary[f"{prec}-100"]["img_per_s"], summary.get(f"model-only-{prec}", {}).get("img_per_s")
+        targets.append((f"opt-in {prec} (`--precision {prec}`), 100 photos, whole process vs the better fp32 "
+                        f"model-only peer (`{best_peer}`)", whole / peers[best_peer], "(opt-in; no target)", True))
+        if model and "model-only-default" in summary:
+            targets.append((f"{prec} model-only rate vs fp32 model-only rate (default route, synthetic input)",
+                            model / summary["model-only-default"]["img_per_s"], "(opt-in; no target)", True))
+        same = {k: summary[k]["img_per_s"] for k in own_peers if k in summary}
+        if same:
+            best = max(same, key=same.get)
+            targets.append((f"opt-in {prec}, 100 photos, whole process vs the better {prec} model-only peer "
+                            f"(`{best}`)", whole / same[best], "(opt-in; no target)", True))
+            if model:
+                targets.append((f"{prec} model-only rate vs the better {prec} peer (`{best}`)", model / same[best],
+                                "(opt-in; no target)", True))
     targets += [
         ("default command, 60 photos vs ONNX Runtime model-only", d60 / ort, ">= 0.8x", d60 / ort >= 0.8),
         ("default command (.vc), 100 photos vs the seed-style TorchScript sequential batch-1 run (.vc)",
@@ -161,6 +163,7 @@ if "default-100" in by:
     pairs.append(("default command, 100 photos: after (this binary) vs before (`OLD_VECBENCH`)",
                   paired("default-100", "old-default-100")))
     pairs.append(("opt-in int8, 100 photos, vs the default command", paired("int8-100", "default-100")))
+    pairs.append(("opt-in bf16, 100 photos, vs the default command", paired("bf16-100", "default-100")))
 pairs = [(w, p) for w, p in pairs if p]
 json.dump({"machine": machine, "vecbench": version, "route": route, "cores": cores, "uptime": uptime, "summary": summary, "runs": runs,
            "targets": [{"what": t[0], "value": t[1], "target": t[2], "met": t[3]} for t in targets],
@@ -186,7 +189,9 @@ with open(out + ".md", "w") as f:
             "at `--batch B`. `int8-100` / `model-only-int8`: `default-100` / `model-only-default` with `--precision int8 "
             "--calibration CAL` (CAL: `vecbench calibrate` on the 60 photos, before the rounds); `ort-int8-b8-t2` / `ov-int8-b8-t2`: the "
             "peers' own int8 models (`tools/peers/quantize_int8.py` on the same 60 photos: ONNX Runtime's "
-            "quantize_static QDQ per-channel, OpenVINO's nncf.quantize) in the same benchmark scripts.\n\n")
+            "quantize_static QDQ per-channel, OpenVINO's nncf.quantize) in the same benchmark scripts. `bf16-100` / "
+            "`model-only-bf16`: `default-100` / `model-only-default` with `--precision bf16`; `ov-bf16-b8-t2`: "
+            "`tools/peers/openvino_bench.py inc.onnx 8 2 bf16 15`.\n\n")
     f.write("| command | runs | wall s (median) | img/s | peak RSS MB | first feature written s |\n|---|---:|---:|---:|---:|---:|\n")
     for n, s in summary.items():
         fo = "" if s["first_output_s"] is None else f"{s['first_output_s']:.2f}"
