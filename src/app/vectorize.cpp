@@ -48,6 +48,13 @@ Fingerprint vectorize_fingerprint(const VectorizeArgs& a, const ModelInfo& model
 #endif
     f.arithmetic += " calibration " + a.model.calibration_sha256.substr(0, 16);
   }
+  // bf16 on oneDNN's AMX kernels rounds apart from its AVX-512 BF16 ones (1 % of a vector at the
+  // median: results/levers/bf16-amx-20261203.md): named, so that the two never share a folder
+  // (the AVX-512 kernels keep plain "bf16", as before AMX ran)
+#ifdef VECBENCH_WITH_ONEDNN
+  if (a.model.engine == EngineKind::onednn && a.model.precision == Precision::bf16 && onednn_bf16_amx())
+    f.arithmetic += " avx512_core_amx";
+#endif
   f.source = source.kind();
   if (const auto* syn = dynamic_cast<const SyntheticSource*>(&source))
     f.source += " seed " + std::to_string(syn->seed());

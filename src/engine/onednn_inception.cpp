@@ -219,7 +219,7 @@ class Graph {
     // bf16 on AMX: oneDNN 2.6 runs AMX (brgconv) only on channels-last activations; on the
     // blocked layout it takes its AVX-512 bf16 code, slower there than fp32
     // (results/kernels/amx-bf16-20261203.md).
-    if (act_dt_ == dt::bf16 && has_isa(dnnl::cpu_isa::avx512_core_amx)) fmt_ = tag::nhwc;
+    if (act_dt_ == dt::bf16 && onednn_bf16_amx()) fmt_ = tag::nhwc;
     if (opt.precision == Precision::int8) {  // oneDNN's int8 convolutions run channels-last
       act_dt_ = dt::u8;
       fmt_ = tag::nhwc;
@@ -824,10 +824,12 @@ nlohmann::json onednn_info() {
   j["winograd"] = own;
   j["winograd_impl"] = own ? (avx512 ? "vecbench-avx512" : "vecbench-avx2") : "none";
   j["bf16"] = has_isa(dnnl::cpu_isa::avx512_core_bf16);
-  j["amx"] = has_isa(dnnl::cpu_isa::avx512_core_amx);  // bf16 and int8 only (bf16 channels-last then)
+  j["amx"] = onednn_bf16_amx();  // bf16 and int8 only (bf16 channels-last then)
   j["int8"] = onednn_int8_supported();
   return j;
 }
+
+bool onednn_bf16_amx() { return has_isa(dnnl::cpu_isa::avx512_core_amx); }
 
 const char* onednn_int8_isa() {
   if (has_isa(dnnl::cpu_isa::avx512_core_vnni)) return "avx512_core_vnni";

@@ -541,6 +541,17 @@ TEST(OneDnn, VectorizeCommandLine) {
     ASSERT_EQ(a.size(), 2048u);
     EXPECT_LE(rel_l2(a, b), 1e-4) << f;
   }
+  if (backend_info()["onednn"].value("bf16", false)) {  // bf16's fingerprint names AMX's kernels where they run
+    ASSERT_EQ(std::system((base + (d / "f").string() + " --engine onednn --precision bf16 > /dev/null 2>&1").c_str()),
+              0);
+    std::ifstream meta(d / "f" / "vecbench.json");
+    const std::string text((std::istreambuf_iterator<char>(meta)), std::istreambuf_iterator<char>());
+    const bool amx = backend_info()["onednn"].value("amx", false);
+    EXPECT_EQ(text.find("\"bf16 avx512_core_amx\"") != std::string::npos, amx) << text;
+    if (!amx) {
+      EXPECT_NE(text.find("\"bf16\""), std::string::npos) << text;
+    }
+  }
   const int rc =
       std::system((base + (d / "c").string() + " --engine tvm > " + (d / "err.txt").string() + " 2>&1").c_str());
   EXPECT_NE(rc, 0);

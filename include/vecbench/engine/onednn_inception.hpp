@@ -121,7 +121,10 @@ struct OneDnnOptions {
 /// Whether this CPU runs the int8 route (oneDNN finds VNNI: AVX-512 VNNI or AVX-VNNI); when not,
 /// `why` says what the CPU has.
 bool onednn_int8_supported(std::string* why = nullptr);
-/// The ISA of the int8 kernels oneDNN runs here: "avx512_core_vnni", "avx2_vnni" or "none".
+/// Whether bf16 runs oneDNN's AMX kernels here (oneDNN finds AMX; channels-last activations).
+bool onednn_bf16_amx();
+/// The ISA of the int8 kernels oneDNN runs here: "avx512_core_vnni", "avx2_vnni" or "none"
+/// (AMX's int8 kernels give the same bits as the AVX-512 VNNI ones: s32 sums, the same scaling).
 const char* onednn_int8_isa();
 
 /// oneDNN version, the ISA it runs with, and whether Winograd, bf16 and AMX convolutions are available.
