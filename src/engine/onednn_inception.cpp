@@ -535,10 +535,11 @@ class Graph {
   /// next slice of `cat`. Where the pool averages over the valid window only (tf2015) the two
   /// commute, bias included (each window's weights sum to 1): the 1x1 layer runs first, on the
   /// block's input, and the pool then averages its 4-7x fewer channels, with the ReLU as its
-  /// post-op (where oneDNN has that pooling: has_pool_relu). fp32 and bf16; int8 (its u8 steps),
-  /// calibration and the torchvision layout keep the pool first.
+  /// post-op (where oneDNN has that pooling: has_pool_relu). fp32, and bf16 on AMX (whose
+  /// fingerprint is its own; bf16 on AVX-512 keeps the vectors of its folders); int8 (its u8
+  /// steps), calibration and the torchvision layout keep the pool first.
   void pool_branch(Concat& cat, const std::string& name, const Act& x) {
-    if (!int8() && !opt_.observe && wts_.arch == "tf2015") {
+    if ((act_dt_ == dt::f32 || (act_dt_ == dt::bf16 && onednn_bf16_amx())) && !opt_.observe && wts_.arch == "tf2015") {
       const auto& l = layer(name, x.c);
       const int oc = static_cast<int>(l.shape[0]);
       if (l.shape[2] == 1 && l.shape[3] == 1 && has_pool_relu(act_desc(oc, x.h, x.w))) {

@@ -256,7 +256,9 @@ std::shared_ptr<const InceptionWeights> load_inception_weights(const std::string
 // at a 64-byte boundary and in the header's order: each oneDNN entry's memory descriptor (its raw
 // dnnl_memory_desc_t) and packed bytes, each Winograd filter's transformed floats and bias (as
 // winograd::make_filter lays them out). Each entry's "xxh3" is the checksum of its bytes (a
-// Winograd filter's: floats then bias), checked when a network first takes it: a start maps the
+// Winograd filter's: floats then bias), checked when a network first takes it; a oneDNN entry's
+// "desc_xxh3", of its descriptor, is checked when the file is read (the reader reads those whole
+// to match entries to primitives). A start maps the
 // file without reading it and reads and hashes only the entries it runs (fp32 does not touch
 // bf16's). Version 3; version 2 (one checksum over header and payload, read and hashed whole at
 // every start) and version 1 (f0ca311 only, int8's scaled weights) are not read: packed again.
@@ -323,7 +325,7 @@ bool plain_weights_desc(const dnnl_memory_desc_t& d) {
       return false;
   for (int i = 0; i < d.ndims; ++i)
     if (d.dims[i] <= 0 || d.dims[i] > (1 << 16) || d.padded_dims[i] < d.dims[i] || d.padded_dims[i] > (1 << 16) ||
-        d.padded_offsets[i] != 0 || b.strides[i] <= 0)
+        d.padded_offsets[i] != 0 || b.strides[i] <= 0 || b.strides[i] > (dnnl_dim_t{1} << 40))
       return false;
   return true;
 }
@@ -360,6 +362,7 @@ PackedFile packed_file(const PackedSnapshot& c) {
       const std::size_t desc_at = add(&e.desc.data, sizeof e.desc.data);
       onednn.push_back({{"name", name},
                         {"desc_at", desc_at},
+                        {"desc_xxh3", bytes_xxh3(&e.desc.data, sizeof e.desc.data)},  // the bytes written
                         {"at", add(e.data.get(), e.desc.get_size())},
                         {"bytes", e.desc.get_size()},
                         {"src_xxh3", e.src_xxh3},
@@ -465,6 +468,9 @@ bool read_packed_entries(const nlohmann::json& h, const InceptionWeights& w, con
     const auto desc_at = e.at("desc_at").get<std::size_t>(), at = e.at("at").get<std::size_t>();
     const auto bytes = e.at("bytes").get<std::size_t>();
     if (!w.convs.count(name) || !piece(desc_at, sizeof(dnnl_memory_desc_t)) || !piece(at, bytes)) return false;
+    if (e.at("desc_xxh3").get<std::string>() != bytes_xxh3(payload + desc_at, sizeof(dnnl_memory_desc_t)) ||
+        e.at("xxh3").get<std::string>().size() != 16)
+      return false;  // a descriptor is read here, whole: checked here; the bytes when first taken
     dnnl_memory_desc_t raw;
     std::memcpy(&raw, payload + desc_at, sizeof raw);
     if (!plain_weights_desc(raw)) return false;
@@ -480,6 +486,7 @@ bool read_packed_entries(const nlohmann::json& h, const InceptionWeights& w, con
     const auto name = e.at("name").get<std::string>(), kname = e.at("kernel").get<std::string>();
     const int in_c = e.at("in_c").get<int>(), out_c = e.at("out_c").get<int>(), block = e.at("block").get<int>();
     const auto u_at = e.at("u_at").get<std::size_t>(), bias_at = e.at("bias_at").get<std::size_t>();
+    if (e.at("xxh3").get<std::string>().size() != 16) return false;
     const auto kernel = std::find_if(std::begin(winograd::kAllKernels), std::end(winograd::kAllKernels),
                                      [&](winograd::Kernel k) { return kname == winograd::kernel_name(k); });
     const auto it = w.convs.find(name);

@@ -416,7 +416,9 @@ TEST(OneDnn, ThePackedWeightsFileSkipsPackingAndIsRefusedWhenItDoesNotCheckOut) 
   }
   expect_run(1, "a flipped byte in an entry: that entry packed again, and only that one");
   expect_run(0, "rewritten after the flipped byte");
-  {  // the same in a oneDNN entry's bytes (the first one's first byte)
+  // the same in a oneDNN entry's bytes (the first one's first byte); in its descriptor (the
+  // 9th byte: its dims), checked as the file is read, the whole file is refused
+  const auto flip_first_onednn = [&](const char* key, std::size_t offset) {
     std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
     std::uint64_t hlen = 0;
     f.seekg(8);
@@ -424,16 +426,20 @@ TEST(OneDnn, ThePackedWeightsFileSkipsPackingAndIsRefusedWhenItDoesNotCheckOut) 
     std::string head(static_cast<std::size_t>(hlen), '\0');
     f.seekg(24);
     f.read(head.data(), static_cast<std::streamsize>(hlen));
-    const auto at = nlohmann::json::parse(head).at("onednn").at(0).at("at").get<std::size_t>();
-    const auto pos = static_cast<std::streamoff>(24 + hlen + at);
+    const auto at = nlohmann::json::parse(head).at("onednn").at(0).at(key).get<std::size_t>();
+    const auto pos = static_cast<std::streamoff>(24 + hlen + at + offset);
     char c = 0;
     f.seekg(pos);
     f.get(c);
     f.seekp(pos);
     f.put(static_cast<char>(c ^ 0x40));
-  }
+  };
+  flip_first_onednn("at", 0);
   expect_run(1, "a flipped byte in a oneDNN entry: that entry packed again, and only that one");
   expect_run(0, "rewritten after the flipped byte in a oneDNN entry");
+  flip_first_onednn("desc_at", 8);
+  expect_run(all, "a flipped byte in a oneDNN descriptor: the file was used");
+  expect_run(0, "rewritten after the flipped descriptor byte");
   patch_header(file, "\"Mixed_7b.", "\"Mixed_7c.", false);  // a bit flip in a layer's name
   expect_run(all, "a renamed entry: the file was used");
   expect_run(0, "rewritten after the renamed entry");
