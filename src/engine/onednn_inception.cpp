@@ -101,7 +101,7 @@ memory shared_weights(PackedWeightCache& cache, const std::string& name, const F
   for (auto it = entries.begin(); it != entries.end(); ++it) {
     if (!(it->desc == want) || it->scaled != (out_scale != nullptr)) continue;
     if (!it->verified) {  // read from a file: made from these floats, and its bytes as written?
-      const bool intact = it->bytes_xxh3 == bytes_xxh3(it->data.get(), want.get_size());
+      const bool intact = it->bytes_xxh3 == xxh3_hex(it->data.get(), want.get_size());
       if (!intact || it->src_xxh3 != source()) {
         if (!intact) std::cerr << "vecbench: packed weights cache " + cache.file + ": " + name + corrupted_entry;
         entries.erase(it);  // packed again below, and the file written again
@@ -235,7 +235,7 @@ class Graph {
     act_dt_ = opt.precision == Precision::bf16 ? dt::bf16 : dt::f32;
     // bf16 on AMX: oneDNN 2.6 runs AMX (brgconv) only on channels-last activations; on the
     // blocked layout it takes its AVX-512 bf16 code, slower there than fp32
-    // (results/kernels/amx-bf16-20261203.md).
+    // (results/levers/bf16-amx-20261203.md).
     if (act_dt_ == dt::bf16 && onednn_bf16_amx()) fmt_ = tag::nhwc;
     if (opt.precision == Precision::int8) {  // oneDNN's int8 convolutions run channels-last
       act_dt_ = dt::u8;
@@ -428,8 +428,7 @@ class Graph {
       bool fits = have && have->kernel == kernel && have->block == block_ && have->in_c == shape.in_c &&
                   have->out_c == shape.out_c;
       if (fits && !slot.verified) {  // read from a file: made from these floats, and its bytes as written?
-        const bool intact = slot.bytes_xxh3 == bytes_xxh3(have->u, have->u_floats() * sizeof(float), have->bias,
-                                                          static_cast<std::size_t>(have->out_c) * sizeof(float));
+        const bool intact = slot.bytes_xxh3 == filter_xxh3(*have);
         if (!intact) std::cerr << "vecbench: packed weights cache " + cache.file + ": " + name + corrupted_entry;
         fits = slot.verified =
             intact && slot.src_xxh3 == floats_xxh3(l.weight.data(), l.weight.size(), l.bias.data(), l.bias.size());

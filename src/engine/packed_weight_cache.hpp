@@ -23,12 +23,10 @@ inline std::string floats_xxh3(const float* w, std::size_t nw, const float* b = 
   return h.hex();
 }
 
-/// XXH3-64 (hex) of a packed copy's bytes: `p`, then `p2` if given (a Winograd filter's bias).
-inline std::string bytes_xxh3(const void* p, std::size_t n, const void* p2 = nullptr, std::size_t n2 = 0) {
-  Xxh3 h;
-  h.update(p, n);
-  if (p2) h.update(p2, n2);
-  return h.hex();
+/// XXH3-64 (hex) of a Winograd filter's bytes as the packed-weights file holds them: its
+/// transformed floats, then its bias.
+inline std::string filter_xxh3(const winograd::Filter& f) {
+  return floats_xxh3(f.u, f.u_floats(), f.bias, static_cast<std::size_t>(f.out_c));
 }
 
 struct PackedWeightCache {

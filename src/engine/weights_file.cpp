@@ -258,10 +258,9 @@ std::shared_ptr<const InceptionWeights> load_inception_weights(const std::string
 // winograd::make_filter lays them out). Each entry's "xxh3" is the checksum of its bytes (a
 // Winograd filter's: floats then bias), checked when a network first takes it; a oneDNN entry's
 // "desc_xxh3", of its descriptor, is checked when the file is read (the reader reads those whole
-// to match entries to primitives). A start maps the
-// file without reading it and reads and hashes only the entries it runs (fp32 does not touch
-// bf16's). Version 3; version 2 (one checksum over header and payload, read and hashed whole at
-// every start) and version 1 (f0ca311 only, int8's scaled weights) are not read: packed again.
+// to match entries to primitives). A start maps the file without reading it and reads and hashes
+// only the entries it runs (fp32 does not touch bf16's). Version 3; version 2 (one checksum over header and payload,
+// read and hashed whole at every start) and version 1 (f0ca311 only, int8's scaled weights) are not read: packed again.
 
 namespace {
 
@@ -362,30 +361,27 @@ PackedFile packed_file(const PackedSnapshot& c) {
       const std::size_t desc_at = add(&e.desc.data, sizeof e.desc.data);
       onednn.push_back({{"name", name},
                         {"desc_at", desc_at},
-                        {"desc_xxh3", bytes_xxh3(&e.desc.data, sizeof e.desc.data)},  // the bytes written
+                        {"desc_xxh3", xxh3_hex(&e.desc.data, sizeof e.desc.data)},  // the bytes written
                         {"at", add(e.data.get(), e.desc.get_size())},
                         {"bytes", e.desc.get_size()},
                         {"src_xxh3", e.src_xxh3},
                         // an entry read from a file and not taken since keeps the checksum it came with
-                        {"xxh3", e.bytes_xxh3.empty() ? bytes_xxh3(e.data.get(), e.desc.get_size()) : e.bytes_xxh3}});
+                        {"xxh3", e.bytes_xxh3.empty() ? xxh3_hex(e.data.get(), e.desc.get_size()) : e.bytes_xxh3}});
     }
   for (const auto& [name, slot] : c.winograd) {
     if (!slot.filter) continue;  // a slot whose transform failed (out of memory)
     const winograd::Filter& fl = *slot.filter;
     block = fl.block;
     const std::size_t u_at = add(fl.u, fl.u_floats() * sizeof(float));
-    const std::size_t bias_bytes = static_cast<std::size_t>(fl.out_c) * sizeof(float);
-    wino.push_back(
-        {{"name", name},
-         {"kernel", winograd::kernel_name(fl.kernel)},
-         {"in_c", fl.in_c},
-         {"out_c", fl.out_c},
-         {"block", fl.block},
-         {"u_at", u_at},
-         {"bias_at", add(fl.bias, bias_bytes)},
-         {"src_xxh3", slot.src_xxh3},
-         {"xxh3", slot.bytes_xxh3.empty() ? bytes_xxh3(fl.u, fl.u_floats() * sizeof(float), fl.bias, bias_bytes)
-                                          : slot.bytes_xxh3}});
+    wino.push_back({{"name", name},
+                    {"kernel", winograd::kernel_name(fl.kernel)},
+                    {"in_c", fl.in_c},
+                    {"out_c", fl.out_c},
+                    {"block", fl.block},
+                    {"u_at", u_at},
+                    {"bias_at", add(fl.bias, static_cast<std::size_t>(fl.out_c) * sizeof(float))},
+                    {"src_xxh3", slot.src_xxh3},
+                    {"xxh3", slot.bytes_xxh3.empty() ? filter_xxh3(fl) : slot.bytes_xxh3}});
   }
   nlohmann::json j = {{"weight_sha256", c.sha},
                       {"folded_xxh3", c.folded_xxh3},
@@ -468,7 +464,7 @@ bool read_packed_entries(const nlohmann::json& h, const InceptionWeights& w, con
     const auto desc_at = e.at("desc_at").get<std::size_t>(), at = e.at("at").get<std::size_t>();
     const auto bytes = e.at("bytes").get<std::size_t>();
     if (!w.convs.count(name) || !piece(desc_at, sizeof(dnnl_memory_desc_t)) || !piece(at, bytes)) return false;
-    if (e.at("desc_xxh3").get<std::string>() != bytes_xxh3(payload + desc_at, sizeof(dnnl_memory_desc_t)) ||
+    if (e.at("desc_xxh3").get<std::string>() != xxh3_hex(payload + desc_at, sizeof(dnnl_memory_desc_t)) ||
         e.at("xxh3").get<std::string>().size() != 16)
       return false;  // a descriptor is read here, whole: checked here; the bytes when first taken
     dnnl_memory_desc_t raw;

@@ -213,10 +213,7 @@ bool supports(const ConvShape& s) {
          s.out_c % (2 * s.block) == 0 && s.pad >= 0 && s.out_h() >= 1 && s.out_w() >= 1;
 }
 
-int positions(Kernel k) {
-  const bool square = k == Kernel::k3x3 || k == Kernel::k5x5;
-  return square ? kPos : k == Kernel::k1x3 || k == Kernel::k3x1 ? 6 : 10;
-}
+int positions(Kernel k) { return two_d(k) ? kPos : k == Kernel::k1x3 || k == Kernel::k3x1 ? 6 : 10; }
 
 std::size_t Filter::bytes() const {
   return (static_cast<std::size_t>(positions) * in_c * out_c + static_cast<std::size_t>(out_c)) * sizeof(float);
