@@ -1,12 +1,15 @@
-// libpng (vecbench's PNG decoder, src/input/codec.cpp) against libspng on the same files, to
-// decide whether a faster PNG decoder exists in Debian (issue #13). Built when CMake finds
-// libspng (apt-get install libspng-dev); not part of the product.
+// vecbench's PNG decoders on the same files: libpng alone (src/input/codec.cpp), the libdeflate
+// fast path with libpng behind it (the default, png_fast.hpp), and libspng where CMake finds it
+// (VECBENCH_WITH_SPNG; issue #13 compared it). Not part of the product.
 //   ./build/bench/vecbench_png_decoders FILE.png... [--reps N]
-// For each file, interleaved: one libpng decode then one libspng decode, N times (the first
-// round is a warm-up and not timed). Prints the total time of each and whether the RGB pixels
-// are identical.
+// For each file, interleaved: one decode with each, N times (the first round is a warm-up and not
+// timed). Prints the total time of each, how many files the fast path took, and whether the RGB
+// pixels are identical to libpng's; exits 2 when some are not.
+#ifdef VECBENCH_WITH_SPNG
 #include <spng.h>
+#endif
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -20,11 +23,20 @@
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 std::vector<std::uint8_t> read_file(const char* path) {
   std::ifstream f(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(f), {}};
 }
 
+vecbench::DecodeResult decode(const std::vector<std::uint8_t>& b, bool libdeflate) {
+  vecbench::CodecOptions o;
+  o.png_libdeflate = libdeflate;
+  return vecbench::decode_png(b.data(), b.size(), o);
+}
+
+#ifdef VECBENCH_WITH_SPNG
 /// libspng's RGB8 decode (16-bit samples reduced, alpha dropped, gray expanded); empty on error.
 std::vector<std::uint8_t> spng_rgb(const std::vector<std::uint8_t>& b) {
   spng_ctx* c = spng_ctx_new(0);
@@ -37,9 +49,37 @@ std::vector<std::uint8_t> spng_rgb(const std::vector<std::uint8_t>& b) {
   spng_ctx_free(c);
   return out;
 }
+#endif
 
-double seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
+struct Totals {
+  double libpng = 0, fast = 0, spng = 0, megapixels = 0;
+  int fast_taken = 0, fast_same = 0, spng_same = 0;
+};
+
+void run_file(const std::vector<std::uint8_t>& bytes, int reps, Totals& t) {
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = Clock::now();
+    const vecbench::DecodeResult p = decode(bytes, false);
+    const auto t1 = Clock::now();
+    const vecbench::DecodeResult f = decode(bytes, true);
+    const auto t2 = Clock::now();
+#ifdef VECBENCH_WITH_SPNG
+    const std::vector<std::uint8_t> s = spng_rgb(bytes);
+#endif
+    const auto t3 = Clock::now();
+    if (r == 0) {
+      t.megapixels += static_cast<double>(p.image.width) * p.image.height / 1e6;
+      t.fast_taken += f.png_libdeflate;
+      t.fast_same += f.image.pixels == p.image.pixels;
+#ifdef VECBENCH_WITH_SPNG
+      t.spng_same += s == p.image.pixels;
+#endif
+      continue;
+    }
+    t.libpng += std::chrono::duration<double>(t1 - t0).count();
+    t.fast += std::chrono::duration<double>(t2 - t1).count();
+    t.spng += std::chrono::duration<double>(t3 - t2).count();
+  }
 }
 
 }  // namespace
@@ -57,30 +97,19 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s FILE.png... [--reps N]\n", argv[0]);
     return 1;
   }
-  double t_png = 0, t_spng = 0, megapixels = 0;
-  int identical = 0;
-  for (const char* path : files) {
-    const auto bytes = read_file(path);
-    for (int r = 0; r < reps; ++r) {
-      const auto t0 = std::chrono::steady_clock::now();
-      const vecbench::DecodeResult d = vecbench::decode_png(bytes.data(), bytes.size());
-      const auto t1 = std::chrono::steady_clock::now();
-      const std::vector<std::uint8_t> s = spng_rgb(bytes);
-      const auto t2 = std::chrono::steady_clock::now();
-      if (r == 0) {
-        megapixels += static_cast<double>(d.image.width) * d.image.height / 1e6;
-        identical += s == d.image.pixels;
-        continue;
-      }
-      t_png += seconds(t0, t1);
-      t_spng += seconds(t1, t2);
-    }
-  }
+  Totals t;
+  for (const char* path : files) run_file(read_file(path), reps, t);
   const double n = reps - 1;
   std::printf(
-      "files %zu (%.1f MP), identical RGB pixels %d; per pass: libpng %.3f s (%.1f MP/s), libspng %.3f s "
-      "(%.1f MP/s); libspng / libpng speed %.2fx\n",
-      files.size(), megapixels, identical, t_png / n, megapixels * n / t_png, t_spng / n, megapixels * n / t_spng,
-      t_png / t_spng);
-  return identical == static_cast<int>(files.size()) ? 0 : 2;
+      "files %zu (%.1f MP); per pass: libpng %.3f s (%.1f MP/s); fast path %.3f s (%.1f MP/s), took %d files, "
+      "pixels identical to libpng's %d; fast / libpng speed %.2fx\n",
+      files.size(), t.megapixels, t.libpng / n, t.megapixels * n / t.libpng, t.fast / n, t.megapixels * n / t.fast,
+      t.fast_taken, t.fast_same, t.libpng / t.fast);
+  bool same = t.fast_same == static_cast<int>(files.size());
+#ifdef VECBENCH_WITH_SPNG
+  std::printf("libspng %.3f s (%.1f MP/s), pixels identical to libpng's %d; libspng / libpng speed %.2fx\n", t.spng / n,
+              t.megapixels * n / t.spng, t.spng_same, t.libpng / t.spng);
+  same = same && t.spng_same == static_cast<int>(files.size());
+#endif
+  return same ? 0 : 2;
 }

@@ -11,6 +11,7 @@ PACKAGES=(
   libopenblas-dev liblapacke-dev  # FID/KID: CBLAS and LAPACKE (vecbench stats, vecbench fid)
   libopencv-dev python3-opencv opencv-doc   # decoding; opencv-doc ships the real sample photos
   libjpeg62-turbo-dev libpng-dev            # direct JPEG/PNG decoding (src/input/codec.cpp), the libraries OpenCV links
+  libdeflate-dev                # the PNG fast path's inflate (src/input/png_fast.cpp)
   libjpeg-turbo-progs           # djpeg: the reference for --decode tf's fast-IDCT pixels in the decode tests
   nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   python3-numpy python3-pil python3-matplotlib python3-jsonschema

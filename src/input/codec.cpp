@@ -15,6 +15,8 @@
 // pointer, so nothing is skipped or clobbered; buffers are allocated between the phases.
 #include "vecbench/input/codec.hpp"
 
+#include "vecbench/input/png_fast.hpp"
+
 #include <algorithm>
 #include <csetjmp>
 #include <cstdio>
@@ -508,6 +510,12 @@ DecodeResult decode_jpeg(const std::uint8_t* data, std::size_t size, const Codec
 
 DecodeResult decode_png(const std::uint8_t* data, std::size_t size, const CodecOptions& opt) {
   DecodeResult r;
+  png_fast::Layout fast;
+  if (opt.png_libdeflate && png_fast::parse(data, size, fast)) {
+    check_limit(fast.width, fast.height, opt.max_pixels);
+    r.png_libdeflate = png_fast::decode_rgb(fast, [&](int w, int h) { return output_buffer(opt, r, w, h); });
+    if (r.png_libdeflate) return r;
+  }
   PngJob job;
   job.data = data;
   job.size = data ? size : 0;

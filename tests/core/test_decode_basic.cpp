@@ -8,12 +8,15 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "vecbench/input/codec.hpp"
 #include "vecbench/input/decode_basic.hpp"
 #include "vecbench/input/image_files.hpp"
 #include "vecbench/input/inputs.hpp"
+#include "vecbench/testing/png_writer.hpp"
 #include "vecbench/testing/temp_dir.hpp"
 
 using namespace vecbench;
@@ -161,5 +164,99 @@ TEST(DecodeBasic, FileSourceReadsJpegAndPngWithoutOpenCv) {
     EXPECT_EQ(std::count(px.begin(), px.end(), -7.0f), 0) << src->name(i);
   }
 }
+
+#ifdef VECBENCH_PNG_LIBDEFLATE
+// The PNG fast path (png_fast.hpp) against libpng alone (CodecOptions::png_libdeflate = false):
+// for every file, the same pixels, or the same error, and the same warnings.
+namespace {
+
+using vecbench::testing::PngBytes;
+
+/// What decode_png makes of `f`: the error, or the size, warnings and pixels; `fast`: whether the
+/// fast path decoded it.
+std::string png_outcome(const PngBytes& f, bool libdeflate, bool* fast = nullptr) {
+  CodecOptions o;
+  o.png_libdeflate = libdeflate;
+  try {
+    const DecodeResult r = decode_png(f.data(), f.size(), o);
+    if (fast) *fast = r.png_libdeflate;
+    std::string s = std::to_string(r.image.width) + "x" + std::to_string(r.image.height) + " warnings " +
+                    std::to_string(r.warning_count) + ":";
+    for (const auto& w : r.warnings) s += " [" + w + "]";
+    return s + " pixels " + std::string(r.image.pixels.begin(), r.image.pixels.end());
+  } catch (const CodecError& e) {
+    if (fast) *fast = false;
+    return std::string("CodecError: ") + e.what();
+  }
+}
+
+vecbench::testing::PngSpec png_sample(int ct, int w, int h, unsigned seed) {
+  std::mt19937 rng(seed);
+  vecbench::testing::PngSpec s;
+  s.width = w;
+  s.height = h;
+  s.color_type = ct;
+  if (ct == 3)
+    for (int i = 0; i < 3 * 16; ++i) s.palette.push_back(static_cast<std::uint8_t>(rng()));
+  const std::size_t n = static_cast<std::size_t>(w) * h * vecbench::testing::png_channels(ct);
+  for (std::size_t i = 0; i < n; ++i)
+    s.samples.push_back(static_cast<std::uint8_t>(ct == 3 ? rng() % 16 : (i % 5 == 0 ? rng() : i / 3)));
+  return s;
+}
+
+}  // namespace
+
+TEST(DecodeBasic, PngFastPathDecodesTheSamplePhotosAsLibpng) {
+  if (!fs::is_directory(kSamples)) GTEST_SKIP() << kSamples << " missing (apt-get install opencv-doc)";
+  int fast_count = 0;
+  for (const auto& f : samples(".png", 1000)) {
+    const Bytes b = read_all(f);
+    CodecOptions on, off;
+    off.png_libdeflate = false;
+    const DecodeResult a = decode_png(b.data(), b.size(), on), c = decode_png(b.data(), b.size(), off);
+    EXPECT_FALSE(c.png_libdeflate);
+    fast_count += a.png_libdeflate;
+    EXPECT_EQ(a.image.width, c.image.width) << f;
+    EXPECT_EQ(a.image.height, c.image.height) << f;
+    EXPECT_TRUE(a.image.pixels == c.image.pixels) << f;
+    EXPECT_EQ(a.warnings, c.warnings) << f;
+  }
+  EXPECT_GE(fast_count, 20) << "the fast path took too few of the sample PNGs";
+}
+
+TEST(DecodeBasic, PngFastPathAgreesWithLibpngOnBrokenFiles) {
+  // Every kind of file the fast path leaves to libpng, and files with a byte changed (CRCs fixed,
+  // so the change reaches the image data): decode_png says what libpng alone says.
+  using namespace vecbench::testing;
+  int fast = 0, left = 0, failed = 0;
+  std::mt19937 rng(21);
+  for (int ct : {0, 2, 3, 4, 6}) {
+    const PngSpec s = png_sample(ct, 23, 11, static_cast<unsigned>(ct));
+    const PngBytes good = png_encode(s);
+    for (int i = 0; i < 80; ++i) {
+      PngBytes f = good;
+      f[8 + rng() % (f.size() - 8)] = static_cast<std::uint8_t>(rng());
+      if (i % 4 != 0) png_fix_crcs(f);  // 1 in 4 keeps its bad CRC
+      bool took = false;
+      const std::string want = png_outcome(f, false), got = png_outcome(f, true, &took);
+      ASSERT_EQ(got.substr(0, 300), want.substr(0, 300)) << "colour type " << ct << ", mutation " << i;
+      ASSERT_TRUE(got == want) << "colour type " << ct << ", mutation " << i;
+      (took ? fast : want.rfind("CodecError", 0) == 0 ? failed : left) += 1;
+    }
+  }
+  // The mutations reach all three outcomes: taken by the fast path, errors, and left to libpng.
+  EXPECT_GT(fast, 0);
+  EXPECT_GT(failed, 0);
+  EXPECT_GT(left, 0);
+  // A palette index past the palette (libpng 1.6.39 reads it as black, without a warning): left to
+  // libpng, same pixels.
+  PngSpec p = png_sample(3, 8, 8, 5);
+  p.palette.resize(3 * 4);
+  bool took = true;
+  const std::string w = png_outcome(png_encode(p), true, &took);
+  EXPECT_FALSE(took);
+  EXPECT_EQ(w, png_outcome(png_encode(p), false));
+}
+#endif  // VECBENCH_PNG_LIBDEFLATE
 
 #endif  // VECBENCH_WITH_CODEC

@@ -26,6 +26,7 @@
 #include "vecbench/input/decode.hpp"
 #include "vecbench/input/decode_basic.hpp"
 #include "vecbench/input/image_files.hpp"
+#include "vecbench/input/png_fast.hpp"
 #include "vecbench/testing/temp_dir.hpp"
 
 using namespace vecbench;
@@ -590,6 +591,10 @@ TEST(DecodeExact, PngKinds) {
           const std::string name = "PNG type " + std::to_string(type) + " depth " + std::to_string(depth) +
                                    (interlace ? " interlaced" : "") + (trns ? " tRNS" : "");
           expect_same_as_opencv(png, name);
+          // 8-bit, not interlaced: the libdeflate fast path (png_fast.hpp) made those pixels
+          EXPECT_EQ(decode_png(png.data(), png.size()).png_libdeflate,
+                    png_fast::available() && depth == 8 && !interlace)
+              << name;
           ++n;
         }
   EXPECT_EQ(n, 2 * (5 * 2 + 2 + 2 * 2 + 2 + 4 * 2));
@@ -602,8 +607,11 @@ TEST(DecodeExact, PngKinds) {
   bgr.convertTo(b16, CV_16U, 257.0, 77.0);  // low bytes matter: OpenCV keeps the high byte
   gray.convertTo(g16, CV_16U, 256.0, 200.0);
   for (const auto& [name, m] : std::vector<std::pair<std::string, cv::Mat>>{
-           {"gray", gray}, {"bgr", bgr}, {"bgra", bgra}, {"bgr16", b16}, {"gray16", g16}})
-    expect_same_as_opencv(encode(".png", m), "imwrite " + name);
+           {"gray", gray}, {"bgr", bgr}, {"bgra", bgra}, {"bgr16", b16}, {"gray16", g16}}) {
+    const Bytes png = encode(".png", m);
+    expect_same_as_opencv(png, "imwrite " + name);
+    EXPECT_EQ(decode_png(png.data(), png.size()).png_libdeflate, png_fast::available() && m.depth() == CV_8U) << name;
+  }
   // eXIf orientation, before or after the image data, both byte orders, both policies.
   const Bytes png = encode(".png", bgr);
   for (int orient = 0; orient <= 9; ++orient)

@@ -52,6 +52,9 @@ struct CodecOptions {
   /// default; false: the accurate one (JDCT_ISLOW), as OpenCV and PIL use.
   bool fast_idct = false;
   std::uint64_t max_pixels = 0;  ///< refuse images with more output pixels (0: no limit)
+  /// PNG only: the libdeflate fast path (png_fast.hpp) for the files it takes, with the same pixels;
+  /// false: libpng for every file (the tests compare the two).
+  bool png_libdeflate = true;
   /// Where the pixels go: called once, after the header and before any pixel is decoded, with
   /// the output size; returns `width * height * 3` bytes (rows packed) that outlive the call.
   /// Empty: into DecodeResult::image.pixels.
@@ -76,6 +79,7 @@ struct DecodeResult {
   std::vector<std::string> warnings;  ///< distinct warnings, at most 8
   std::size_t warning_count = 0;      ///< all data warnings, duplicates included
   int exif_orientation = 0;           ///< EXIF orientation as OpenCV 4.6 reads it (0: none); not applied
+  bool png_libdeflate = false;        ///< a PNG decoded by the fast path (png_fast.hpp), not libpng
 };
 
 /// Decodes a JPEG (baseline, progressive, arithmetic; gray, YCbCr, RGB, CMYK, YCCK) into RGB.
@@ -83,8 +87,9 @@ struct DecodeResult {
 DecodeResult decode_jpeg(const std::uint8_t* data, std::size_t size, const CodecOptions& opt = {});
 
 /// Decodes a PNG (any bit depth and colour type, tRNS, interlaced) into RGB: 16-bit samples keep
-/// their high byte, alpha is dropped, gray and palette are expanded. Throws CodecError or
-/// ImageTooLargeError.
+/// their high byte, alpha is dropped, gray and palette are expanded. The common 8-bit PNG goes
+/// through the libdeflate fast path where it is built in (`png_libdeflate`), everything else
+/// (and every error and warning) through libpng. Throws CodecError or ImageTooLargeError.
 DecodeResult decode_png(const std::uint8_t* data, std::size_t size, const CodecOptions& opt = {});
 
 /// The orientation (1-8, or another value as stored; 0 when absent or unreadable) in a TIFF-format
