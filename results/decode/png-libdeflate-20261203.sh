@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The PNG fast path (libdeflate) against the binary before it: decode only (--engine none) on the
 # whole-job benchmark's 100 photos and on its 33 PNGs, and the default command on the 100 photos
-# (whole process, GNU time), interleaved rounds in alternating order.
+# and the opt-in int8 and bf16 routes (whole process, GNU time), interleaved rounds in alternating
+# order.
 #   OLD=/tmp/wt-old/build/vecbench ROUNDS=9 bash results/decode/png-libdeflate-20261203.sh
 # Needs tools/bench_whole_job.sh's photo list (/tmp/vecbench-whole-job/photos100.txt).
 set -euo pipefail
@@ -10,6 +11,7 @@ NEW=${NEW:-./build/vecbench}
 ROUNDS=${ROUNDS:-9}
 LIST=${LIST:-/tmp/vecbench-whole-job/photos100.txt}
 MODEL=build/models/inception_tf2015_seed0.pt
+CAL=${CAL:-/tmp/vecbench-whole-job/int8-cal.json}  # tools/bench_whole_job.sh's calibration
 PNGS=$(mktemp)
 grep -i '\.png$' "$LIST" >"$PNGS"
 OUT=$(mktemp -d)
@@ -26,5 +28,7 @@ for r in $(seq "$ROUNDS"); do
     run decode-100 "$b" --images "$LIST" --engine none --decode-threads 1 --format none
     run decode-png33 "$b" --images "$PNGS" --engine none --decode-threads 1 --format none
     run default-100 "$b" --images "$LIST"
+    run int8-100 "$b" --images "$LIST" --precision int8 --calibration "$CAL"
+    run bf16-100 "$b" --images "$LIST" --precision bf16
   done
 done
