@@ -6,7 +6,7 @@
 #   - include/: the header-only libraries (nlohmann/json, CLI11, xxHash; Debian's, tools/setup.sh);
 #   - nvjpeg/: nvjpeg.h and libnvjpeg.so.13 from the nvidia-nvjpeg wheel of tools/cuda_build.sh's
 #     venv, in case the machine's CUDA and PyTorch wheels do not bring it;
-#   - codec/: libjpeg-turbo and libpng with their headers (Debian's libjpeg.so.62 and
+#   - codec/: libjpeg-turbo, libpng (and libdeflate, where set up) with their headers (Debian's libjpeg.so.62 and
 #     libpng16.so.16, and zlib's headers, which CMake's FindPNG wants): a build without OpenCV
 #     still reads JPEG and PNG files with them (VECBENCH_CODEC_ROOT);
 #   - jpegs/: real photos (opencv-doc's sample photos), from which the check makes its ~2,000
@@ -70,6 +70,14 @@ if [ "$codec_ok" = 1 ]; then
   for name in libjpeg.so libjpeg.so.62 libpng.so libpng16.so libpng16.so.16 libz.so libz.so.1; do
     [ -e "$LIB/$name" ] && cp -L "$LIB/$name" "$CODEC/lib/"
   done
+  # libdeflate, where set up (libdeflate-dev): the PNG fast path (src/input/png_fast.cpp); without
+  # it the GPU build decodes every PNG with libpng, same pixels.
+  if [ -e /usr/include/libdeflate.h ] && [ -e "$LIB/libdeflate.so" ]; then
+    cp -L /usr/include/libdeflate.h "$CODEC/include/"
+    for name in libdeflate.so libdeflate.so.0; do
+      [ -e "$LIB/$name" ] && cp -L "$LIB/$name" "$CODEC/lib/"
+    done
+  fi
 else
   say "skipped codec/: run tools/setup.sh (libjpeg62-turbo-dev, libpng-dev, zlib1g-dev); without it the"
   say "  GPU build reads no image files and the check's decode and verification stages fail"

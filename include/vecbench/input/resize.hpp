@@ -27,9 +27,29 @@ inline std::vector<Tap> resize_taps(int in, int out, ResizeMode mode) {
 }
 }  // namespace detail
 
+namespace detail {
+/// Source row `r` interpolated horizontally at the output columns `tx`, planar: o[c * out + x] =
+/// tl + (tr - tl) * fx, the first step of bilinear_blend (the same float operations in the same
+/// order, so that the result is bilinear_blend's bit for bit).
+inline void resize_row(const std::uint8_t* row, const std::vector<Tap>& tx, float* o) {
+  const std::size_t out = tx.size();
+  for (std::size_t x = 0; x < out; ++x) {
+    const Tap& b = tx[x];
+    const int l = b.lo * 3, r = b.hi * 3;
+    for (std::size_t c = 0; c < 3; ++c) {
+      const float a = row[l + static_cast<int>(c)], z = row[r + static_cast<int>(c)];
+      o[c * out + x] = fadd(a, fmul(fsub(z, a), b.frac));
+    }
+  }
+}
+}  // namespace detail
+
 /// Resizes an interleaved RGB uint8 image (h x w, `row_stride` bytes per row) to out x out and
 /// writes it planar (CHW) as float 0..255 into `dst` (3*out*out floats). Interpolates in float
-/// (detail::bilinear_blend; the CUDA kernel computes the same floats: resize_formula.hpp).
+/// (detail::bilinear_blend's operations; the CUDA kernel computes the same floats:
+/// resize_formula.hpp): each source row that an output row reads is interpolated across once and
+/// kept while the next output row reads it too (a downscale below 2x reads most rows twice), then
+/// the two rows are blended down each output row.
 inline void resize_rgb_to_chw(const std::uint8_t* src, int h, int w, std::size_t row_stride, int out, ResizeMode mode,
                               float* dst) {
   if (h <= 0 || w <= 0) throw Error("resize: empty image");
@@ -45,18 +65,27 @@ inline void resize_rgb_to_chw(const std::uint8_t* src, int h, int w, std::size_t
   }
   const auto ty = detail::resize_taps(h, out, mode);
   const auto tx = detail::resize_taps(w, out, mode);
+  const std::size_t n = static_cast<std::size_t>(out);
+  std::vector<float> cache(2 * 3 * n);
+  int held[2] = {-1, -1};  // the source rows in the cache's two slots
+  const auto fill = [&](int slot, int r) {
+    detail::resize_row(src + static_cast<std::size_t>(r) * row_stride, tx,
+                       cache.data() + static_cast<std::size_t>(slot) * 3 * n);
+    held[slot] = r;
+  };
   for (int y = 0; y < out; ++y) {
     const auto& a = ty[static_cast<std::size_t>(y)];
-    const std::uint8_t* r0 = src + static_cast<std::size_t>(a.lo) * row_stride;
-    const std::uint8_t* r1 = src + static_cast<std::size_t>(a.hi) * row_stride;
-    float* o = dst + static_cast<std::size_t>(y) * out;
-    for (int x = 0; x < out; ++x) {
-      const auto& b = tx[static_cast<std::size_t>(x)];
-      const int l = b.lo * 3, r = b.hi * 3;
-      for (int c = 0; c < 3; ++c) {
-        o[static_cast<std::size_t>(c) * plane + x] =
-            detail::bilinear_blend(r0[l + c], r0[r + c], r1[l + c], r1[r + c], b.frac, a.frac);
-      }
+    int lo = held[0] == a.lo ? 0 : held[1] == a.lo ? 1 : -1;
+    int hi = held[0] == a.hi ? 0 : held[1] == a.hi ? 1 : -1;
+    if (lo < 0) fill(lo = hi == 0 ? 1 : 0, a.lo);
+    if (hi < 0) fill(hi = a.hi == a.lo ? lo : 1 - lo, a.hi);
+    const float* top = cache.data() + static_cast<std::size_t>(lo) * 3 * n;
+    const float* bottom = cache.data() + static_cast<std::size_t>(hi) * 3 * n;
+    for (std::size_t c = 0; c < 3; ++c) {
+      float* o = dst + c * plane + static_cast<std::size_t>(y) * n;
+      const float* t = top + c * n;
+      const float* b = bottom + c * n;
+      for (std::size_t x = 0; x < n; ++x) o[x] = detail::fadd(t[x], detail::fmul(detail::fsub(b[x], t[x]), a.frac));
     }
   }
 }
