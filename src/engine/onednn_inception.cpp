@@ -37,11 +37,13 @@ using dnnl::memory;
 using tag = dnnl::memory::format_tag;
 using dt = dnnl::memory::data_type;
 using Args = std::unordered_map<int, memory>;
-/// One step of a forward pass: a oneDNN primitive, or a function of vecbench's own (`own`) that
-/// reads and writes the memories in `args` (listed for the arena's live ranges).
+/// One step of a forward pass: a oneDNN primitive (its descriptor, the primitive made once the
+/// network is built: Graph::make_primitives), or a function of vecbench's own (`own`) that reads
+/// and writes the memories in `args` (listed for the arena's live ranges).
 struct Op {
-  Op(dnnl::primitive p, Args a) : prim(std::move(p)), args(std::move(a)) {}
+  Op(dnnl::primitive_desc_base d, Args a) : pd(std::move(d)), args(std::move(a)) {}
   Op(std::function<void()> f, Args a) : own(std::move(f)), args(std::move(a)) {}
+  dnnl::primitive_desc_base pd;
   dnnl::primitive prim;
   std::function<void()> own;
   Args args;
@@ -226,7 +228,10 @@ struct Act {
 /// The primitives of one forward pass for one batch size, with their weights packed for them.
 class Graph {
  public:
-  Graph(const InceptionWeights& wts, const OneDnnOptions& opt, dnnl::engine& eng, int n, int threads)
+  /// `share` of `shares`: this replica's place among the replicas building the same network at
+  /// once (make_primitives).
+  Graph(const InceptionWeights& wts, const OneDnnOptions& opt, dnnl::engine& eng, int n, int threads, int share = 0,
+        int shares = 1)
       : wts_(wts), opt_(opt), eng_(eng), n_(n), threads_(std::max(1, threads)) {
     // One blocked layout for every activation: 16 channels per block where oneDNN runs AVX-512
     // code, 8 otherwise (AVX2). Every Inception-v3 channel count and concat offset is a multiple of 16.
@@ -249,6 +254,7 @@ class Graph {
     block_ = avx512 ? 16 : 8;
     own_winograd_ = opt.winograd && winograd::available(block_);
     build();
+    make_primitives(share, shares);
     arena_bytes_ = arena_.place(ops_);
     if (scratch_floats_) scratch_ = aligned_bytes(scratch_floats_ * sizeof(float) * static_cast<std::size_t>(threads_));
     ++g_builds;
@@ -256,6 +262,21 @@ class Graph {
 
   int batch() const { return n_; }
   std::size_t arena_bytes() const { return arena_bytes_; }
+
+  /// Makes the ops' primitives (oneDNN generates each one's code here: most of an int8 or bf16
+  /// start). Replicas building the same network at once share identical primitives through
+  /// oneDNN's primitive cache, where one waits while another generates; each starts at its own
+  /// share of the list, so that they generate different primitives side by side and then find
+  /// the rest in the cache.
+  void make_primitives(int share, int shares) {
+    const std::size_t n = ops_.size();
+    const std::size_t first =
+        shares > 1 ? n * static_cast<std::size_t>(share % shares) / static_cast<std::size_t>(shares) : 0;
+    for (std::size_t j = 0; j < n; ++j) {
+      Op& op = ops_[(first + j) % n];
+      if (!op.own) op.prim = dnnl::primitive(op.pd.get());
+    }
+  }
 
   void run(dnnl::stream& s, const float* in, float* out) {
     stream_ = &s;
@@ -380,11 +401,10 @@ class Graph {
       memory bias(pd.bias_desc(), eng_, const_cast<float*>(bias_data));  // f32, dense: the layer's own (int8: scaled)
       memory out = dense_dst ? arena_.add(pd.dst_desc(), eng_) : dst;
       ops_.emplace_back(
-          dnnl::convolution_forward(pd),
-          std::unordered_map<int, memory>{
-              {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, packed_w}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, out}});
+          pd, std::unordered_map<int, memory>{
+                  {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, packed_w}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, out}});
       if (dense_dst)
-        ops_.emplace_back(dnnl::reorder(out, dst),
+        ops_.emplace_back(dnnl::reorder::primitive_desc(out, dst),
                           std::unordered_map<int, memory>{{DNNL_ARG_FROM, out}, {DNNL_ARG_TO, dst}});
       return;
     }
@@ -506,7 +526,7 @@ class Graph {
       Act t = pool(alg, x, k, stride, pad);
       dnnl::primitive_attr attr;
       attr.set_output_scales(0, {x.scale / dst_scale});
-      ops_.emplace_back(dnnl::reorder(dnnl::reorder::primitive_desc(t.mem, dst, attr)),
+      ops_.emplace_back(dnnl::reorder::primitive_desc(t.mem, dst, attr),
                         std::unordered_map<int, memory>{{DNNL_ARG_FROM, t.mem}, {DNNL_ARG_TO, dst}});
       return true;
     }
@@ -528,10 +548,9 @@ class Graph {
       }
       if (is_reference(pd.impl_info_str()) && (!dense_dst || relu)) continue;
       memory out = dense_dst ? arena_.add(pd.dst_desc(), eng_) : dst;
-      ops_.emplace_back(dnnl::pooling_forward(pd),
-                        std::unordered_map<int, memory>{{DNNL_ARG_SRC, x.mem}, {DNNL_ARG_DST, out}});
+      ops_.emplace_back(pd, std::unordered_map<int, memory>{{DNNL_ARG_SRC, x.mem}, {DNNL_ARG_DST, out}});
       if (dense_dst)
-        ops_.emplace_back(dnnl::reorder(out, dst),
+        ops_.emplace_back(dnnl::reorder::primitive_desc(out, dst),
                           std::unordered_map<int, memory>{{DNNL_ARG_FROM, out}, {DNNL_ARG_TO, dst}});
       return true;
     }
@@ -691,7 +710,7 @@ class Graph {
       x = new_point("Conv2d_1a_3x3", y.c, y.h, y.w);
       dnnl::primitive_attr attr;
       if (int8()) attr.set_output_scales(0, {1.0f / x.scale});
-      ops_.emplace_back(dnnl::reorder(dnnl::reorder::primitive_desc(y.mem, x.mem, attr)),
+      ops_.emplace_back(dnnl::reorder::primitive_desc(y.mem, x.mem, attr),
                         std::unordered_map<int, memory>{{DNNL_ARG_FROM, y.mem}, {DNNL_ARG_TO, x.mem}});
     }
     x = conv("Conv2d_2a_3x3", x, 1, 0);
@@ -715,7 +734,7 @@ class Graph {
       Act f = new_act(x.c, x.h, x.w);
       dnnl::primitive_attr attr;
       attr.set_output_scales(0, {x.scale});
-      ops_.emplace_back(dnnl::reorder(dnnl::reorder::primitive_desc(x.mem, f.mem, attr)),
+      ops_.emplace_back(dnnl::reorder::primitive_desc(x.mem, f.mem, attr),
                         std::unordered_map<int, memory>{{DNNL_ARG_FROM, x.mem}, {DNNL_ARG_TO, f.mem}});
       x = f;
     }
@@ -724,10 +743,9 @@ class Graph {
     dnnl::pooling_forward::desc d(dnnl::prop_kind::forward_inference, algorithm::pooling_avg_include_padding,
                                   x.mem.get_desc(), g.mem.get_desc(), {1, 1}, {x.h, x.w}, {0, 0}, {0, 0});
     dnnl::pooling_forward::primitive_desc pd(d, eng_);
-    ops_.emplace_back(dnnl::pooling_forward(pd),
-                      std::unordered_map<int, memory>{{DNNL_ARG_SRC, x.mem}, {DNNL_ARG_DST, g.mem}});
+    ops_.emplace_back(pd, std::unordered_map<int, memory>{{DNNL_ARG_SRC, x.mem}, {DNNL_ARG_DST, g.mem}});
     out_user_ = memory({{n_, x.c, 1, 1}, dt::f32, tag::nchw}, eng_, DNNL_MEMORY_NONE);
-    ops_.emplace_back(dnnl::reorder(g.mem, out_user_),
+    ops_.emplace_back(dnnl::reorder::primitive_desc(g.mem, out_user_),
                       std::unordered_map<int, memory>{{DNNL_ARG_FROM, g.mem}, {DNNL_ARG_TO, out_user_}});
   }
 
@@ -800,7 +818,7 @@ class OneDnnInception : public Model {
     pad_in_.clear();
     pad_out_.clear();
     try {
-      graph_ = std::make_unique<Graph>(*w_, opt_, eng_, n, dev_.threads);
+      graph_ = std::make_unique<Graph>(*w_, opt_, eng_, n, dev_.threads, dev_.virtual_index, dev_.virtual_count);
     } catch (const dnnl::error& e) {
       throw ReplicaError(w_->source + ": building the oneDNN network failed: " + e.what());
     }
