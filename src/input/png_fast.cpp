@@ -4,23 +4,30 @@
 // no kept warning, and gets the same pixels:
 // - signature, then IHDR (13 bytes; width and height 1..1,000,000, libpng's default user limits;
 //   8-bit; compression, filter method 0; not interlaced); every chunk type four ASCII letters;
-//   every chunk within the file and at most 8,000,000 bytes (libpng's default chunk limit, fatal
-//   over it); every chunk's CRC (libpng: fatal for critical chunks, a dropped warning otherwise);
+//   every chunk within the file and at most 8,000,000 bytes (libpng's default chunk limit: an
+//   unprefixed warning or an error over it); every chunk's CRC (libpng: fatal for critical chunks,
+//   a dropped warning otherwise);
 // - critical chunks IHDR (once), PLTE (palette images only, once, before IDAT, 1-256 entries),
-//   IDAT (consecutive), IEND (empty); any other critical chunk is libpng's "unknown critical
-//   chunk"; ancillary chunks other than eXIf (EXIF orientation) and APNG's acTL/fcTL/fdAT change
-//   no pixel under strip_alpha and no kept warning (codec.cpp drops ancillary-chunk warnings);
+//   IDAT (consecutive, 2 bytes at least), IEND (empty); any other critical chunk is libpng's
+//   "unknown critical chunk"; ancillary chunks: those that change no pixel under strip_alpha and
+//   whose warnings libpng prefixes with the chunk's name (dropped by codec.cpp), and those libpng
+//   does not know (read_chunk);
 // - the zlib stream: deflate with a 32 KiB window, or a smaller one no smaller than the image's
 //   bytes (libpng takes the window from the header, and zlib refuses a distance past it; libdeflate
 //   does not look), no preset dictionary, exactly the image's bytes, its Adler-32, and no data
 //   after its end;
 // - filter bytes 0-4, palette indices below the palette's length.
+// One difference is left: libdeflate decodes a few deflate streams that zlib refuses, which use
+// codes the format reserves (more than 286 length or 30 distance codes in a block's header, length
+// symbols 286-287, distance codes 30-31). No encoder writes them; a crafted file with them is
+// decoded here where libpng would fail it.
 #include "vecbench/input/png_fast.hpp"
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 
 #ifdef VECBENCH_PNG_LIBDEFLATE
 #include <libdeflate.h>
@@ -31,7 +38,12 @@
 
 namespace vecbench::png_fast {
 
-#ifdef VECBENCH_PNG_LIBDEFLATE
+// The pixel stores below put bytes through 32-bit values: little-endian hosts only (x86-64, ARM64).
+#if defined(VECBENCH_PNG_LIBDEFLATE) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define VECBENCH_PNG_FAST 1
+#endif
+
+#ifdef VECBENCH_PNG_FAST
 
 namespace {
 
@@ -49,10 +61,11 @@ std::uint32_t tag(const char* s) { return be32(reinterpret_cast<const std::uint8
 /// A thread's scratch buffer, uninitialized, kept between images up to kKeepBufferBytes.
 class Scratch {
  public:
+  /// n bytes, or nullptr when there is no memory for them (libpng's path streams rows instead).
   std::uint8_t* get(std::size_t n) {
     if (n > size_) {
-      buf_.reset(new std::uint8_t[n]);
-      size_ = n;
+      buf_.reset(new (std::nothrow) std::uint8_t[n]);
+      size_ = buf_ ? n : 0;
     }
     return buf_.get();
   }
@@ -131,7 +144,25 @@ bool read_chunk(std::uint32_t type, const std::uint8_t* d, std::uint32_t len, La
   }
   const bool critical = (type >> 29 & 1) == 0;  // first letter upper case
   if (critical) return false;                   // another IHDR, or a critical chunk libpng does not know
-  return type != tag("eXIf") && type != tag("acTL") && type != tag("fcTL") && type != tag("fdAT");
+  // libpng reads these ancillary chunks with no warning but prefixed ones ("gAMA: ...", dropped by
+  // codec.cpp) and changes no pixel of ours with them.
+  for (const char* ok : {"bKGD", "cHRM", "gAMA", "iCCP", "pHYs", "sBIT", "sRGB", "tEXt"})
+    if (type == tag(ok)) return true;
+  // png_set_tIME and png_set_tRNS warn without the chunk's name (kept warnings): "Ignoring invalid
+  // time value", "tRNS chunk has out-of-range samples for bit_depth" (gray and RGB, 8 bits).
+  if (type == tag("tIME"))
+    return len == 7 && d[2] >= 1 && d[2] <= 12 && d[3] >= 1 && d[3] <= 31 && d[4] <= 23 && d[5] <= 59 && d[6] <= 60;
+  if (type == tag("tRNS")) {
+    if (l.color_type == 0) return len == 2 && d[0] == 0;
+    if (l.color_type == 2) return len == 6 && d[0] == 0 && d[2] == 0 && d[4] == 0;
+    return true;
+  }
+  // The others libpng knows: eXIf (EXIF orientation, read on libpng's path), APNG's (Debian's
+  // libpng reads them), sPLT (its handler can warn unprefixed) and the rarely seen hIST, oFFs,
+  // pCAL, sCAL, iTXt and zTXt. A chunk libpng does not know it discards silently.
+  for (const char* known : {"eXIf", "acTL", "fcTL", "fdAT", "sPLT", "hIST", "oFFs", "pCAL", "sCAL", "iTXt", "zTXt"})
+    if (type == tag(known)) return false;
+  return true;
 }
 
 // ---- Unfiltering (PNG specification, section 9) ---------------------------------------------------
@@ -263,9 +294,11 @@ void row_to_rgb(const Layout& l, const std::uint32_t* palette4, const std::uint8
 
 /// Inflates `l`'s IDAT data into `raw` (l.raw_bytes()): exactly that many bytes, all input used.
 bool inflate(const Layout& l, std::uint8_t* raw, Scratch& joined) {
+  if (l.idat_bytes < 2) return false;
   const std::uint8_t* in = l.idat.front().first;
   if (l.idat.size() > 1) {
     std::uint8_t* j = joined.get(l.idat_bytes);
+    if (!j) return false;
     std::size_t at = 0;
     for (const auto& c : l.idat) {
       if (c.second > 0) std::memcpy(j + at, c.first, c.second);
@@ -276,13 +309,12 @@ bool inflate(const Layout& l, std::uint8_t* raw, Scratch& joined) {
   // Deflate with a window libpng (which takes it from the header) could not have exceeded: 32 KiB,
   // or one at least as large as the whole image (libpng's writer picks such small windows).
   const int cinfo = in[0] >> 4;
-  if (l.idat_bytes < 2 || (in[0] & 15) != 8 || cinfo > 7 ||
-      (cinfo < 7 && l.raw_bytes() > (std::size_t{1} << (cinfo + 8))))
-    return false;
+  if ((in[0] & 15) != 8 || cinfo > 7 || (cinfo < 7 && l.raw_bytes() > (std::size_t{1} << (cinfo + 8)))) return false;
   thread_local std::unique_ptr<libdeflate_decompressor, Freer> d(libdeflate_alloc_decompressor());
   if (!d) return false;
   std::size_t used = 0;
-  const auto rc = libdeflate_zlib_decompress_ex(d.get(), in, l.idat_bytes, raw, l.raw_bytes(), &used, nullptr);
+  const auto rc = libdeflate_zlib_decompress_ex(d.get(), in, l.idat_bytes, raw, static_cast<std::size_t>(l.raw_bytes()),
+                                                &used, nullptr);
   return rc == LIBDEFLATE_SUCCESS && used == l.idat_bytes;
 }
 
@@ -310,7 +342,7 @@ bool parse(const std::uint8_t* data, std::size_t size, Layout& l) {
     }
     p += 12 + std::size_t{len};
   }
-  return l.raw_bytes() <= kMaxRawBytes;
+  return l.idat_bytes >= 2 && l.raw_bytes() <= kMaxRawBytes;
 }
 
 bool decode_rgb(const Layout& l, const std::function<std::uint8_t*(int, int)>& allocate) {
@@ -321,12 +353,12 @@ bool decode_rgb(const Layout& l, const std::function<std::uint8_t*(int, int)>& a
       joined_buf.trim();
     }
   } trim;
-  std::uint8_t* raw = raw_buf.get(l.raw_bytes());
-  if (!inflate(l, raw, joined_buf)) return false;
+  std::uint8_t* raw = raw_buf.get(static_cast<std::size_t>(l.raw_bytes()));
+  std::uint8_t* zeros = zero_buf.get(std::size_t{l.width} * l.channels);
+  if (!raw || !zeros || !inflate(l, raw, joined_buf)) return false;
   const std::size_t n = std::size_t{l.width} * l.channels, stride = n + 1, out_stride = 3 * std::size_t{l.width};
   for (std::size_t y = 0; y < l.height; ++y)
     if (raw[y * stride] > 4) return false;  // libpng: "bad adaptive filter value"
-  std::uint8_t* zeros = zero_buf.get(n);
   std::memset(zeros, 0, n);
   const auto unfilter_at = [&](std::size_t y) {
     std::uint8_t* row = raw + y * stride;
@@ -353,7 +385,7 @@ bool decode_rgb(const Layout& l, const std::function<std::uint8_t*(int, int)>& a
   return true;
 }
 
-#else  // built without libdeflate: every PNG goes through libpng
+#else  // built without libdeflate (or big-endian): every PNG goes through libpng
 
 bool available() { return false; }
 bool parse(const std::uint8_t*, std::size_t, Layout&) { return false; }

@@ -248,6 +248,56 @@ TEST(DecodeBasic, PngFastPathAgreesWithLibpngOnBrokenFiles) {
   EXPECT_GT(fast, 0);
   EXPECT_GT(failed, 0);
   EXPECT_GT(left, 0);
+  // Ancillary chunks, valid and not (libpng reads some with warnings it prefixes with the chunk's
+  // name, which are dropped, and some, such as tIME's and tRNS's range checks, without), empty IDAT
+  // chunks, a small zlib window: decode_png says what libpng alone says, fast path or not.
+  const PngSpec rgb = png_sample(2, 9, 7, 30), gray = png_sample(0, 9, 7, 31), pal = png_sample(3, 9, 7, 32);
+  std::vector<std::pair<PngSpec, std::vector<PngChunkSpec>>> cases = {
+      {rgb, {{"tIME", {0x07, 0xE8, 1, 2, 3, 4, 5}}}},
+      {rgb, {{"tIME", {0x07, 0xE8, 13, 2, 3, 4, 5}}}},
+      {rgb, {{"tIME", {0x07, 0xE8, 0, 2, 3, 4, 5}}}},
+      {rgb, {{"tIME", {0x07, 0xE8, 12, 0, 3, 4, 5}}}},
+      {rgb, {{"tIME", {0x07, 0xE8, 12, 31, 24, 4, 5}}}},
+      {rgb, {{"tIME", {0x07, 0xE8, 12, 31, 23, 60, 5}}}},
+      {rgb, {{"tIME", {0x07, 0xE8, 12, 31, 23, 59, 60}}}},
+      {rgb, {{"tIME", {0x07, 0xE8, 12, 31, 23, 59, 61}}}},
+      {rgb, {{"tIME", {0x07, 0xE8, 1, 2, 3, 4}}}},
+      {rgb, {{"tRNS", {0, 1, 0, 2, 0, 3}}}},
+      {rgb, {{"tRNS", {1, 1, 0, 2, 0, 3}}}},
+      {gray, {{"tRNS", {1, 0}}}},
+      {gray, {{"tRNS", {0, 255}}}},
+      {gray, {{"tRNS", {0, 255, 0}}}},
+      {pal, {{"tRNS", {1, 2, 3}}}},
+      {pal, {{"tRNS", PngBytes(40, 9)}}},
+      {rgb, {{"sPLT", {'p', 0, 8}}}},
+      {rgb, {{"pHYs", PngBytes(9, 1)}}},
+      {rgb, {{"pHYs", PngBytes(5, 1)}}},
+      {rgb, {{"gAMA", {0, 0, 0, 0}}}},
+      {rgb, {{"cHRM", PngBytes(32, 0)}}},
+      {rgb, {{"sRGB", {9}}}},
+      {rgb, {{"iCCP", {'x', 0, 0, 1, 2, 3}}}},
+      {rgb, {{"bKGD", {1, 0, 0, 0, 0, 0}}}},
+      {gray, {{"bKGD", {1, 0}}}},
+      {rgb, {{"sBIT", {9, 9, 9}}}},
+      {rgb, {{"tEXt", {}}}},
+      {rgb, {{"zTXt", {'k', 0, 0, 1, 2}}}},
+      {rgb, {{"vpAg", {1}}}},
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    PngSpec s = cases[i].first;
+    s.before_idat = cases[i].second;
+    const PngBytes f = png_encode(s);
+    EXPECT_EQ(png_outcome(f, true), png_outcome(f, false)) << "case " << i << ": " << s.before_idat[0].type;
+  }
+  PngSpec two_empty = rgb;
+  two_empty.after_idat = {{"IDAT", {}}};
+  EXPECT_EQ(png_outcome(png_file(two_empty, {}), true), png_outcome(png_file(two_empty, {}), false));
+  PngBytes z = png_zlib(png_filter_rows(rgb));  // CMF 0x48: a 4 KiB window over 196 bytes of image
+  z[0] = 0x48;
+  z[1] = static_cast<std::uint8_t>((z[1] & 0xE0) + (31 - (0x48 * 256 + (z[1] & 0xE0)) % 31) % 31);
+  bool small_window = false;
+  EXPECT_EQ(png_outcome(png_file(rgb, z), true, &small_window), png_outcome(png_file(rgb, z), false));
+  EXPECT_TRUE(small_window);
   // A palette index past the palette (libpng 1.6.39 reads it as black, without a warning): left to
   // libpng, same pixels.
   PngSpec p = png_sample(3, 8, 8, 5);

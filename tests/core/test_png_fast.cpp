@@ -98,7 +98,7 @@ TEST(PngFast, ManyIdatChunksAndAncillaryChunksAreRead) {
   PngSpec s = image(6, 50, 30, 7);
   s.idat_chunk = 1;  // one byte of zlib data per IDAT chunk
   s.before_idat = {{"pHYs", PngBytes(9, 1)}, {"tEXt", {'k', 0, 'v'}}, {"gAMA", {0, 0, 0xB1, 0x8F}}, {"prVt", {1, 2}}};
-  s.after_idat = {{"tIME", PngBytes(7, 0)}, {"zzZz", {}}};
+  s.after_idat = {{"tEXt", {'k', 0}}, {"zzZz", {}}};  // zzZz: a chunk libpng does not know
   const auto px = fast(png_encode(s));
   ASSERT_TRUE(px.has_value());
   EXPECT_EQ(*px, png_expected_rgb(s));
@@ -175,6 +175,15 @@ TEST(PngFast, LeavesUnusualChunksToLibpng) {
   EXPECT_FALSE(with(s, {{"IHDR", PngBytes(13, 1)}})) << "second IHDR";
   EXPECT_FALSE(with(s, {{"PLTE", {1, 2, 3}}})) << "PLTE in an RGBA image";
   EXPECT_FALSE(with(s, {{"te1t", {}}})) << "chunk type not letters";
+  // Ancillary chunks whose libpng handlers can warn without the chunk's name (kept warnings)
+  EXPECT_FALSE(with(s, {}, {{"tIME", PngBytes(7, 0)}})) << "tIME (month 0: 'Ignoring invalid time value')";
+  EXPECT_TRUE(with(s, {}, {{"tIME", {0x07, 0xE8, 12, 3, 23, 59, 60}}}).has_value()) << "a valid tIME";
+  EXPECT_FALSE(with(s, {{"sPLT", {'p', 0, 8}}})) << "sPLT";
+  EXPECT_FALSE(with(s, {{"zTXt", {'k', 0, 0, 1}}})) << "zTXt";
+  PngSpec rgb = image(2, 5, 4, 14);
+  EXPECT_FALSE(with(rgb, {{"tRNS", {1, 0, 0, 0, 0, 0}}})) << "tRNS in an RGB image (sample 256)";
+  EXPECT_TRUE(with(rgb, {{"tRNS", {0, 255, 0, 0, 0, 7}}}).has_value()) << "tRNS in an RGB image, in range";
+  EXPECT_TRUE(with(rgb, {{"gAMA", {0, 0, 0xB1, 0x8F}}, {"sRGB", {9}}, {"bKGD", {1, 2, 3, 4, 5, 6}}}).has_value());
   EXPECT_TRUE(with(s, {}, {{"IDAT", {}}}).has_value()) << "an empty IDAT chunk last";
   EXPECT_FALSE(with(s, {}, {{"tEXt", {'a', 0}}, {"IDAT", {}}})) << "IDAT chunks apart";
   PngSpec p = image(3, 8, 8, 11);
@@ -186,6 +195,11 @@ TEST(PngFast, LeavesUnusualChunksToLibpng) {
   EXPECT_TRUE(fast(png_encode(p)).has_value());
   p.palette.clear();
   EXPECT_FALSE(fast(png_encode(p))) << "no PLTE";
+  // IDAT chunks with no data at all (not even a zlib header): nothing to read, never a null buffer
+  PngSpec empty = s;
+  empty.after_idat = {{"IDAT", {}}};
+  EXPECT_FALSE(fast(png_file(empty, {}))) << "two empty IDAT chunks";
+  EXPECT_FALSE(fast(png_file(s, {}))) << "one empty IDAT chunk";
   // a bad CRC on an ancillary chunk: libpng drops it with a warning; left to libpng all the same
   PngSpec t = s;
   t.before_idat = {{"tEXt", {'a', 0, 'b'}}};

@@ -5,7 +5,9 @@
 // anything else (another bit depth, interlacing, eXIf, APNG chunks, a chunk out of order or over
 // libpng's length limit, a CRC or Adler-32 mismatch, extra or missing image data, a bad filter
 // byte, a palette index past the palette) is left to libpng, whose errors and warnings stay the
-// ones the user sees. Built where CMake finds libdeflate (VECBENCH_PNG_LIBDEFLATE).
+// ones the user sees (one exception: a crafted deflate stream with codes the format reserves,
+// which libdeflate decodes and zlib refuses; png_fast.cpp). Built where CMake finds libdeflate
+// (VECBENCH_PNG_LIBDEFLATE), on little-endian hosts.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -25,8 +27,11 @@ struct Layout {
   std::uint8_t palette[256 * 3] = {};
   std::vector<std::pair<const std::uint8_t*, std::size_t>> idat;  ///< the IDAT chunks' data, in order
   std::size_t idat_bytes = 0;
-  /// Bytes of the inflated image: height rows of one filter byte and width * channels samples.
-  std::size_t raw_bytes() const { return static_cast<std::size_t>(height) * (1 + std::size_t{width} * channels); }
+  /// Bytes of the inflated image: height rows of one filter byte and width * channels samples (in
+  /// 64 bits: parse() refuses more than 256 MiB).
+  std::uint64_t raw_bytes() const {
+    return std::uint64_t{height} * (1 + std::uint64_t{width} * static_cast<std::uint64_t>(channels));
+  }
 };
 
 /// True where the fast path is built in (libdeflate found at build time).
