@@ -190,20 +190,6 @@ std::string png_outcome(const PngBytes& f, bool libdeflate, bool* fast = nullptr
   }
 }
 
-vecbench::testing::PngSpec png_sample(int ct, int w, int h, unsigned seed) {
-  std::mt19937 rng(seed);
-  vecbench::testing::PngSpec s;
-  s.width = w;
-  s.height = h;
-  s.color_type = ct;
-  if (ct == 3)
-    for (int i = 0; i < 3 * 16; ++i) s.palette.push_back(static_cast<std::uint8_t>(rng()));
-  const std::size_t n = static_cast<std::size_t>(w) * h * vecbench::testing::png_channels(ct);
-  for (std::size_t i = 0; i < n; ++i)
-    s.samples.push_back(static_cast<std::uint8_t>(ct == 3 ? rng() % 16 : (i % 5 == 0 ? rng() : i / 3)));
-  return s;
-}
-
 }  // namespace
 
 TEST(DecodeBasic, PngFastPathDecodesTheSamplePhotosAsLibpng) {
@@ -231,7 +217,7 @@ TEST(DecodeBasic, PngFastPathAgreesWithLibpngOnBrokenFiles) {
   int fast = 0, left = 0, failed = 0;
   std::mt19937 rng(21);
   for (int ct : {0, 2, 3, 4, 6}) {
-    const PngSpec s = png_sample(ct, 23, 11, static_cast<unsigned>(ct));
+    const PngSpec s = png_random_spec(ct, 23, 11, static_cast<unsigned>(ct));
     const PngBytes good = png_encode(s);
     for (int i = 0; i < 80; ++i) {
       PngBytes f = good;
@@ -251,7 +237,8 @@ TEST(DecodeBasic, PngFastPathAgreesWithLibpngOnBrokenFiles) {
   // Ancillary chunks, valid and not (libpng reads some with warnings it prefixes with the chunk's
   // name, which are dropped, and some, such as tIME's and tRNS's range checks, without), empty IDAT
   // chunks, a small zlib window: decode_png says what libpng alone says, fast path or not.
-  const PngSpec rgb = png_sample(2, 9, 7, 30), gray = png_sample(0, 9, 7, 31), pal = png_sample(3, 9, 7, 32);
+  const PngSpec rgb = png_random_spec(2, 9, 7, 30), gray = png_random_spec(0, 9, 7, 31),
+                pal = png_random_spec(3, 9, 7, 32);
   std::vector<std::pair<PngSpec, std::vector<PngChunkSpec>>> cases = {
       {rgb, {{"tIME", {0x07, 0xE8, 1, 2, 3, 4, 5}}}},
       {rgb, {{"tIME", {0x07, 0xE8, 13, 2, 3, 4, 5}}}},
@@ -292,16 +279,15 @@ TEST(DecodeBasic, PngFastPathAgreesWithLibpngOnBrokenFiles) {
   PngSpec two_empty = rgb;
   two_empty.after_idat = {{"IDAT", {}}};
   EXPECT_EQ(png_outcome(png_file(two_empty, {}), true), png_outcome(png_file(two_empty, {}), false));
-  PngBytes z = png_zlib(png_filter_rows(rgb));  // CMF 0x48: a 4 KiB window over 196 bytes of image
-  z[0] = 0x48;
-  z[1] = static_cast<std::uint8_t>((z[1] & 0xE0) + (31 - (0x48 * 256 + (z[1] & 0xE0)) % 31) % 31);
+  const PngBytes z = png_with_cmf(png_zlib(png_filter_rows(rgb)), 0x48);  // a 4 KiB window over 196 bytes of image
   bool small_window = false;
   EXPECT_EQ(png_outcome(png_file(rgb, z), true, &small_window), png_outcome(png_file(rgb, z), false));
   EXPECT_TRUE(small_window);
   // A palette index past the palette (libpng 1.6.39 reads it as black, without a warning): left to
   // libpng, same pixels.
-  PngSpec p = png_sample(3, 8, 8, 5);
+  PngSpec p = png_random_spec(3, 8, 8, 5);
   p.palette.resize(3 * 4);
+  p.samples[0] = 4;
   bool took = true;
   const std::string w = png_outcome(png_encode(p), true, &took);
   EXPECT_FALSE(took);

@@ -20,24 +20,6 @@ using namespace vecbench::testing;
 
 namespace {
 
-/// A w x h image of colour type `ct`: smooth areas (back-references, small residuals) and noise.
-PngSpec image(int ct, int w, int h, unsigned seed) {
-  std::mt19937 rng(seed);
-  PngSpec s;
-  s.width = w;
-  s.height = h;
-  s.color_type = ct;
-  const int entries = 1 + static_cast<int>(rng() % 256);
-  if (ct == 3)
-    for (int i = 0; i < 3 * entries; ++i) s.palette.push_back(static_cast<std::uint8_t>(rng()));
-  const std::size_t n = static_cast<std::size_t>(w) * h * png_channels(ct);
-  for (std::size_t i = 0; i < n; ++i) {
-    const unsigned v = (i / 7) % 3 == 0 ? rng() : static_cast<unsigned>(i * 3 + i / 97);
-    s.samples.push_back(static_cast<std::uint8_t>(ct == 3 ? v % static_cast<unsigned>(entries) : v));
-  }
-  return s;
-}
-
 /// png_fast's pixels, or nothing when it leaves the file to libpng; `allocate` must be called
 /// once, with the image's size, exactly when it takes the file.
 std::optional<PngBytes> fast(const PngBytes& file) {
@@ -84,7 +66,7 @@ TEST(PngFast, EveryColourTypeAndFilterGivesLibpngsPixels) {
   for (int ct : {0, 2, 3, 4, 6})
     for (int filter = -1; filter <= 4; ++filter)
       for (auto [w, h] : {std::pair{1, 1}, {2, 3}, {31, 17}, {64, 40}}) {
-        PngSpec s = image(ct, w, h, static_cast<unsigned>(ct * 100 + filter * 10 + w));
+        PngSpec s = png_random_spec(ct, w, h, static_cast<unsigned>(ct * 100 + filter * 10 + w));
         if (filter >= 0) s.filters = {filter};  // else every filter, row by row
         SCOPED_TRACE("colour type " + std::to_string(ct) + ", filter " + std::to_string(filter) + ", " +
                      std::to_string(w) + "x" + std::to_string(h));
@@ -95,7 +77,7 @@ TEST(PngFast, EveryColourTypeAndFilterGivesLibpngsPixels) {
 }
 
 TEST(PngFast, ManyIdatChunksAndAncillaryChunksAreRead) {
-  PngSpec s = image(6, 50, 30, 7);
+  PngSpec s = png_random_spec(6, 50, 30, 7);
   s.idat_chunk = 1;  // one byte of zlib data per IDAT chunk
   s.before_idat = {{"pHYs", PngBytes(9, 1)}, {"tEXt", {'k', 0, 'v'}}, {"gAMA", {0, 0, 0xB1, 0x8F}}, {"prVt", {1, 2}}};
   s.after_idat = {{"tEXt", {'k', 0}}, {"zzZz", {}}};  // zzZz: a chunk libpng does not know
@@ -103,13 +85,13 @@ TEST(PngFast, ManyIdatChunksAndAncillaryChunksAreRead) {
   ASSERT_TRUE(px.has_value());
   EXPECT_EQ(*px, png_expected_rgb(s));
   // tRNS changes no RGB value under strip_alpha
-  PngSpec p = image(3, 20, 20, 8);
+  PngSpec p = png_random_spec(3, 20, 20, 8);
   p.before_idat = {{"tRNS", {0, 128, 255}}};
   EXPECT_EQ(fast(png_encode(p)), png_expected_rgb(p));
 }
 
 TEST(PngFast, LeavesToLibpngWhatItDoesNotTake) {
-  const PngSpec s = image(2, 40, 20, 9);
+  const PngSpec s = png_random_spec(2, 40, 20, 9);
   const PngBytes good = png_encode(s);
   ASSERT_TRUE(fast(good).has_value());
   const auto edit = [&](const std::string& type, std::size_t offset, std::uint8_t value, bool crc) {
@@ -132,9 +114,7 @@ TEST(PngFast, LeavesToLibpngWhatItDoesNotTake) {
   // The zlib window in the header (libpng takes it from there): below the image's 2,420 bytes, left
   // to libpng (zlib refuses a distance past it); at least as large, taken.
   const auto window = [&](std::uint8_t cmf) {
-    PngBytes w = z;
-    w[0] = cmf;
-    w[1] = static_cast<std::uint8_t>((w[1] & 0xE0) + (31 - (cmf * 256 + (w[1] & 0xE0)) % 31) % 31);  // FCHECK
+    const PngBytes w = png_with_cmf(z, cmf);
     EXPECT_EQ((w[0] * 256 + w[1]) % 31, 0);
     return png_file(s, w);
   };
@@ -166,7 +146,7 @@ TEST(PngFast, LeavesUnusualChunksToLibpng) {
     s.after_idat = std::move(after);
     return fast(png_encode(s));
   };
-  const PngSpec s = image(6, 12, 9, 10);
+  const PngSpec s = png_random_spec(6, 12, 9, 10);
   EXPECT_TRUE(with(s, {{"tEXt", {'a', 0}}}).has_value());
   EXPECT_FALSE(with(s, {{"eXIf", {'M', 'M', 0, 42}}})) << "EXIF orientation: libpng's path reads it";
   EXPECT_FALSE(with(s, {}, {{"eXIf", {'I', 'I', 42, 0}}})) << "eXIf after the image";
@@ -180,13 +160,13 @@ TEST(PngFast, LeavesUnusualChunksToLibpng) {
   EXPECT_TRUE(with(s, {}, {{"tIME", {0x07, 0xE8, 12, 3, 23, 59, 60}}}).has_value()) << "a valid tIME";
   EXPECT_FALSE(with(s, {{"sPLT", {'p', 0, 8}}})) << "sPLT";
   EXPECT_FALSE(with(s, {{"zTXt", {'k', 0, 0, 1}}})) << "zTXt";
-  PngSpec rgb = image(2, 5, 4, 14);
+  PngSpec rgb = png_random_spec(2, 5, 4, 14);
   EXPECT_FALSE(with(rgb, {{"tRNS", {1, 0, 0, 0, 0, 0}}})) << "tRNS in an RGB image (sample 256)";
   EXPECT_TRUE(with(rgb, {{"tRNS", {0, 255, 0, 0, 0, 7}}}).has_value()) << "tRNS in an RGB image, in range";
   EXPECT_TRUE(with(rgb, {{"gAMA", {0, 0, 0xB1, 0x8F}}, {"sRGB", {9}}, {"bKGD", {1, 2, 3, 4, 5, 6}}}).has_value());
   EXPECT_TRUE(with(s, {}, {{"IDAT", {}}}).has_value()) << "an empty IDAT chunk last";
   EXPECT_FALSE(with(s, {}, {{"tEXt", {'a', 0}}, {"IDAT", {}}})) << "IDAT chunks apart";
-  PngSpec p = image(3, 8, 8, 11);
+  PngSpec p = png_random_spec(3, 8, 8, 11);
   p.palette.resize(3);  // one entry
   std::fill(p.samples.begin(), p.samples.end(), 0);
   p.samples[5] = 1;
@@ -212,7 +192,7 @@ TEST(PngFast, MutatedFilesNeverWriteOutOfBounds) {
   // Bytes changed anywhere, CRCs fixed so that the changes reach the parser and the inflater:
   // each file is taken or left, never read or written out of bounds (ASan), `allocate` called
   // only for a taken file (fast()).
-  const PngSpec s = image(2, 33, 21, 12);
+  const PngSpec s = png_random_spec(2, 33, 21, 12);
   const PngBytes good = png_encode(s);
   std::mt19937 rng(13);
   int taken = 0;

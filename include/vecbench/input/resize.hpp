@@ -25,9 +25,7 @@ inline std::vector<Tap> resize_taps(int in, int out, ResizeMode mode) {
   for (int i = 0; i < out; ++i) taps[static_cast<std::size_t>(i)] = resize_tap(i, in, scale, mode);
   return taps;
 }
-}  // namespace detail
 
-namespace detail {
 /// Source row `r` interpolated horizontally at the output columns `tx`, planar: o[c * out + x] =
 /// tl + (tr - tl) * fx, the first step of bilinear_blend (the same float operations in the same
 /// order, so that the result is bilinear_blend's bit for bit).

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -55,6 +56,25 @@ inline int png_channels(int color_type) {
 
 inline void png_put32(PngBytes& out, std::uint32_t v) {
   for (int s = 24; s >= 0; s -= 8) out.push_back(static_cast<std::uint8_t>(v >> s));
+}
+
+/// A w x h image of colour type `ct` (palette: 1-256 random entries): smooth areas
+/// (back-references, small residuals) and noise.
+inline PngSpec png_random_spec(int ct, int w, int h, unsigned seed) {
+  std::mt19937 rng(seed);
+  PngSpec s;
+  s.width = w;
+  s.height = h;
+  s.color_type = ct;
+  const int entries = 1 + static_cast<int>(rng() % 256);
+  if (ct == 3)
+    for (int i = 0; i < 3 * entries; ++i) s.palette.push_back(static_cast<std::uint8_t>(rng()));
+  const std::size_t n = static_cast<std::size_t>(w) * h * png_channels(ct);
+  for (std::size_t i = 0; i < n; ++i) {
+    const unsigned v = (i / 7) % 3 == 0 ? rng() : static_cast<unsigned>(i * 3 + i / 97);
+    s.samples.push_back(static_cast<std::uint8_t>(ct == 3 ? v % static_cast<unsigned>(entries) : v));
+  }
+  return s;
 }
 
 /// Appends a chunk (length, type, data, CRC).
@@ -114,6 +134,15 @@ inline PngBytes png_zlib(const PngBytes& raw) {
   libdeflate_free_compressor(c);
   if (n == 0) throw std::runtime_error("png_zlib: compression failed");
   z.resize(n);
+  return z;
+}
+
+/// The zlib stream `z` with its header's CMF byte (compression method and window) set to `cmf`
+/// and FLG's check bits made valid again.
+inline PngBytes png_with_cmf(PngBytes z, std::uint8_t cmf) {
+  z[0] = cmf;
+  const int flg = z[1] & 0xE0;
+  z[1] = static_cast<std::uint8_t>(flg + (31 - (cmf * 256 + flg) % 31) % 31);
   return z;
 }
 
