@@ -49,7 +49,7 @@ struct Op {
   Args args;
 };
 
-std::atomic<std::size_t> g_builds{0}, g_packs{0}, g_packed_bytes{0}, g_amx_convs{0};
+std::atomic<std::size_t> g_builds{0}, g_packs{0}, g_packed_bytes{0}, g_amx_convs{0}, g_weight_memories{0};
 
 constexpr std::size_t kAlign = 64;  ///< offsets in the activation arena: aligned_block's boundary
 std::size_t round_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
@@ -117,10 +117,15 @@ memory shared_weights(PackedWeightCache& cache, const std::string& name, const F
       }
       it->verified = true;
     }
-    return memory(want, eng, it->data.get());
+    if (!it->mem) {  // made once (it writes a padded layout's padding), before any network reads it
+      it->mem = memory(want, eng, it->data.get());
+      ++g_weight_memories;
+    }
+    return it->mem;
   }
   auto data = aligned_bytes(want.get_size());
   memory packed(want, eng, data.get());
+  ++g_weight_memories;
   memory user({{l.shape[0], l.shape[1], l.shape[2], l.shape[3]}, dt::f32, tag::oihw}, eng,
               const_cast<float*>(l.weight.data()));
   dnnl::stream s(eng);
@@ -130,7 +135,7 @@ memory shared_weights(PackedWeightCache& cache, const std::string& name, const F
   s.wait();
   // the checksum is for the packed-weights file only: none without one, nor for int8's scaled weights
   const bool saved = out_scale == nullptr && !cache.file.empty();
-  entries.push_back({want, std::move(data), out_scale != nullptr, saved ? source() : std::string(), true, {}});
+  entries.push_back({want, std::move(data), out_scale != nullptr, saved ? source() : std::string(), true, {}, packed});
   cache.dirty = cache.dirty || out_scale == nullptr;  // scaled (int8) entries are not saved
   ++g_packs;
   g_packed_bytes += want.get_size();
@@ -771,10 +776,18 @@ class Graph {
   dnnl::stream* stream_ = nullptr;  ///< run()'s stream, for ops of vecbench's own that run primitives
 };
 
+/// The process's one CPU engine: every replica's primitives and memories belong to it (the
+/// packed weights' memories are shared between replicas, PackedWeightCache::Entry::mem). Never
+/// destroyed: a cache's memories may outlive any replica, up to the end of the process.
+const dnnl::engine& cpu_engine() {
+  static const auto* const eng = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  return *eng;
+}
+
 class OneDnnInception : public Model {
  public:
   OneDnnInception(std::shared_ptr<const InceptionWeights> w, const VirtualDevice& dev, const OneDnnOptions& opt)
-      : w_(std::move(w)), dev_(dev), opt_(opt), eng_(dnnl::engine::kind::cpu, 0), stream_(eng_) {
+      : w_(std::move(w)), dev_(dev), opt_(opt), eng_(cpu_engine()), stream_(eng_) {
     if (dev.is_cuda())
       throw ReplicaError(w_->source + ": the onednn engine runs on CPU devices only, not " + dev.name());
     if (opt.precision == Precision::fp16)
@@ -886,6 +899,7 @@ OneDnnCounters onednn_counters() {
   c.weight_packs = g_packs.load();
   c.packed_bytes = g_packed_bytes.load();
   c.amx_convolutions = g_amx_convs.load();
+  c.weight_memories = g_weight_memories.load();
   return c;
 }
 

@@ -47,6 +47,10 @@ struct PackedWeightCache {
     /// source's at first use (the file's own checksum covers its header only, so that a start
     /// reads and hashes only the entries it runs); "" for entries packed in this process.
     std::string bytes_xxh3;
+    /// The oneDNN memory over `data`, made by the first network that takes the entry and handed
+    /// to every later one: making a memory over a padded layout writes its padding (zeros), which
+    /// must not happen while another replica's forward reads those bytes. Empty until taken.
+    dnnl::memory mem;
   };
   /// A Winograd layer's transformed filter, with the same checksums (of its weights then bias;
   /// of its transformed floats then bias).

@@ -475,8 +475,13 @@ bool read_packed_entries(const nlohmann::json& h, const InceptionWeights& w, con
     auto& list = layers[name];
     for (const auto& other : list)
       if (other.desc == desc) return false;  // the same layout twice
-    list.push_back({desc, std::shared_ptr<void>(shared, const_cast<char*>(payload + at)), false,
-                    e.at("src_xxh3").get<std::string>(), false, e.at("xxh3").get<std::string>()});
+    list.push_back({desc,
+                    std::shared_ptr<void>(shared, const_cast<char*>(payload + at)),
+                    false,
+                    e.at("src_xxh3").get<std::string>(),
+                    false,
+                    e.at("xxh3").get<std::string>(),
+                    {}});
   }
   for (const auto& e : h.at("winograd")) {
     const auto name = e.at("name").get<std::string>(), kname = e.at("kernel").get<std::string>();

@@ -146,6 +146,7 @@ TEST(OneDnn, OneNetworkPerReplicaForEveryBatchSizeAndOneSharedCopyOfThePackedWei
     delta.network_builds = after.network_builds - before.network_builds;
     delta.weight_packs = after.weight_packs - before.weight_packs;
     delta.packed_bytes = after.packed_bytes - before.packed_bytes;
+    delta.weight_memories = after.weight_memories - before.weight_memories;
     return got;
   };
   OneDnnCounters one, two;
@@ -158,6 +159,10 @@ TEST(OneDnn, OneNetworkPerReplicaForEveryBatchSizeAndOneSharedCopyOfThePackedWei
   EXPECT_GE(one.weight_packs, 94u) << "Inception-v3 has 94 convolutions";
   EXPECT_EQ(two.weight_packs, one.weight_packs) << "the second replica packed its own copy";
   EXPECT_EQ(two.packed_bytes, one.packed_bytes);
+  // one oneDNN memory per packed layer, made once: the second replica takes the first one's
+  // (making another writes a padded layout's padding while the first replica may be reading it)
+  EXPECT_EQ(one.weight_memories, one.weight_packs);
+  EXPECT_EQ(two.weight_memories, two.weight_packs) << "the second replica made its own memories over shared weights";
   ::unsetenv("VECBENCH_WEIGHTS_DIR");
   fs::remove_all(d);
 }

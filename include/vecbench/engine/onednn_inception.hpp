@@ -136,6 +136,10 @@ struct OneDnnCounters {
   std::size_t weight_packs = 0;      ///< layers packed into a PackedWeightCache (shared by replicas)
   std::size_t packed_bytes = 0;      ///< bytes of those packed layers
   std::size_t amx_convolutions = 0;  ///< convolutions built on oneDNN's AMX kernels (bf16, int8)
+  /// oneDNN memories made over packed weights in a PackedWeightCache: one per entry, by the first
+  /// network that takes it; replicas after it take that memory (no replica writes a padded
+  /// layout's padding while another's forward reads it)
+  std::size_t weight_memories = 0;
 };
 OneDnnCounters onednn_counters();
 
