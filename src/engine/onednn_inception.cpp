@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <chrono>
 #include <climits>
 #include <cmath>
@@ -102,7 +103,10 @@ memory shared_weights(PackedWeightCache& cache, const std::string& name, const F
   };
   for (auto it = entries.begin(); it != entries.end(); ++it) {
     if (!(it->desc == want) || it->scaled != (out_scale != nullptr)) continue;
+    // An entry is handed to a network (and gets its memory) only once verified, and a verified
+    // entry is never erased or its bytes replaced: what a running network reads stays put.
     if (!it->verified) {  // read from a file: made from these floats, and its bytes as written?
+      assert(!it->mem);
       const bool intact = it->bytes_xxh3 == xxh3_hex(it->data.get(), want.get_size());
       if (!intact || it->src_xxh3 != source()) {
         if (!intact) std::cerr << "vecbench: packed weights cache " + cache.file + ": " + name + corrupted_entry;
@@ -125,7 +129,6 @@ memory shared_weights(PackedWeightCache& cache, const std::string& name, const F
   }
   auto data = aligned_bytes(want.get_size());
   memory packed(want, eng, data.get());
-  ++g_weight_memories;
   memory user({{l.shape[0], l.shape[1], l.shape[2], l.shape[3]}, dt::f32, tag::oihw}, eng,
               const_cast<float*>(l.weight.data()));
   dnnl::stream s(eng);
@@ -133,6 +136,7 @@ memory shared_weights(PackedWeightCache& cache, const std::string& name, const F
   if (out_scale) attr.set_output_scales(1, *out_scale);  // per output channel: dim 0 of OIHW
   dnnl::reorder(dnnl::reorder::primitive_desc(user, packed, attr)).execute(s, user, packed);
   s.wait();
+  ++g_weight_memories;
   // the checksum is for the packed-weights file only: none without one, nor for int8's scaled weights
   const bool saved = out_scale == nullptr && !cache.file.empty();
   entries.push_back({want, std::move(data), out_scale != nullptr, saved ? source() : std::string(), true, {}, packed});

@@ -414,6 +414,20 @@ TEST(OneDnn, ThePackedWeightsFileSkipsPackingAndIsRefusedWhenItDoesNotCheckOut) 
     for (std::size_t i = 0; i < src.size(); ++i) EXPECT_EQ(got->features(i), first->features(i)) << what << " " << i;
   };
   expect_run(0, "second run: the file holds every layer");
+  {  // from the file with two replicas: one oneDNN memory per entry taken, as with one replica
+    // (made once the entry checks out; the second replica takes the first one's)
+    const auto memories = [] { return onednn_counters().weight_memories; };
+    std::size_t m0 = memories();
+    run_engine(src, od, "cpu", 1);
+    const std::size_t one_replica = memories() - m0;
+    EXPECT_GT(one_replica, 0u);
+    m0 = memories();
+    const std::size_t p1 = packs();
+    const auto two = run_engine(src, od, "cpu/2", 1);
+    EXPECT_EQ(memories() - m0, one_replica) << "a replica made its own memories over the file's entries";
+    EXPECT_EQ(packs(), p1) << "cpu/2 from the file packed something";
+    for (std::size_t i = 0; i < src.size(); ++i) EXPECT_EQ(two->features(i), first->features(i)) << "cpu/2 " << i;
+  }
   {
     std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(static_cast<std::streamoff>(fs::file_size(file) / 2));
