@@ -3,7 +3,8 @@
 // convolution (what the engine ran on AVX2 CPUs before) and, on AVX-512 CPUs, oneDNN's Winograd run image by image as
 // the engine ran it there before (64 or more input channels only; skipped elsewhere). Same layout (nChw16c with
 // AVX-512, nChw8c otherwise), same fused bias + ReLU. Counter `GFLOPs` is the direct convolution's arithmetic per
-// second, so the columns are comparable.
+// second, so the columns are comparable. Also the int8/bf16 routes' first layer: oneDNN's f32 layer and reorder
+// against vecbench's kernel (engine/first_conv.hpp).
 //   ./build/bench/vecbench_bench_winograd --benchmark_repetitions=5
 //     --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "vecbench/core/aligned.hpp"
+#include "vecbench/engine/first_conv.hpp"
 #include "vecbench/engine/winograd.hpp"
 
 using namespace vecbench;
@@ -156,6 +158,60 @@ void BM_MakeFilter(benchmark::State& st) {
   st.SetLabel(l.name);
 }
 
+/// The int8/bf16 routes' first layer (Conv2d_1a: 3 -> 32, 3x3, stride 2) on 4 images, one core:
+/// oneDNN's f32 convolution into its blocked layout and the reorder to channels-last u8 (arg 0) or
+/// bf16 (arg 1), as the routes ran it before vecbench's kernel (engine/first_conv.hpp), and that kernel.
+void first_layer(benchmark::State& st, bool own) {
+  using dnnl::memory;
+  using tag = memory::format_tag;
+  using dt = memory::data_type;
+  const bool u8 = st.range(0) == 0;
+  const auto kind = u8 ? first_conv::Output::u8 : first_conv::Output::bf16;
+  if (!first_conv::available(kind)) return st.SkipWithError("no kernel for this output here");
+  omp_set_num_threads(1);
+  const int n = 4, size = 299, o = first_conv::out_dim(size);
+  const auto in = random_floats(static_cast<std::size_t>(n) * 3 * size * size, 1.0f);
+  const auto w = random_floats(first_conv::kOutChannels * first_conv::kTaps, 0.3f);
+  const auto b = random_floats(first_conv::kOutChannels, 0.1f);
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream strm(eng);
+  memory src({{n, 3, size, size}, dt::f32, tag::nchw}, eng, const_cast<float*>(in.data()));
+  memory q({{n, first_conv::kOutChannels, o, o}, u8 ? dt::u8 : dt::bf16, tag::nhwc}, eng);
+  if (own) {
+    const first_conv::Filter f = first_conv::make_filter(w.data(), b.data());
+    for (auto _ : st) first_conv::run(f, in.data(), size, size, kind, 100.0f, q.get_data_handle(), 0, n * o);
+  } else {
+    memory wu({{first_conv::kOutChannels, 3, 3, 3}, dt::f32, tag::oihw}, eng, const_cast<float*>(w.data()));
+    memory bias({{first_conv::kOutChannels}, dt::f32, tag::x}, eng, const_cast<float*>(b.data()));
+    dnnl::post_ops po;
+    po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    dnnl::primitive_attr relu, scale;
+    relu.set_post_ops(po);
+    if (u8) scale.set_output_scales(0, {100.0f});
+    dnnl::convolution_forward::primitive_desc pd(
+        dnnl::convolution_forward::desc(
+            dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src.get_desc(),
+            memory::desc({first_conv::kOutChannels, 3, 3, 3}, dt::f32, tag::any), bias.get_desc(),
+            memory::desc({n, first_conv::kOutChannels, o, o}, dt::f32, tag::nChw16c), {2, 2}, {0, 0}, {0, 0}),
+        relu, eng);
+    memory wp(pd.weights_desc(), eng), y(pd.dst_desc(), eng);
+    dnnl::reorder(wu, wp).execute(strm, wu, wp);
+    dnnl::convolution_forward conv(pd);
+    dnnl::reorder to_q(dnnl::reorder::primitive_desc(y, q, scale));
+    for (auto _ : st) {
+      conv.execute(strm, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wp}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, y}});
+      to_q.execute(strm, y, q);
+      strm.wait();
+    }
+  }
+  st.SetLabel(u8 ? "u8" : "bf16");
+  st.counters["GFLOPs"] =
+      benchmark::Counter(2.0 * n * o * o * first_conv::kOutChannels * first_conv::kTaps,
+                         benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+}
+void BM_FirstLayerOneDnn(benchmark::State& st) { first_layer(st, false); }
+void BM_FirstLayerOwn(benchmark::State& st) { first_layer(st, true); }
+
 void shapes(benchmark::internal::Benchmark* b) {
   for (int i = 0; i < static_cast<int>(std::size(kLayers)); ++i)
     for (int batch : {1, 4}) b->Args({i, batch});
@@ -168,4 +224,6 @@ BENCHMARK(BM_Winograd)->Apply(shapes);
 BENCHMARK(BM_OneDnnDirect)->Apply(shapes);
 BENCHMARK(BM_OneDnnWinogradPerImage)->Apply(shapes);
 BENCHMARK(BM_MakeFilter)->DenseRange(0, static_cast<int>(std::size(kLayers)) - 1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FirstLayerOneDnn)->DenseRange(0, 1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FirstLayerOwn)->DenseRange(0, 1)->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

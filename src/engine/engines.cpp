@@ -83,6 +83,7 @@ ModelFactory onednn_factory(const ModelSettings& opt) {
     }
     OneDnnOptions o;
     o.winograd = opt.winograd;
+    o.own_first_layer = opt.own_first_layer;
     o.precision = opt.precision;
     o.int8_ranges = ranges;
     o.observe = opt.observe;

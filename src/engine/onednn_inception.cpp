@@ -22,6 +22,7 @@
 
 #include "vecbench/core/aligned.hpp"
 #include "vecbench/core/error.hpp"
+#include "vecbench/engine/first_conv.hpp"
 #include "vecbench/engine/weights_file.hpp"
 #include "vecbench/engine/winograd.hpp"
 
@@ -50,7 +51,8 @@ struct Op {
   Args args;
 };
 
-std::atomic<std::size_t> g_builds{0}, g_packs{0}, g_packed_bytes{0}, g_amx_convs{0}, g_weight_memories{0};
+std::atomic<std::size_t> g_builds{0}, g_packs{0}, g_packed_bytes{0}, g_amx_convs{0}, g_weight_memories{0},
+    g_own_first_layers{0};
 
 constexpr std::size_t kAlign = 64;  ///< offsets in the activation arena: aligned_block's boundary
 std::size_t round_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
@@ -702,9 +704,15 @@ class Graph {
       }
       first_.bias[o] += static_cast<float>(shift);
     }
-    // The first layer (3 input channels, from the caller's NCHW floats) always runs in f32:
-    // oneDNN 2.6 has no bf16 kernel for it, only its reference code (~0.6 s per image).
-    // int8 takes its output from there, quantized to u8 by a reorder.
+    // The first layer (3 input channels, from the caller's NCHW floats) runs in f32: oneDNN 2.6
+    // has no bf16 or int8 kernel for it, only its reference code (~0.6 s per image). int8 and
+    // bf16 take its output quantized: by vecbench's kernel straight into their channels-last
+    // layout where it runs (first_conv.hpp), else from oneDNN's f32 output by a reorder.
+    if (own_first_layer_runs()) {
+      const Act x = new_point("Conv2d_1a_3x3", static_cast<int>(l1.shape[0]), out_dim(s, 3, 2, 0), out_dim(s, 3, 2, 0));
+      own_first_layer(x);
+      return build_rest(x);
+    }
     const dt act_dt = act_dt_;
     const tag fmt = fmt_;
     act_dt_ = dt::f32;
@@ -722,6 +730,45 @@ class Graph {
       ops_.emplace_back(dnnl::reorder::primitive_desc(y.mem, x.mem, attr),
                         std::unordered_map<int, memory>{{DNNL_ARG_FROM, y.mem}, {DNNL_ARG_TO, x.mem}});
     }
+    build_rest(x);
+  }
+
+  first_conv::Output first_conv_output() const { return int8() ? first_conv::Output::u8 : first_conv::Output::bf16; }
+  /// Whether Conv2d_1a runs vecbench's kernel (engine/first_conv.hpp) from the caller's floats
+  /// straight into u8 or bf16 channels-last: int8, or bf16 on AMX, where this CPU runs it and the
+  /// layer has its shape; else oneDNN's f32 convolution and a reorder (also with
+  /// OneDnnOptions::own_first_layer off).
+  bool own_first_layer_runs() const {
+    const std::array<int64_t, 4> shape{first_conv::kOutChannels, 3, 3, 3};
+    return act_dt_ != dt::f32 && fmt_ == tag::nhwc && opt_.own_first_layer &&
+           first_conv::available(first_conv_output()) && first_.shape == shape &&
+           first_conv::out_dim(wts_.input_size) >= 8;
+  }
+  /// Conv2d_1a by that kernel into `x` (Conv2d_1a's quantization point).
+  void own_first_layer(const Act& x) {
+    const auto kind = first_conv_output();
+    const int s = wts_.input_size;
+    auto f =
+        std::make_shared<const first_conv::Filter>(first_conv::make_filter(first_.weight.data(), first_.bias.data()));
+    const float inv_scale = int8() ? 1.0f / x.scale : 1.0f;
+    const int rows = n_ * x.h, threads = std::min(threads_, rows);
+    memory in = in_user_, out = x.mem;
+    ops_.emplace_back(
+        [f, in, out, s, kind, inv_scale, rows, threads]() {
+          const auto* src = static_cast<const float*>(in.get_data_handle());
+          void* dst = out.get_data_handle();
+#pragma omp parallel num_threads(threads)
+          {
+            const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+            first_conv::run(*f, src, s, s, kind, inv_scale, dst, rows * t / nt, rows * (t + 1) / nt);
+          }
+        },
+        Args{{DNNL_ARG_SRC, in_user_}, {DNNL_ARG_DST, x.mem}});
+    ++g_own_first_layers;
+  }
+
+  /// The network from Conv2d_2a on, `x` being Conv2d_1a's output.
+  void build_rest(Act x) {
     x = conv("Conv2d_2a_3x3", x, 1, 0);
     x = conv("Conv2d_2b_3x3", x, 1, 1);
     x = pool(algorithm::pooling_max, x, 3, 2, 0);
@@ -882,6 +929,13 @@ nlohmann::json onednn_info() {
 
 bool onednn_bf16_amx() { return has_isa(dnnl::cpu_isa::avx512_core_amx); }
 
+bool onednn_own_first_layer(Precision precision) {
+  // the layouts the Graph takes: int8 always channels-last; bf16 channels-last on AMX only
+  if (precision == Precision::int8) return onednn_int8_supported() && first_conv::available(first_conv::Output::u8);
+  if (precision == Precision::bf16) return onednn_bf16_amx() && first_conv::available(first_conv::Output::bf16);
+  return false;
+}
+
 const char* onednn_int8_isa() {
   if (has_isa(dnnl::cpu_isa::avx512_core_vnni)) return "avx512_core_vnni";
   if (has_isa(dnnl::cpu_isa::avx2_vnni)) return "avx2_vnni";
@@ -904,6 +958,7 @@ OneDnnCounters onednn_counters() {
   c.packed_bytes = g_packed_bytes.load();
   c.amx_convolutions = g_amx_convs.load();
   c.weight_memories = g_weight_memories.load();
+  c.own_first_layers = g_own_first_layers.load();
   return c;
 }
 

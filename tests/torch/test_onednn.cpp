@@ -14,6 +14,7 @@
 #include "vecbench/core/checksum.hpp"
 #include "vecbench/core/npy.hpp"
 #include "vecbench/engine/engines.hpp"
+#include "vecbench/engine/first_conv.hpp"
 #ifdef VECBENCH_WITH_ONEDNN
 #include "vecbench/engine/onednn_inception.hpp"
 #include "vecbench/engine/weights_file.hpp"
@@ -572,7 +573,14 @@ TEST(OneDnn, VectorizeCommandLine) {
     std::ifstream meta(d / "f" / "vecbench.json");
     const std::string text((std::istreambuf_iterator<char>(meta)), std::istreambuf_iterator<char>());
     const bool amx = backend_info()["onednn"].value("amx", false);
-    EXPECT_EQ(text.find("\"bf16 avx512_core_amx\"") != std::string::npos, amx) << text;
+    // " v2": and its first layer by vecbench's kernel (engine/first_conv.hpp), where it runs
+#ifdef VECBENCH_WITH_ONEDNN
+    const bool own_first = onednn_own_first_layer(Precision::bf16);
+#else
+    const bool own_first = false;
+#endif
+    const std::string named = own_first ? "\"bf16 avx512_core_amx v2\"" : "\"bf16 avx512_core_amx\"";
+    EXPECT_EQ(text.find(named) != std::string::npos, amx) << text;
     if (!amx) {
       EXPECT_NE(text.find("\"bf16\""), std::string::npos) << text;
     }
@@ -617,6 +625,20 @@ TEST(OneDnn, Bf16IsCloseButNotEqualOrRefusedWithTheReason) {
         EXPECT_LE(e, 0.1) << "image " << i;
         EXPECT_GE(e, 1e-5) << "image " << i << ": as close as fp32, so bf16 did not run";
       }
+    }
+    if (amx) {  // channels-last: the first layer by vecbench's kernel straight into bf16 where the
+      // CPU runs it, else (and with own_first_layer off) oneDNN's f32 layer and a reorder: the same
+      // rounding of sums in another order, one bf16 step apart at ~0.04 % of the layer's outputs
+      // (OneDnn.FirstLayerKernelIsOneDnnsLayerAndReorder), which 93 bf16 layers carry to 1-2 %
+      const std::size_t own0 = onednn_counters().own_first_layers;
+      const auto own = run_engine(*src, od, "cpu", 1);
+      const std::size_t own1 = onednn_counters().own_first_layers;
+      EXPECT_EQ(own1 - own0, first_conv::available(first_conv::Output::bf16) ? 1u : 0u);
+      ModelSettings via = od;
+      via.own_first_layer = false;
+      const auto dnnl = run_engine(*src, via, "cpu", 1);
+      EXPECT_EQ(onednn_counters().own_first_layers, own1) << "own_first_layer off, yet the kernel ran";
+      for (std::size_t i = 0; i < src->size(); ++i) EXPECT_LE(rel_l2(own->features(i), dnnl->features(i)), 0.1) << i;
     }
   } else {
     try {

@@ -36,6 +36,9 @@ struct ModelSettings {
   bool flush_denormal = false;  ///< CPU: flush denormal floats to zero (FTZ/DAZ) in each replica thread
   bool cuda_graphs = false;     ///< CUDA only: capture the forward of full batches once, then replay it
   bool winograd = true;         ///< onednn: Winograd for 3x3 stride-1 convolutions where the CPU has them
+  /// onednn, int8 and bf16: the first layer by vecbench's kernel into u8/bf16 where the CPU runs it
+  /// (OneDnnOptions::own_first_layer; false: oneDNN's f32 layer and a reorder, for comparisons)
+  bool own_first_layer = true;
 };
 
 /// What a model file says about itself (the export's `vecbench_meta.json`), read once.

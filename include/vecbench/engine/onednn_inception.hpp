@@ -116,6 +116,10 @@ struct OneDnnOptions {
   /// fp32 only: record the largest value of each quantization point of every forward here
   /// (`vecbench calibrate`).
   std::shared_ptr<ActivationRanges> observe;
+  /// int8 and bf16 on channels-last activations (int8; bf16 on AMX), on AVX-512 CPUs: the first
+  /// layer by vecbench's kernel, straight into u8/bf16 (engine/first_conv.hpp); false: oneDNN's
+  /// f32 convolution and a reorder, as before it (tests compare the two).
+  bool own_first_layer = true;
 };
 
 /// Whether this CPU runs the int8 route (oneDNN finds VNNI: AVX-512 VNNI or AVX-VNNI); when not,
@@ -126,6 +130,11 @@ bool onednn_bf16_amx();
 /// The ISA of the int8 kernels oneDNN runs here: "avx512_core_vnni", "avx2_vnni" or "none"
 /// (AMX's int8 kernels give the same bits as the AVX-512 VNNI ones: s32 sums, the same scaling).
 const char* onednn_int8_isa();
+
+/// Whether an int8 or bf16 network of the engine runs its first layer by vecbench's kernel on this
+/// CPU (OneDnnOptions::own_first_layer: int8 on AVX-512, bf16 on AMX), so rounding its vectors
+/// apart from the oneDNN layer's (a few percent: the output fingerprint names it).
+bool onednn_own_first_layer(Precision precision);
 
 /// oneDNN version, the ISA it runs with, and whether Winograd, bf16 and AMX convolutions are available.
 nlohmann::json onednn_info();
@@ -140,6 +149,8 @@ struct OneDnnCounters {
   /// network that takes it; replicas after it take that memory (no replica writes a padded
   /// layout's padding while another's forward reads it)
   std::size_t weight_memories = 0;
+  /// networks whose first layer runs vecbench's kernel into u8 or bf16 (engine/first_conv.hpp)
+  std::size_t own_first_layers = 0;
 };
 OneDnnCounters onednn_counters();
 
