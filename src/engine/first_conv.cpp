@@ -44,8 +44,8 @@ inline void block(const Filter& f, const float* img, int in_h, int in_w, int y, 
       }
     }
   const __m512 zero = _mm512_setzero_ps();
-  for (int p = 0; p < kPixels; ++p)  // max(0, NaN) is NaN, as oneDNN's ReLU
-    acc[p][0] = _mm512_max_ps(zero, acc[p][0]), acc[p][1] = _mm512_max_ps(zero, acc[p][1]);
+  for (int p = 0; p < kPixels; ++p)  // max(v, 0) as oneDNN's ReLU computes it: NaN and -0 give +0
+    acc[p][0] = _mm512_max_ps(acc[p][0], zero), acc[p][1] = _mm512_max_ps(acc[p][1], zero);
 }
 
 void store_u8(__m512 a0, __m512 a1, __m512 scale, std::uint8_t* out) {

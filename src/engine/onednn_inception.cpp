@@ -760,6 +760,7 @@ class Graph {
 #pragma omp parallel num_threads(threads)
           {
             const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+            // cannot throw here: own_first_layer_runs() checked what run() checks
             first_conv::run(*f, src, s, s, kind, inv_scale, dst, rows * t / nt, rows * (t + 1) / nt);
           }
         },

@@ -180,7 +180,7 @@ inline void output_square(const Filter& f, const ConvShape& s, const BlockedTens
         a_t(t[i], o);
         float* row = base + (at.y + i) * dst.stride_y + at.x * dst.stride_x;
         for (int x = 0; x < nx; ++x)
-          // max(0, NaN) is NaN, as oneDNN's ReLU: a NaN stays visible
+          // max(0, NaN) is NaN: a NaN stays visible (oneDNN's own ReLU turns it into 0)
           vstore(row + x * dst.stride_x, vmax(zero, vadd(o[x], bias)));
       }
     }

@@ -135,7 +135,7 @@ TEST(Int8, CloseToFp32OnRealPhotosAndTheSameBitsAtEveryBatchSizeThreadCountAndSt
   }
   // oneDNN's f32 first layer and a reorder instead of the kernel: the same quantization of the
   // same layer, the 27 products summed in another order, so a u8 step apart at a rare position
-  // (OneDnn.FirstLayerKernelIsOneDnnsLayerAndReorder). One step anywhere moves this synthetic
+  // (FirstConv.IsOneDnnsLayerAndReorderButForARareStep). One step anywhere moves this synthetic
   // network's int8 vector by a few percent (one step of 710,432 moved one by 4.5 %,
   // results/int8/first-layer-20261203.md): as far apart as any int8 vector may be from fp32.
   ModelSettings q_dnnl = q;

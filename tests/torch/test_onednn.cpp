@@ -629,7 +629,7 @@ TEST(OneDnn, Bf16IsCloseButNotEqualOrRefusedWithTheReason) {
     if (amx) {  // channels-last: the first layer by vecbench's kernel straight into bf16 where the
       // CPU runs it, else (and with own_first_layer off) oneDNN's f32 layer and a reorder: the same
       // rounding of sums in another order, one bf16 step apart at ~0.04 % of the layer's outputs
-      // (OneDnn.FirstLayerKernelIsOneDnnsLayerAndReorder), which 93 bf16 layers carry to 1-2 %
+      // (FirstConv.IsOneDnnsLayerAndReorderButForARareStep), which 93 bf16 layers carry to 1-2 %
       const std::size_t own0 = onednn_counters().own_first_layers;
       const auto own = run_engine(*src, od, "cpu", 1);
       const std::size_t own1 = onednn_counters().own_first_layers;

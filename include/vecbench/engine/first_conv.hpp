@@ -7,7 +7,8 @@
 // is 1.7x the two (int8 model 1.04x, whole job 1.03x: results/int8/first-layer-20261203.md).
 //
 // Each output is bias + the 27 products in the order channel, kernel row, kernel column, each a
-// fused multiply-add in float: the same bits at any batch size, thread count or row split.
+// fused multiply-add in float, then the ReLU as oneDNN's (max(v, 0): a NaN gives 0, as in the
+// layer it replaces): the same bits at any batch size, thread count or row split.
 // Single-threaded: the caller splits the rows (run's [first, last)) over its threads. No oneDNN,
 // LibTorch or OpenCV here; the kernels are built on x86 only (available() is false elsewhere).
 #pragma once
