@@ -735,14 +735,15 @@ class Graph {
 
   first_conv::Output first_conv_output() const { return int8() ? first_conv::Output::u8 : first_conv::Output::bf16; }
   /// Whether Conv2d_1a runs vecbench's kernel (engine/first_conv.hpp) from the caller's floats
-  /// straight into u8 or bf16 channels-last: int8, or bf16 on AMX, where this CPU runs it and the
-  /// layer has its shape; else oneDNN's f32 convolution and a reorder (also with
-  /// OneDnnOptions::own_first_layer off).
+  /// straight into u8 or bf16 channels-last: where onednn_own_first_layer says so for this CPU
+  /// (the output fingerprint asks it too) and the layer has its shape; else oneDNN's f32
+  /// convolution and a reorder (also with OneDnnOptions::own_first_layer off).
   bool own_first_layer_runs() const {
     const std::array<int64_t, 4> shape{first_conv::kOutChannels, 3, 3, 3};
-    return act_dt_ != dt::f32 && fmt_ == tag::nhwc && opt_.own_first_layer &&
-           first_conv::available(first_conv_output()) && first_.shape == shape &&
-           first_conv::out_dim(wts_.input_size) >= 8;
+    const bool runs = opt_.own_first_layer && onednn_own_first_layer(opt_.precision) && first_.shape == shape &&
+                      first_conv::out_dim(wts_.input_size) >= 8;
+    assert(!runs || fmt_ == tag::nhwc);  // the layout onednn_own_first_layer counts on
+    return runs;
   }
   /// Conv2d_1a by that kernel into `x` (Conv2d_1a's quantization point).
   void own_first_layer(const Act& x) {
@@ -931,7 +932,7 @@ nlohmann::json onednn_info() {
 bool onednn_bf16_amx() { return has_isa(dnnl::cpu_isa::avx512_core_amx); }
 
 bool onednn_own_first_layer(Precision precision) {
-  // the layouts the Graph takes: int8 always channels-last; bf16 channels-last on AMX only
+  // the kernel writes channels-last, the layout the Graph takes for int8 always and for bf16 on AMX only
   if (precision == Precision::int8) return onednn_int8_supported() && first_conv::available(first_conv::Output::u8);
   if (precision == Precision::bf16) return onednn_bf16_amx() && first_conv::available(first_conv::Output::bf16);
   return false;
