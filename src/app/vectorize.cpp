@@ -43,22 +43,26 @@ Fingerprint vectorize_fingerprint(const VectorizeArgs& a, const ModelInfo& model
   // int8: the scheme's version, the kernels' ISA (AVX2-VNNI and AVX-512 VNNI kernels round apart:
   // ~3 % of a vector) and the calibration (checked by cmd_vectorize before anything is written).
   // v2: the first layer by vecbench's kernel (AVX-512), whose sums round a rare u8 step apart
-  // from oneDNN's f32 layer: a few percent of an int8 vector (results/int8/first-layer-20261203.md)
+  // from oneDNN's f32 layer: a few percent of an int8 vector (results/int8/first-layer-20261203.md);
+  // v3: and the poolings by vecbench's kernels (the pool branches' 1x1 layer first: one rounding
+  // fewer; results/int8/own-pooling-20261204.md)
   if (a.model.engine != EngineKind::none && a.model.precision == Precision::int8) {
 #ifdef VECBENCH_WITH_ONEDNN
-    const bool own_first = a.model.own_first_layer && onednn_own_first_layer(Precision::int8);
-    f.arithmetic += std::string(own_first ? " v2 " : " v1 ") + onednn_int8_isa();
+    f.arithmetic += " " + onednn_route_version(Precision::int8, a.model.own_first_layer, a.model.own_pooling) + " " +
+                    onednn_int8_isa();
 #endif
     f.arithmetic += " calibration " + a.model.calibration_sha256.substr(0, 16);
   }
   // bf16 on oneDNN's AMX kernels rounds apart from its AVX-512 BF16 ones (1 % of a vector at the
   // median: results/levers/bf16-amx-20261203.md): named, so that the two never share a folder
   // (the AVX-512 kernels keep plain "bf16", as before AMX ran); " v2": and its first layer by
-  // vecbench's kernel (1-2 % from the oneDNN layer's vectors)
+  // vecbench's kernel (1-2 % from the oneDNN layer's vectors); " v3": and its poolings by
+  // vecbench's kernels (features in float where oneDNN's last pool rounded them to bf16)
 #ifdef VECBENCH_WITH_ONEDNN
-  if (a.model.engine == EngineKind::onednn && a.model.precision == Precision::bf16 && onednn_bf16_amx())
-    f.arithmetic +=
-        a.model.own_first_layer && onednn_own_first_layer(Precision::bf16) ? " avx512_core_amx v2" : " avx512_core_amx";
+  if (a.model.engine == EngineKind::onednn && a.model.precision == Precision::bf16 && onednn_bf16_amx()) {
+    const std::string v = onednn_route_version(Precision::bf16, a.model.own_first_layer, a.model.own_pooling);
+    f.arithmetic += v == "v1" ? " avx512_core_amx" : " avx512_core_amx " + v;
+  }
 #endif
   f.source = source.kind();
   if (const auto* syn = dynamic_cast<const SyntheticSource*>(&source))

@@ -84,6 +84,7 @@ ModelFactory onednn_factory(const ModelSettings& opt) {
     OneDnnOptions o;
     o.winograd = opt.winograd;
     o.own_first_layer = opt.own_first_layer;
+    o.own_pooling = opt.own_pooling;
     o.precision = opt.precision;
     o.int8_ranges = ranges;
     o.observe = opt.observe;

@@ -23,6 +23,7 @@
 #include "vecbench/core/aligned.hpp"
 #include "vecbench/core/error.hpp"
 #include "vecbench/engine/first_conv.hpp"
+#include "vecbench/engine/pool_kernels.hpp"
 #include "vecbench/engine/weights_file.hpp"
 #include "vecbench/engine/winograd.hpp"
 
@@ -52,7 +53,7 @@ struct Op {
 };
 
 std::atomic<std::size_t> g_builds{0}, g_packs{0}, g_packed_bytes{0}, g_amx_convs{0}, g_weight_memories{0},
-    g_own_first_layers{0};
+    g_own_first_layers{0}, g_own_poolings{0};
 
 constexpr std::size_t kAlign = 64;  ///< offsets in the activation arena: aligned_block's boundary
 std::size_t round_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
@@ -396,7 +397,8 @@ class Graph {
     for (const bool dense_dst : {false, true}) {
       // A slice of a concatenation is not dense; where no implementation writes into one, the
       // layer writes a dense buffer and a reorder copies it into the slice.
-      memory::desc dst_md = dense_dst ? memory::desc(dst.get_desc().dims(), act_dt_, fmt_) : dst.get_desc();
+      memory::desc dst_md =
+          dense_dst ? memory::desc(dst.get_desc().dims(), dst.get_desc().data_type(), fmt_) : dst.get_desc();
       dnnl::convolution_forward::primitive_desc pd;
       try {
         dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, algorithm::convolution_direct,
@@ -533,6 +535,8 @@ class Graph {
   /// (nothing added then), true otherwise.
   bool pool_into(algorithm alg, const Act& x, const memory& dst, int k, int stride, int pad, float dst_scale = 0.0f,
                  bool relu = false) {
+    const float rescale = int8() && dst_scale > 0.0f ? x.scale / dst_scale : 1.0f;
+    if (alg == algorithm::pooling_max && !relu && own_max_pool(x.mem, dst, k, stride, pad, rescale)) return true;
     if (int8() && dst_scale > 0.0f && dst_scale != x.scale) {
       Act t = pool(alg, x, k, stride, pad);
       dnnl::primitive_attr attr;
@@ -581,9 +585,44 @@ class Graph {
   /// commute, bias included (each window's weights sum to 1): the 1x1 layer runs first, on the
   /// block's input, and the pool then averages its 4-7x fewer channels, with the ReLU as its
   /// post-op (where oneDNN has that pooling: has_pool_relu). fp32, and bf16 on AMX (whose
-  /// fingerprint is its own; bf16 on AVX-512 keeps the vectors of its folders); int8 (its u8
-  /// steps), calibration and the torchvision layout keep the pool first.
+  /// fingerprint is its own; bf16 on AVX-512 keeps the vectors of its folders). int8 and bf16
+  /// where own_pooling(): the layer into f32 (int8: its real values), then vecbench's kernel
+  /// averages, applies the ReLU and quantizes straight into the slice (one rounding; oneDNN's
+  /// poolings write no slice of channels-last u8 or bf16, so that cost a copy too). Elsewhere
+  /// int8 (its u8 steps), calibration and the torchvision layout keep the pool first.
   void pool_branch(Concat& cat, const std::string& name, const Act& x) {
+    if (own_pooling() && !opt_.observe && wts_.arch == "tf2015") {
+      const auto& l = layer(name, x.c);
+      const int oc = static_cast<int>(l.shape[0]);
+      pool_kernels::Tensor t_shape, dst_shape;
+      if (l.shape[2] == 1 && l.shape[3] == 1 && oc % 16 == 0) {
+        // the layer into f32 (int8: its real values, s_out 1), the kernel into the slice
+        memory t = arena_.add(memory::desc({n_, oc, x.h, x.w}, dt::f32, tag::nhwc), eng_);
+        memory dst = slice(cat, oc);
+        std::size_t t_off = 0, dst_off = 0;
+        if (!channels_last(t, t_shape, t_off) || !channels_last(dst, dst_shape, dst_off) ||
+            !pool_kernels::fits(pool_type(), t_shape, dst_shape, 3, 1, 1))
+          throw ReplicaError(wts_.source + ": " + name + ": the pool branch's layouts do not fit (onednn engine)");
+        conv_into(name, l, x.mem, t, 1, 0, 0, x.scale, 1.0f, false);
+        const auto type = pool_type();
+        const float inv_scale = int8() ? 1.0f / cat.out.scale : 1.0f;
+        const int rows = n_ * x.h, threads = std::min(threads_, rows);
+        ops_.emplace_back(
+            [t, dst, t_shape, dst_shape, t_off, dst_off, type, inv_scale, rows, threads]() mutable {
+              t_shape.data = static_cast<float*>(t.get_data_handle()) + t_off;
+              dst_shape.data = element(dst, dst_off);
+#pragma omp parallel num_threads(threads)
+              {
+                const int i = omp_get_thread_num(), nt = omp_get_num_threads();
+                // cannot throw here: fits() was checked above
+                pool_kernels::avg3x3_relu(t_shape, type, inv_scale, dst_shape, rows * i / nt, rows * (i + 1) / nt);
+              }
+            },
+            Args{{DNNL_ARG_SRC, t}, {DNNL_ARG_DST, dst}});
+        ++g_own_poolings;
+        return;
+      }
+    }
     if ((act_dt_ == dt::f32 || (act_dt_ == dt::bf16 && onednn_bf16_amx())) && !opt_.observe && wts_.arch == "tf2015") {
       const auto& l = layer(name, x.c);
       const int oc = static_cast<int>(l.shape[0]);
@@ -619,6 +658,62 @@ class Graph {
   /// counting the zero padding (torchvision).
   algorithm avg_alg() const {
     return wts_.arch == "tf2015" ? algorithm::pooling_avg_exclude_padding : algorithm::pooling_avg_include_padding;
+  }
+
+  /// Whether this network's poolings run vecbench's kernels (engine/pool_kernels.hpp): int8 and
+  /// bf16 on channels-last activations where onednn_own_pooling says so for this CPU.
+  bool own_pooling() const {
+    const bool runs = opt_.own_pooling && act_dt_ != dt::f32 && onednn_own_pooling(opt_.precision);
+    assert(!runs || fmt_ == tag::nhwc);  // the layout onednn_own_pooling counts on
+    return runs;
+  }
+  pool_kernels::Type pool_type() const { return int8() ? pool_kernels::Type::u8 : pool_kernels::Type::bf16; }
+  /// The channels-last activation `m` (or slice of one) as the kernels see it: its shape, pixel
+  /// stride and first element (`offset`, in elements; its data pointer is set at run time, once
+  /// the arena is placed); false for any other layout.
+  static bool channels_last(const memory& m, pool_kernels::Tensor& t, std::size_t& offset) {
+    const dnnl_memory_desc_t& d = m.get_desc().data;
+    const auto& b = d.format_desc.blocking;
+    if (d.ndims != 4 || d.format_kind != dnnl_blocked || b.inner_nblks != 0 || b.strides[1] != 1 ||
+        b.strides[3] < d.dims[1] || b.strides[2] != b.strides[3] * d.dims[3] ||
+        b.strides[0] != b.strides[2] * d.dims[2])
+      return false;
+    t.n = static_cast<int>(d.dims[0]), t.c = static_cast<int>(d.dims[1]);
+    t.h = static_cast<int>(d.dims[2]), t.w = static_cast<int>(d.dims[3]);
+    t.pixel_stride = b.strides[3];
+    offset = static_cast<std::size_t>(d.offset0);
+    return true;
+  }
+  /// Element `offset` of `m`'s data (u8 or bf16 elements).
+  static void* element(const memory& m, std::size_t offset) {
+    const std::size_t size = m.get_desc().data.data_type == dnnl_u8 ? 1 : 2;
+    return static_cast<char*>(m.get_data_handle()) + offset * size;
+  }
+  /// A k x k max pool of `src` into `dst` (u8: each maximum times `rescale`, dst's step) by
+  /// vecbench's kernel; false where it does not run (own_pooling() off, or the layouts don't fit).
+  bool own_max_pool(const memory& src, const memory& dst, int k, int stride, int pad, float rescale) {
+    if (!own_pooling()) return false;
+    pool_kernels::Tensor s, d;
+    std::size_t s_off = 0, d_off = 0;
+    const auto type = pool_type();
+    if (src.get_desc().data.data_type != dst.get_desc().data.data_type || !channels_last(src, s, s_off) ||
+        !channels_last(dst, d, d_off) || !pool_kernels::fits(type, s, d, k, stride, pad))
+      return false;
+    const int rows = s.n * d.h, threads = std::min(threads_, rows);
+    ops_.emplace_back(
+        [src, dst, s, d, s_off, d_off, type, k, stride, pad, rescale, rows, threads]() mutable {
+          s.data = element(src, s_off);
+          d.data = element(dst, d_off);
+#pragma omp parallel num_threads(threads)
+          {
+            const int i = omp_get_thread_num(), nt = omp_get_num_threads();
+            // cannot throw here: fits() was checked above
+            pool_kernels::max_pool(type, s, d, k, stride, pad, rescale, rows * i / nt, rows * (i + 1) / nt);
+          }
+        },
+        Args{{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+    ++g_own_poolings;
+    return true;
   }
 
   Act block_a(const std::string& b, const Act& x) {  // Mixed_5b..5d
@@ -786,6 +881,7 @@ class Graph {
     if (x.c != wts_.feature_dim)
       throw ReplicaError(wts_.source + ": the network ends with " + std::to_string(x.c) + " channels, expected " +
                          std::to_string(wts_.feature_dim));
+    if (own_global_average(x)) return;
     if (int8()) {  // back to f32 (the average of 64 u8 values keeps more than 8 bits)
       act_dt_ = dt::f32;
       fmt_ = f32_fmt_;
@@ -805,6 +901,32 @@ class Graph {
     out_user_ = memory({{n_, x.c, 1, 1}, dt::f32, tag::nchw}, eng_, DNNL_MEMORY_NONE);
     ops_.emplace_back(dnnl::reorder::primitive_desc(g.mem, out_user_),
                       std::unordered_map<int, memory>{{DNNL_ARG_FROM, g.mem}, {DNNL_ARG_TO, out_user_}});
+  }
+
+  /// The global average pool of u8 or bf16 `x` straight into the caller's floats by vecbench's
+  /// kernel (int8: exact sums times x's step); false where it does not run.
+  bool own_global_average(const Act& x) {
+    pool_kernels::Tensor s;
+    std::size_t off = 0;
+    if (!own_pooling() || !channels_last(x.mem, s, off) || s.c % 16 != 0) return false;
+    out_user_ = memory({{n_, x.c, 1, 1}, dt::f32, tag::nchw}, eng_, DNNL_MEMORY_NONE);
+    const memory src = x.mem, out = out_user_;
+    const auto type = pool_type();
+    const float scale = int8() ? x.scale : 1.0f;
+    const int threads = std::min(threads_, n_);
+    ops_.emplace_back(
+        [src, out, s, off, type, scale, threads]() mutable {
+          s.data = element(src, off);
+          auto* dst = static_cast<float*>(out.get_data_handle());
+#pragma omp parallel num_threads(threads)
+          {
+            const int i = omp_get_thread_num(), nt = omp_get_num_threads();
+            pool_kernels::global_avg(type, s, scale, dst, s.n * i / nt, s.n * (i + 1) / nt);  // checked above
+          }
+        },
+        Args{{DNNL_ARG_SRC, x.mem}});
+    ++g_own_poolings;
+    return true;
   }
 
   const InceptionWeights& wts_;
@@ -931,6 +1053,19 @@ nlohmann::json onednn_info() {
 
 bool onednn_bf16_amx() { return has_isa(dnnl::cpu_isa::avx512_core_amx); }
 
+std::string onednn_route_version(Precision precision, bool own_first_layer, bool own_pooling) {
+  const bool first = own_first_layer && onednn_own_first_layer(precision);
+  const bool pool = own_pooling && onednn_own_pooling(precision);
+  return first ? (pool ? "v3" : "v2") : (pool ? "v1 pool" : "v1");
+}
+
+bool onednn_own_pooling(Precision precision) {
+  // the kernels read and write channels-last, as onednn_own_first_layer's
+  if (precision == Precision::int8) return onednn_int8_supported() && pool_kernels::available(pool_kernels::Type::u8);
+  if (precision == Precision::bf16) return onednn_bf16_amx() && pool_kernels::available(pool_kernels::Type::bf16);
+  return false;
+}
+
 bool onednn_own_first_layer(Precision precision) {
   // the kernel writes channels-last, the layout the Graph takes for int8 always and for bf16 on AMX only
   if (precision == Precision::int8) return onednn_int8_supported() && first_conv::available(first_conv::Output::u8);
@@ -961,6 +1096,7 @@ OneDnnCounters onednn_counters() {
   c.amx_convolutions = g_amx_convs.load();
   c.weight_memories = g_weight_memories.load();
   c.own_first_layers = g_own_first_layers.load();
+  c.own_poolings = g_own_poolings.load();
   return c;
 }
 

@@ -13,6 +13,7 @@
 #include "vecbench/engine/int8_calibration.hpp"
 #ifdef VECBENCH_WITH_ONEDNN
 #include "vecbench/engine/onednn_inception.hpp"
+#include "vecbench/engine/pool_kernels.hpp"
 #endif
 #include "vecbench/experiment/verify.hpp"
 #include "vecbench/input/inputs.hpp"
@@ -111,10 +112,13 @@ TEST(Int8, CloseToFp32OnRealPhotosAndTheSameBitsAtEveryBatchSizeThreadCountAndSt
   ModelSettings q = fp32;
   q.precision = Precision::int8;
   q.calibration = (d / "cal.json").string();
-  const std::size_t own_before = onednn_counters().own_first_layers;
+  const std::size_t own_before = onednn_counters().own_first_layers, pools_before = onednn_counters().own_poolings;
   const auto one = run_on(*src, q, "sequential", "cpu", 1, 1);
   // the first layer by vecbench's kernel straight into u8 where the CPU runs it (AVX-512)
   EXPECT_EQ(onednn_counters().own_first_layers - own_before, first_conv::available(first_conv::Output::u8) ? 1u : 0u);
+  // and the poolings by its kernels (engine/pool_kernels.hpp): 4 max pools (the stem's 2, Mixed_6a's
+  // and 7a's), Mixed_7c's max-pool branch, 8 average-pool branches and the last pool
+  EXPECT_EQ(onednn_counters().own_poolings - pools_before, pool_kernels::available(pool_kernels::Type::u8) ? 14u : 0u);
   double sum = 0;
   for (std::size_t i = 0; i < src->size(); ++i) {
     ASSERT_EQ(one->features(i).size(), 2048u) << one->error(i);
@@ -146,6 +150,21 @@ TEST(Int8, CloseToFp32OnRealPhotosAndTheSameBitsAtEveryBatchSizeThreadCountAndSt
   for (std::size_t i = 0; i < src->size(); ++i)
     EXPECT_LE(vecbench::testing::rel_l2(via_dnnl->features(i).data(), one->features(i).data(), 2048), kInt8RelTolerance)
         << i;
+  // oneDNN's poolings instead of vecbench's: its pool branches average u8 values before their 1x1
+  // layer (two roundings where the kernels' order, the layer first into f32, has one), its max
+  // pools give the same values (PoolKernels.MaxPoolIsOneDnnsPoolingAndReorderBitForBit)
+  ModelSettings q_pool = q;
+  q_pool.own_pooling = false;
+  const std::size_t pools_mid = onednn_counters().own_poolings;
+  const auto via_pool = run_on(*src, q_pool, "sequential", "cpu", 1, 1);
+  EXPECT_EQ(onednn_counters().own_poolings, pools_mid) << "own_pooling off, yet the kernels ran";
+  for (std::size_t i = 0; i < src->size(); ++i) {
+    const double e = vecbench::testing::rel_l2(via_pool->features(i).data(), one->features(i).data(), 2048);
+    EXPECT_LE(e, kInt8RelTolerance) << i;
+    if (pool_kernels::available(pool_kernels::Type::u8)) {
+      EXPECT_GT(e, 0.0) << i << ": the same bits, so the pool branches did not change order";
+    }
+  }
   // The s8 weights (scaled per output channel by vecbench's own arithmetic) are never taken from
   // the packed-weights file: a start packs them again, and writes no file for them. The first
   // int8 start in a fresh cache writes the file for its f32 first layer (oneDNN's), without
@@ -273,7 +292,8 @@ TEST(Int8, CalibrateCommandIsRepeatableAndItsFingerprintKeepsOutputFoldersApart)
   ASSERT_EQ(run_vecbench(run + " --precision int8 --calibration " + (d / "cal.json").string(), d / "log"), 0)
       << read_text(d / "log");
   const auto stored = nlohmann::json::parse(read_text(d / "out" / "vecbench.json"));
-  const std::string scheme = first_conv::available(first_conv::Output::u8) ? "int8 v2 " : "int8 v1 ";
+  // v3: the first layer and the poolings by vecbench's kernels (both on AVX-512), v1: neither
+  const std::string scheme = first_conv::available(first_conv::Output::u8) ? "int8 v3 " : "int8 v1 ";
   EXPECT_NE(stored.dump().find(scheme + int8_isa() + " calibration " + cal.sha256.substr(0, 16)), std::string::npos)
       << stored.dump();
   // fp32 vectors, or another calibration's, are refused: the folder keeps one fingerprint

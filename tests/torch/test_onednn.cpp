@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -17,6 +18,7 @@
 #include "vecbench/engine/first_conv.hpp"
 #ifdef VECBENCH_WITH_ONEDNN
 #include "vecbench/engine/onednn_inception.hpp"
+#include "vecbench/engine/pool_kernels.hpp"
 #include "vecbench/engine/weights_file.hpp"
 #endif
 #include "vecbench/input/inputs.hpp"
@@ -573,13 +575,14 @@ TEST(OneDnn, VectorizeCommandLine) {
     std::ifstream meta(d / "f" / "vecbench.json");
     const std::string text((std::istreambuf_iterator<char>(meta)), std::istreambuf_iterator<char>());
     const bool amx = backend_info()["onednn"].value("amx", false);
-    // " v2": and its first layer by vecbench's kernel (engine/first_conv.hpp), where it runs
+    // " v3": and its first layer and poolings by vecbench's kernels (engine/first_conv.hpp,
+    // engine/pool_kernels.hpp), where they run
 #ifdef VECBENCH_WITH_ONEDNN
     const bool own_first = onednn_own_first_layer(Precision::bf16);
 #else
     const bool own_first = false;
 #endif
-    const std::string named = own_first ? "\"bf16 avx512_core_amx v2\"" : "\"bf16 avx512_core_amx\"";
+    const std::string named = own_first ? "\"bf16 avx512_core_amx v3\"" : "\"bf16 avx512_core_amx\"";
     EXPECT_EQ(text.find(named) != std::string::npos, amx) << text;
     if (!amx) {
       EXPECT_NE(text.find("\"bf16\""), std::string::npos) << text;
@@ -630,15 +633,41 @@ TEST(OneDnn, Bf16IsCloseButNotEqualOrRefusedWithTheReason) {
       // CPU runs it, else (and with own_first_layer off) oneDNN's f32 layer and a reorder: the same
       // rounding of sums in another order, one bf16 step apart at ~0.04 % of the layer's outputs
       // (FirstConv.IsOneDnnsLayerAndReorderButForARareStep), which 93 bf16 layers carry to 1-2 %
-      const std::size_t own0 = onednn_counters().own_first_layers;
+      const std::size_t own0 = onednn_counters().own_first_layers, pools_own0 = onednn_counters().own_poolings;
       const auto own = run_engine(*src, od, "cpu", 1);
       const std::size_t own1 = onednn_counters().own_first_layers;
       EXPECT_EQ(own1 - own0, first_conv::available(first_conv::Output::bf16) ? 1u : 0u);
+      // 5 max pools, 8 average-pool branches and the last pool (Int8.CloseToFp32...'s count)
+      EXPECT_EQ(onednn_counters().own_poolings - pools_own0,
+                pool_kernels::available(pool_kernels::Type::bf16) ? 14u : 0u);
       ModelSettings via = od;
       via.own_first_layer = false;
       const auto dnnl = run_engine(*src, via, "cpu", 1);
       EXPECT_EQ(onednn_counters().own_first_layers, own1) << "own_first_layer off, yet the kernel ran";
       for (std::size_t i = 0; i < src->size(); ++i) EXPECT_LE(rel_l2(own->features(i), dnnl->features(i)), 0.1) << i;
+      // the poolings by vecbench's kernels (engine/pool_kernels.hpp) where the CPU runs them, else
+      // (and with own_pooling off) oneDNN's: the pool branches round once where oneDNN's rounded
+      // twice, and the last pool keeps the features in float where oneDNN's rounded them to bf16
+      const bool own_pool = pool_kernels::available(pool_kernels::Type::bf16);
+      ModelSettings via_pool = od;
+      via_pool.own_pooling = false;
+      const std::size_t pools0 = onednn_counters().own_poolings;
+      const auto dnnl_pool = run_engine(*src, via_pool, "cpu", 1);
+      EXPECT_EQ(onednn_counters().own_poolings, pools0) << "own_pooling off, yet the kernels ran";
+      for (std::size_t i = 0; i < src->size(); ++i) {
+        const double e = rel_l2(own->features(i), dnnl_pool->features(i));
+        EXPECT_LE(e, 0.1) << i;
+        EXPECT_EQ(e > 0.0, own_pool) << i;
+        if (own_pool) {  // features in float: not all of them bf16 values
+          std::size_t not_bf16 = 0;
+          for (const float v : own->features(i)) {
+            std::uint32_t u = 0;
+            std::memcpy(&u, &v, sizeof u);
+            not_bf16 += (u & 0xffffu) != 0;
+          }
+          EXPECT_GT(not_bf16, 1000u) << i;
+        }
+      }
     }
   } else {
     try {

@@ -39,6 +39,9 @@ struct ModelSettings {
   /// onednn, int8 and bf16: the first layer by vecbench's kernel into u8/bf16 where the CPU runs it
   /// (OneDnnOptions::own_first_layer; false: oneDNN's f32 layer and a reorder, for comparisons)
   bool own_first_layer = true;
+  /// onednn, int8 and bf16: the poolings by vecbench's kernels where the CPU runs them
+  /// (OneDnnOptions::own_pooling; false: oneDNN's poolings, for comparisons)
+  bool own_pooling = true;
 };
 
 /// What a model file says about itself (the export's `vecbench_meta.json`), read once.

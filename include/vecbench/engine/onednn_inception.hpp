@@ -108,7 +108,8 @@ struct OneDnnOptions {
   /// fp32, or bf16: activations and weights in bfloat16 (f32 accumulation), on CPUs with AVX-512
   /// BF16 only; faster, features within 2-6 % (relative L2) of fp32 on real photos (docs/engines.md).
   /// int8 (CPUs with VNNI): u8 activations, s8 weights with a scale per output channel, s32
-  /// accumulation; the first layer and the final average pool in f32. Needs `int8_ranges`.
+  /// accumulation; the first layer in f32 (by vecbench's kernel into u8 on AVX-512), the final
+  /// average pool into f32 (exact integer sums by vecbench's kernel on AVX-512). Needs `int8_ranges`.
   Precision precision = Precision::fp32;
   /// int8: the calibrated range of each quantization point (a layer's output by layer name, a
   /// block's concatenation by block name); a point without one is a ReplicaError naming it.
@@ -120,6 +121,11 @@ struct OneDnnOptions {
   /// layer by vecbench's kernel, straight into u8/bf16 (engine/first_conv.hpp); false: oneDNN's
   /// f32 convolution and a reorder, as before it (tests compare the two).
   bool own_first_layer = true;
+  /// int8 and bf16 on channels-last activations, on AVX-512 CPUs: the max pools, the tf2015 pool
+  /// branches (their 1x1 layer first, into f32) and the last average pool by vecbench's kernels
+  /// (engine/pool_kernels.hpp), writing straight into concatenations; false: oneDNN's poolings
+  /// and reorders, as before them (tests compare the two).
+  bool own_pooling = true;
 };
 
 /// Whether this CPU runs the int8 route (oneDNN finds VNNI: AVX-512 VNNI or AVX-VNNI); when not,
@@ -135,6 +141,16 @@ const char* onednn_int8_isa();
 /// CPU (OneDnnOptions::own_first_layer: int8 on AVX-512, bf16 on AMX), so rounding its vectors
 /// apart from the oneDNN layer's (a few percent: the output fingerprint names it).
 bool onednn_own_first_layer(Precision precision);
+/// Whether an int8 or bf16 network of the engine runs its poolings by vecbench's kernels on this
+/// CPU (OneDnnOptions::own_pooling: int8 on AVX-512, bf16 on AMX), whose pool branches and last
+/// pool round apart from oneDNN's (the output fingerprint names it).
+bool onednn_own_pooling(Precision precision);
+
+/// The int8 or bf16 route's kernels as its output fingerprint names them, given the settings
+/// `own_first_layer` and `own_pooling` and what this CPU runs: "v1" oneDNN's alone, "v2" the
+/// first layer by vecbench's kernel, "v3" the first layer and the poolings (the default where
+/// both run), "v1 pool" the poolings alone (tests only).
+std::string onednn_route_version(Precision precision, bool own_first_layer, bool own_pooling);
 
 /// oneDNN version, the ISA it runs with, and whether Winograd, bf16 and AMX convolutions are available.
 nlohmann::json onednn_info();
@@ -151,6 +167,8 @@ struct OneDnnCounters {
   std::size_t weight_memories = 0;
   /// networks whose first layer runs vecbench's kernel into u8 or bf16 (engine/first_conv.hpp)
   std::size_t own_first_layers = 0;
+  /// poolings run by vecbench's kernels (engine/pool_kernels.hpp), every network's counted
+  std::size_t own_poolings = 0;
 };
 OneDnnCounters onednn_counters();
 
