@@ -580,6 +580,41 @@ class Graph {
     return y;
   }
 
+  /// pool_branch where own_pooling(): the 1x1 layer into f32 (int8: its real values, s_out 1),
+  /// then vecbench's kernel averages, applies the ReLU and quantizes into the slice.
+  void own_pool_branch(Concat& cat, const std::string& name, const Act& x) {
+    const auto& l = layer(name, x.c);
+    const int oc = static_cast<int>(l.shape[0]);
+    pool_kernels::Tensor t_shape, dst_shape;
+    if (l.shape[2] != 1 || l.shape[3] != 1 || oc % 16 != 0)
+      throw ReplicaError(wts_.source + ": " + name +
+                         " is not a 1x1 layer of a multiple of 16 channels (onednn engine)");
+    // the layer into f32 (int8: its real values, s_out 1), the kernel into the slice
+    memory t = arena_.add(memory::desc({n_, oc, x.h, x.w}, dt::f32, tag::nhwc), eng_);
+    memory dst = slice(cat, oc);
+    std::size_t t_off = 0, dst_off = 0;
+    if (!channels_last(t, t_shape, t_off) || !channels_last(dst, dst_shape, dst_off) ||
+        !pool_kernels::fits(pool_type(), t_shape, dst_shape, 3, 1, 1))
+      throw ReplicaError(wts_.source + ": " + name + ": the pool branch's layouts do not fit (onednn engine)");
+    conv_into(name, l, x.mem, t, 1, 0, 0, x.scale, 1.0f, false);
+    const auto type = pool_type();
+    const float inv_scale = int8() ? 1.0f / cat.out.scale : 1.0f;
+    const int rows = n_ * x.h, threads = std::min(threads_, rows);
+    ops_.emplace_back(
+        [t, dst, t_shape, dst_shape, t_off, dst_off, type, inv_scale, rows, threads]() mutable {
+          t_shape.data = static_cast<float*>(t.get_data_handle()) + t_off;
+          dst_shape.data = element(dst, dst_off);
+#pragma omp parallel num_threads(threads)
+          {
+            const int i = omp_get_thread_num(), nt = omp_get_num_threads();
+            // cannot throw here: fits() was checked above
+            pool_kernels::avg3x3_relu(t_shape, type, inv_scale, dst_shape, rows * i / nt, rows * (i + 1) / nt);
+          }
+        },
+        Args{{DNNL_ARG_SRC, t}, {DNNL_ARG_DST, dst}});
+    ++g_own_poolings;
+  }
+
   /// The pool branch of a Mixed block: a 3x3 average pool and the 1x1 layer `name`, into the
   /// next slice of `cat`. Where the pool averages over the valid window only (tf2015) the two
   /// commute, bias included (each window's weights sum to 1): the 1x1 layer runs first, on the
@@ -591,38 +626,7 @@ class Graph {
   /// poolings write no slice of channels-last u8 or bf16, so that cost a copy too). Elsewhere
   /// int8 (its u8 steps), calibration and the torchvision layout keep the pool first.
   void pool_branch(Concat& cat, const std::string& name, const Act& x) {
-    if (own_pooling() && !opt_.observe && wts_.arch == "tf2015") {
-      const auto& l = layer(name, x.c);
-      const int oc = static_cast<int>(l.shape[0]);
-      pool_kernels::Tensor t_shape, dst_shape;
-      if (l.shape[2] == 1 && l.shape[3] == 1 && oc % 16 == 0) {
-        // the layer into f32 (int8: its real values, s_out 1), the kernel into the slice
-        memory t = arena_.add(memory::desc({n_, oc, x.h, x.w}, dt::f32, tag::nhwc), eng_);
-        memory dst = slice(cat, oc);
-        std::size_t t_off = 0, dst_off = 0;
-        if (!channels_last(t, t_shape, t_off) || !channels_last(dst, dst_shape, dst_off) ||
-            !pool_kernels::fits(pool_type(), t_shape, dst_shape, 3, 1, 1))
-          throw ReplicaError(wts_.source + ": " + name + ": the pool branch's layouts do not fit (onednn engine)");
-        conv_into(name, l, x.mem, t, 1, 0, 0, x.scale, 1.0f, false);
-        const auto type = pool_type();
-        const float inv_scale = int8() ? 1.0f / cat.out.scale : 1.0f;
-        const int rows = n_ * x.h, threads = std::min(threads_, rows);
-        ops_.emplace_back(
-            [t, dst, t_shape, dst_shape, t_off, dst_off, type, inv_scale, rows, threads]() mutable {
-              t_shape.data = static_cast<float*>(t.get_data_handle()) + t_off;
-              dst_shape.data = element(dst, dst_off);
-#pragma omp parallel num_threads(threads)
-              {
-                const int i = omp_get_thread_num(), nt = omp_get_num_threads();
-                // cannot throw here: fits() was checked above
-                pool_kernels::avg3x3_relu(t_shape, type, inv_scale, dst_shape, rows * i / nt, rows * (i + 1) / nt);
-              }
-            },
-            Args{{DNNL_ARG_SRC, t}, {DNNL_ARG_DST, dst}});
-        ++g_own_poolings;
-        return;
-      }
-    }
+    if (own_pooling() && !opt_.observe && wts_.arch == "tf2015") return own_pool_branch(cat, name, x);
     if ((act_dt_ == dt::f32 || (act_dt_ == dt::bf16 && onednn_bf16_amx())) && !opt_.observe && wts_.arch == "tf2015") {
       const auto& l = layer(name, x.c);
       const int oc = static_cast<int>(l.shape[0]);
@@ -690,7 +694,8 @@ class Graph {
     return static_cast<char*>(m.get_data_handle()) + offset * size;
   }
   /// A k x k max pool of `src` into `dst` (u8: each maximum times `rescale`, dst's step) by
-  /// vecbench's kernel; false where it does not run (own_pooling() off, or the layouts don't fit).
+  /// vecbench's kernel; false where own_pooling() is off. A layout the kernel does not take is a
+  /// ReplicaError then (the fingerprint says the kernels ran: no silent fallback to oneDNN's).
   bool own_max_pool(const memory& src, const memory& dst, int k, int stride, int pad, float rescale) {
     if (!own_pooling()) return false;
     pool_kernels::Tensor s, d;
@@ -698,7 +703,8 @@ class Graph {
     const auto type = pool_type();
     if (src.get_desc().data.data_type != dst.get_desc().data.data_type || !channels_last(src, s, s_off) ||
         !channels_last(dst, d, d_off) || !pool_kernels::fits(type, s, d, k, stride, pad))
-      return false;
+      throw ReplicaError(wts_.source + ": a " + std::to_string(k) + "x" + std::to_string(k) +
+                         " max pool's layouts do not fit vecbench's pooling kernel (onednn engine)");
     const int rows = s.n * d.h, threads = std::min(threads_, rows);
     ops_.emplace_back(
         [src, dst, s, d, s_off, d_off, type, k, stride, pad, rescale, rows, threads]() mutable {
@@ -904,11 +910,15 @@ class Graph {
   }
 
   /// The global average pool of u8 or bf16 `x` straight into the caller's floats by vecbench's
-  /// kernel (int8: exact sums times x's step); false where it does not run.
+  /// kernel (int8: exact sums times x's step); false where own_pooling() is off (a layout it does
+  /// not take is a ReplicaError then, as in own_max_pool).
   bool own_global_average(const Act& x) {
     pool_kernels::Tensor s;
     std::size_t off = 0;
-    if (!own_pooling() || !channels_last(x.mem, s, off) || s.c % 16 != 0) return false;
+    if (!own_pooling()) return false;
+    if (!channels_last(x.mem, s, off) || s.c % 16 != 0)
+      throw ReplicaError(wts_.source +
+                         ": the last pool's layout does not fit vecbench's pooling kernel (onednn engine)");
     out_user_ = memory({{n_, x.c, 1, 1}, dt::f32, tag::nchw}, eng_, DNNL_MEMORY_NONE);
     const memory src = x.mem, out = out_user_;
     const auto type = pool_type();

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -40,10 +41,11 @@ inline T* pixel(const Tensor& t, int i, int y, int x) {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-/// 16 u8 values as floats times `scale`, rounded to nearest even and saturated to 0..255.
+/// 16 u8 values as floats times `scale` (> 0), saturated to 0..255 in float and rounded to
+/// nearest even, as oneDNN's reorder does.
 inline __m128i requantize16(__m128i v, __m512 scale) {
   const __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(v)), scale);
-  return _mm512_cvtusepi32_epi8(_mm512_max_epi32(_mm512_cvtps_epi32(f), _mm512_setzero_si512()));
+  return _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(_mm512_min_ps(f, _mm512_set1_ps(255.0f))));
 }
 
 void max_u8(const Tensor& src, const Tensor& dst, int k, int stride, int pad, float rescale, int first, int last) {
@@ -90,7 +92,9 @@ void max_bf16(const Tensor& src, const Tensor& dst, int k, int stride, int pad, 
       const Window wx = window(ox, src.w, k, stride, pad);
       auto* out = pixel<std::uint16_t>(dst, i, oy, ox);
       for (int ch = 0; ch < src.c; ch += 16) {
-        __m512 best = load_bf16(pixel<const std::uint16_t>(src, i, wy.lo, wx.lo) + ch);
+        // max(v, best) keeps best where v is a NaN: a NaN never reaches the output (a window of
+        // NaNs alone gives -inf)
+        __m512 best = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
         for (int y = wy.lo; y < wy.hi; ++y)
           for (int x = wx.lo; x < wx.hi; ++x)
             best = _mm512_max_ps(load_bf16(pixel<const std::uint16_t>(src, i, y, x) + ch), best);

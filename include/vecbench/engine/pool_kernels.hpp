@@ -5,7 +5,8 @@
 // pixel stride (a slice: its first channel and the concatenation's channel count):
 // - max_pool: the stem's and the reduction blocks' max pools, and Mixed_7c's max-pool branch;
 //   u8 optionally requantized to the destination's step on the way (what oneDNN's reorder did
-//   after its pooling): the same values as oneDNN's pooling and reorder.
+//   after its pooling): the same values as oneDNN's pooling and reorder for finite inputs (a
+//   bf16 NaN is dropped from its window).
 // - avg3x3_relu: the tf2015 pool branch after its 1x1 layer (the two commute over the valid
 //   window, bias included): 3x3 stride-1 average over the valid window of f32 values, ReLU, then
 //   u8 or bf16 into the block's concatenation; one rounding where the pool-first order rounded
@@ -39,8 +40,9 @@ struct Tensor {
 inline int out_dim(int in, int k, int stride, int pad) { return (in + 2 * pad - k) / stride + 1; }
 
 /// k x k max pool of `src` (u8 or bf16) with `stride` and `pad` (padded positions are outside the
-/// window) into `dst` (the same type; dst.h and dst.w the output's size). u8 with `rescale` != 1:
-/// each maximum v is written as saturate(round_even(v * rescale)), a requantization to dst's step.
+/// window) into `dst` (the same type; dst.h and dst.w the output's size). u8 with `rescale` != 1
+/// (> 0): each maximum v is written as round_even(min(v * rescale, 255)), a requantization to
+/// dst's step. bf16: NaNs are left out of the maximum.
 /// Output rows [first, last) of src.n * dst.h.
 void max_pool(Type t, const Tensor& src, const Tensor& dst, int k, int stride, int pad, float rescale, int first,
               int last);
@@ -51,8 +53,8 @@ void max_pool(Type t, const Tensor& src, const Tensor& dst, int k, int stride, i
 /// right. Output rows [first, last) of src.n * src.h.
 void avg3x3_relu(const Tensor& src, Type out, float inv_scale, const Tensor& dst, int first, int last);
 
-/// dst[i * c + ch] = scale * (the sum of channel ch over image i's h * w pixels of `src`, u8 or
-/// bf16) / (h * w): u8 sums are exact integers, bf16 ones add the pixels in order in float.
+/// dst[i * c + ch] = (the sum of channel ch over image i's h * w pixels of `src`, u8 or bf16) *
+/// (scale / (h * w)), in float: u8 sums are exact integers, bf16 ones add the pixels in order.
 /// Images [first, last).
 void global_avg(Type t, const Tensor& src, float scale, float* dst, int first, int last);
 
