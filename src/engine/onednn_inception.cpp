@@ -99,13 +99,18 @@ memory shared_weights(PackedWeightCache& cache, const std::string& name, const F
                       const dnnl::engine& eng, const std::vector<float>* out_scale = nullptr) {
   std::lock_guard<std::mutex> lk(cache.mu);
   auto& entries = cache.layers[name];
-  std::string src;  // the floats' checksum, computed once where needed
+  const bool scaled = out_scale != nullptr;
+  std::string src;  // the source's checksum, computed once where needed
   const auto source = [&]() -> const std::string& {
-    if (src.empty()) src = floats_xxh3(l.weight.data(), l.weight.size());
+    // int8's s8 weights: the floats and the per-channel scales they are packed with, so that
+    // bytes packed under other scales (another version of vecbench's arithmetic) are never taken
+    if (src.empty())
+      src = scaled ? floats_xxh3(l.weight.data(), l.weight.size(), out_scale->data(), out_scale->size())
+                   : floats_xxh3(l.weight.data(), l.weight.size());
     return src;
   };
   for (auto it = entries.begin(); it != entries.end(); ++it) {
-    if (!(it->desc == want) || it->scaled != (out_scale != nullptr)) continue;
+    if (!(it->desc == want) || it->scaled != scaled) continue;
     // An entry is handed to a network (and gets its memory) only once verified, and a verified
     // entry is never erased or its bytes replaced: what a running network reads stays put.
     if (!it->verified) {  // read from a file: made from these floats, and its bytes as written?
@@ -140,10 +145,10 @@ memory shared_weights(PackedWeightCache& cache, const std::string& name, const F
   dnnl::reorder(dnnl::reorder::primitive_desc(user, packed, attr)).execute(s, user, packed);
   s.wait();
   ++g_weight_memories;
-  // the checksum is for the packed-weights file only: none without one, nor for int8's scaled weights
-  const bool saved = out_scale == nullptr && !cache.file.empty();
-  entries.push_back({want, std::move(data), out_scale != nullptr, saved ? source() : std::string(), true, {}, packed});
-  cache.dirty = cache.dirty || out_scale == nullptr;  // scaled (int8) entries are not saved
+  // the checksum is for the packed-weights file only: none without one
+  const bool saved = !cache.file.empty();
+  entries.push_back({want, std::move(data), scaled, saved ? source() : std::string(), true, {}, packed});
+  cache.dirty = true;
   ++g_packs;
   g_packed_bytes += want.get_size();
   return packed;

@@ -33,14 +33,14 @@ struct PackedWeightCache {
   struct Entry {
     dnnl::memory::desc desc;     ///< the layout a primitive asked for
     std::shared_ptr<void> data;  ///< the packed weights, read-only once written
-    /// Packed with per-channel scales (the int8 route's s8 weights): vecbench's own arithmetic,
-    /// not oneDNN's reorder alone, so the packed-weights file leaves them out (a change of that
-    /// arithmetic would otherwise be served stale under an unchanged descriptor).
+    /// Packed with per-channel scales (the int8 route's s8 weights, scaled by vecbench's own
+    /// arithmetic before oneDNN's reorder rounds them): their src_xxh3 covers the scales too, so
+    /// that a change of that arithmetic is never served stale under an unchanged descriptor.
     bool scaled = false;
-    /// floats_xxh3 of the OIHW floats it was reordered from (unscaled entries), and whether the
-    /// floats a caller asks with were found to match it (entries read from a file start
-    /// unverified: one whose floats differ, e.g. another input normalization folded into the
-    /// first layer, is dropped and packed again).
+    /// floats_xxh3 of the OIHW floats it was reordered from (scaled entries: then of the
+    /// per-channel scales), and whether the floats (and scales) a caller asks with were found to
+    /// match it (entries read from a file start unverified: one whose source differs, e.g.
+    /// another input normalization folded into the first layer, is dropped and packed again).
     std::string src_xxh3;
     bool verified = true;
     /// Read from a file: the XXH3-64 of its bytes as the writer recorded it, checked with the

@@ -261,6 +261,9 @@ std::shared_ptr<const InceptionWeights> load_inception_weights(const std::string
 // to match entries to primitives). A start maps the file without reading it and reads and hashes
 // only the entries it runs (fp32 does not touch bf16's). Version 3; version 2 (one checksum over header and payload,
 // read and hashed whole at every start) and version 1 (f0ca311 only, int8's scaled weights) are not read: packed again.
+// int8's s8 weights ("scaled": true) are kept since 2026-12-04 with a "src_xxh3" of their floats
+// and their per-channel scales; a reader before that refuses a file holding them (an s8
+// descriptor) and packs again.
 
 namespace {
 
@@ -314,7 +317,8 @@ bool fits(const std::array<int64_t, 4>& shape, winograd::Kernel kernel, int in_c
 /// bf16 weights pad channels to their blocks): oneDNN zeroes the padding of a memory made on a
 /// handle, so such an entry is copied out of the read-only mapping at first use (shared_weights).
 bool plain_weights_desc(const dnnl_memory_desc_t& d) {
-  if (d.format_kind != dnnl_blocked || (d.data_type != dnnl_f32 && d.data_type != dnnl_bf16) || d.extra.flags != 0 ||
+  if (d.format_kind != dnnl_blocked ||
+      (d.data_type != dnnl_f32 && d.data_type != dnnl_bf16 && d.data_type != dnnl_s8) || d.extra.flags != 0 ||
       d.ndims < 1 || d.ndims > DNNL_MAX_NDIMS || d.offset0 != 0)
     return false;
   const auto& b = d.format_desc.blocking;
@@ -357,9 +361,10 @@ PackedFile packed_file(const PackedSnapshot& c) {
   int block = 0;
   for (const auto& [name, entries] : c.layers)
     for (const auto& e : entries) {
-      if (e.scaled || !plain_weights_desc(e.desc.data)) continue;  // int8's scaled weights
+      if (!plain_weights_desc(e.desc.data)) continue;  // e.g. s8 weights with a compensation (extra flags)
       const std::size_t desc_at = add(&e.desc.data, sizeof e.desc.data);
       onednn.push_back({{"name", name},
+                        {"scaled", e.scaled},
                         {"desc_at", desc_at},
                         {"desc_xxh3", xxh3_hex(&e.desc.data, sizeof e.desc.data)},  // the bytes written
                         {"at", add(e.data.get(), e.desc.get_size())},
@@ -472,12 +477,14 @@ bool read_packed_entries(const nlohmann::json& h, const InceptionWeights& w, con
     if (!plain_weights_desc(raw)) return false;
     const dnnl::memory::desc desc(raw);
     if (desc.get_size() != bytes) return false;
+    const bool scaled = e.value("scaled", false);
+    if (scaled != (desc.data_type() == dnnl::memory::data_type::s8)) return false;  // s8 weights are int8's, scaled
     auto& list = layers[name];
     for (const auto& other : list)
       if (other.desc == desc) return false;  // the same layout twice
     list.push_back({desc,
                     std::shared_ptr<void>(shared, const_cast<char*>(payload + at)),
-                    false,
+                    scaled,
                     e.at("src_xxh3").get<std::string>(),
                     false,
                     e.at("xxh3").get<std::string>(),

@@ -18,6 +18,7 @@
 #include "vecbench/experiment/verify.hpp"
 #include "vecbench/input/inputs.hpp"
 #include "vecbench/strategies/runner.hpp"
+#include "vecbench/testing/packed_file.hpp"
 #include "vecbench/testing/rel_l2.hpp"
 #include "vecbench/testing/temp_dir.hpp"
 
@@ -165,35 +166,39 @@ TEST(Int8, CloseToFp32OnRealPhotosAndTheSameBitsAtEveryBatchSizeThreadCountAndSt
       EXPECT_GT(e, 0.0) << i << ": the same bits, so the pool branches did not change order";
     }
   }
-  // The s8 weights (scaled per output channel by vecbench's own arithmetic) are never taken from
-  // the packed-weights file: a start packs them again, and writes no file for them. The first
-  // int8 start in a fresh cache writes the file for its f32 first layer (oneDNN's), without
-  // them; with vecbench's first layer it packs nothing a file keeps, and writes none.
+  // The s8 weights (scaled per output channel by vecbench's own arithmetic) are kept in the
+  // packed-weights file under a checksum of their floats and their scales: the first int8 start
+  // in a fresh cache writes the file, the next one packs nothing and gives the same bits. An
+  // entry packed under other scales (another version of that arithmetic, as if: its checksum
+  // changed, the header resealed) is packed again, never taken.
   ::setenv("VECBENCH_WEIGHTS_DIR", (d / "w2").string().c_str(), 1);
-  run_on(*src, q, "sequential", "cpu", 1, 1);
-  const auto packed_file = [&] {
-    fs::path packed;
-    if (fs::exists(d / "w2"))
-      for (const auto& e : fs::directory_iterator(d / "w2"))
-        if (e.path().string().find(".packed.") != std::string::npos) packed = e.path();
-    return packed;
-  };
-  const fs::path packed = packed_file();
-  const bool own_first = first_conv::available(first_conv::Output::u8);
-  EXPECT_EQ(packed.empty(), own_first) << (own_first ? "a packed-weights file with nothing to keep" : "none written");
+  std::size_t before = onednn_counters().weight_packs;
+  const auto first = run_on(*src, q, "sequential", "cpu", 1, 1);
+  EXPECT_GE(onednn_counters().weight_packs - before, 93u) << "a fresh cache: every layer packed";
+  const fs::path packed = vecbench::testing::packed_file_in(d / "w2");
+  ASSERT_FALSE(packed.empty()) << "no packed-weights file written for the s8 weights";
+  const std::string scaled_key = "\"scaled\":true,\"src_xxh3\":\"";
+  const std::string entry_src = vecbench::testing::header_value(packed, scaled_key);
+  ASSERT_EQ(entry_src.size(), 16u) << "no scaled entry in the file's header";
   const auto inode = [&] {  // a write replaces the file by rename: another inode (a load only touches it)
     struct stat st {};
     return ::stat(packed.c_str(), &st) == 0 ? st.st_ino : ino_t{0};
   };
-  const ino_t written = packed.empty() ? ino_t{0} : inode();
-  const std::size_t before = onednn_counters().weight_packs;
+  const ino_t written = inode();
+  before = onednn_counters().weight_packs;
   const auto again = run_on(*src, q, "sequential", "cpu", 1, 1);
-  EXPECT_GE(onednn_counters().weight_packs - before, 90u) << "the s8 weights were taken from the file";
-  if (!packed.empty()) {
-    EXPECT_EQ(inode(), written) << "an int8 start rewrote the packed-weights file";
+  EXPECT_EQ(onednn_counters().weight_packs - before, 0u) << "packed again although the file holds the s8 weights";
+  EXPECT_EQ(inode(), written) << "an int8 start that packed nothing rewrote the packed-weights file";
+  for (std::size_t i = 0; i < src->size(); ++i) {
+    EXPECT_EQ(again->features(i), one->features(i)) << i;
+    EXPECT_EQ(first->features(i), one->features(i)) << i;
   }
-  EXPECT_EQ(packed_file(), packed) << "the second int8 start wrote a packed-weights file";
-  for (std::size_t i = 0; i < src->size(); ++i) EXPECT_EQ(again->features(i), one->features(i)) << i;
+  vecbench::testing::patch_header(packed, scaled_key + entry_src,
+                                  scaled_key + std::string(16, entry_src[0] == '0' ? '1' : '0'), true);
+  before = onednn_counters().weight_packs;
+  const auto other = run_on(*src, q, "sequential", "cpu", 1, 1);
+  EXPECT_EQ(onednn_counters().weight_packs - before, 1u) << "an entry packed under other scales was taken";
+  for (std::size_t i = 0; i < src->size(); ++i) EXPECT_EQ(other->features(i), one->features(i)) << i;
   ::unsetenv("VECBENCH_WEIGHTS_DIR");
   fs::remove_all(d);
 }

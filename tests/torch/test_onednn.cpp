@@ -23,10 +23,14 @@
 #endif
 #include "vecbench/input/inputs.hpp"
 #include "vecbench/strategies/runner.hpp"
+#include "vecbench/testing/packed_file.hpp"
 #include "vecbench/testing/rel_l2.hpp"
 #include "vecbench/testing/temp_dir.hpp"
 
 using namespace vecbench;
+using vecbench::testing::header_value;
+using vecbench::testing::packed_file_in;
+using vecbench::testing::patch_header;
 
 namespace {
 
@@ -352,43 +356,6 @@ TEST(OneDnn, AWeightsFileStartsTheEngineWithoutLoadingTheModuleAndGivesTheSameFe
 }
 
 /// The packed-weights file of weights folder `dir` ("" if none).
-fs::path packed_file_in(const fs::path& dir) {
-  for (const auto& e : fs::directory_iterator(dir))
-    if (e.path().string().find(".packed.") != std::string::npos) return e.path();
-  return {};
-}
-
-/// Replaces `from` by `to` (the same length) in `file`'s header; with `reseal`, writes the
-/// header's checksum (XXH3-64 of the header after the file's 24-byte prefix) again, so that only
-/// the header's meaning can refuse it.
-void patch_header(const fs::path& file, const std::string& from, const std::string& to, bool reseal) {
-  std::string bytes;
-  {
-    std::ifstream in(file, std::ios::binary);
-    bytes.assign(std::istreambuf_iterator<char>(in), {});
-  }
-  std::uint64_t hlen = 0;
-  std::memcpy(&hlen, bytes.data() + 8, sizeof hlen);
-  const std::size_t at = bytes.find(from, 24);
-  ASSERT_TRUE(at != std::string::npos && at < 24 + hlen) << from << " not in the header of " << file;
-  ASSERT_EQ(from.size(), to.size());
-  bytes.replace(at, from.size(), to);
-  if (reseal) {
-    const std::uint64_t sum = XXH3_64bits(bytes.data() + 24, static_cast<std::size_t>(hlen));
-    std::memcpy(bytes.data() + 16, &sum, sizeof sum);
-  }
-  std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
-}
-
-/// The 16 hex digits after the first `key` that follows `after` in `file`'s header.
-std::string header_value(const fs::path& file, const std::string& key, const std::string& after = "") {
-  std::string head(1 << 16, '\0');
-  std::ifstream(file, std::ios::binary).read(head.data(), static_cast<std::streamsize>(head.size()));
-  const std::size_t from = head.find(after);
-  const std::size_t at = from == std::string::npos ? from : head.find(key, from);
-  return at == std::string::npos ? "" : head.substr(at + key.size(), 16);
-}
-
 TEST(OneDnn, ThePackedWeightsFileSkipsPackingAndIsRefusedWhenItDoesNotCheckOut) {
   // The first run packs every layer (oneDNN's layouts, the Winograd filters) and writes the
   // packed-weights file; the next runs pack nothing and give the same bits. A file with a flipped
