@@ -105,7 +105,7 @@ memory shared_weights(PackedWeightCache& cache, const std::string& name, const F
     // int8's s8 weights: the floats and the per-channel scales they are packed with, so that
     // bytes packed under other scales (another version of vecbench's arithmetic) are never taken
     if (src.empty())
-      src = scaled ? floats_xxh3(l.weight.data(), l.weight.size(), out_scale->data(), out_scale->size())
+      src = scaled ? scaled_xxh3(l.weight.data(), l.weight.size(), out_scale->data(), out_scale->size())
                    : floats_xxh3(l.weight.data(), l.weight.size());
     return src;
   };
@@ -148,7 +148,9 @@ memory shared_weights(PackedWeightCache& cache, const std::string& name, const F
   // the checksum is for the packed-weights file only: none without one
   const bool saved = !cache.file.empty();
   entries.push_back({want, std::move(data), scaled, saved ? source() : std::string(), true, {}, packed});
-  cache.dirty = true;
+  // a layout the file cannot hold (s8 weights with a compensation) is packed at every start: it
+  // must not make every start write the file again
+  cache.dirty = cache.dirty || packable_weights_desc(want.data);
   ++g_packs;
   g_packed_bytes += want.get_size();
   return packed;

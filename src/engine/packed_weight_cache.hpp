@@ -29,6 +29,24 @@ inline std::string filter_xxh3(const winograd::Filter& f) {
   return floats_xxh3(f.u, f.u_floats(), f.bias, static_cast<std::size_t>(f.out_c));
 }
 
+/// The tag that opens a scaled (int8 s8) entry's source checksum: the scheme that turns floats and
+/// per-channel scales into s8 bytes (oneDNN's reorder with the scales as output scales). A change
+/// of that scheme changes the tag, so that bytes made by the one before are never taken.
+constexpr char kScaledSchemeTag[] = "s8 = reorder(w, oscale per output channel) v1";
+
+/// floats_xxh3 of a scaled entry's source: the tag, the OIHW floats, then the per-channel scales.
+inline std::string scaled_xxh3(const float* w, std::size_t nw, const float* scales, std::size_t ns) {
+  Xxh3 h;
+  h.update(kScaledSchemeTag, sizeof kScaledSchemeTag - 1);
+  h.update(w, nw * sizeof(float));
+  h.update(scales, ns * sizeof(float));
+  return h.hex();
+}
+
+/// Whether the packed-weights file can hold an entry of this layout (weights_file.cpp): f32,
+/// bf16 or s8, blocked, no extra flags, every field in range.
+bool packable_weights_desc(const dnnl_memory_desc_t& d);
+
 struct PackedWeightCache {
   struct Entry {
     dnnl::memory::desc desc;     ///< the layout a primitive asked for
@@ -37,10 +55,10 @@ struct PackedWeightCache {
     /// arithmetic before oneDNN's reorder rounds them): their src_xxh3 covers the scales too, so
     /// that a change of that arithmetic is never served stale under an unchanged descriptor.
     bool scaled = false;
-    /// floats_xxh3 of the OIHW floats it was reordered from (scaled entries: then of the
-    /// per-channel scales), and whether the floats (and scales) a caller asks with were found to
-    /// match it (entries read from a file start unverified: one whose source differs, e.g.
-    /// another input normalization folded into the first layer, is dropped and packed again).
+    /// floats_xxh3 of the OIHW floats it was reordered from (scaled entries: scaled_xxh3, of a
+    /// scheme tag, the floats and the per-channel scales), and whether the floats (and scales) a caller asks with were
+    /// found to match it (entries read from a file start unverified: one whose source differs, e.g. another input
+    /// normalization folded into the first layer, is dropped and packed again).
     std::string src_xxh3;
     bool verified = true;
     /// Read from a file: the XXH3-64 of its bytes as the writer recorded it, checked with the

@@ -311,8 +311,9 @@ bool fits(const std::array<int64_t, 4>& shape, winograd::Kernel kernel, int in_c
   return shape[0] == out_c && shape[1] == in_c && shape[2] == one.kh() && shape[3] == one.kw();
 }
 
-/// Whether a descriptor is one the packed-weights file holds: f32 or bf16 in a blocked layout,
-/// no extra flags (int8 compensation), every blocking field in range (oneDNN walks them). The
+/// Whether a descriptor is one the packed-weights file holds: f32, bf16 or s8 (int8's scaled
+/// weights) in a blocked layout, no extra flags (int8 compensation), every blocking field in
+/// range (oneDNN walks them). The
 /// writer saves only these, and the reader takes only these. A layout may pad a dimension (AMX's
 /// bf16 weights pad channels to their blocks): oneDNN zeroes the padding of a memory made on a
 /// handle, so such an entry is copied out of the read-only mapping at first use (shared_weights).
@@ -416,6 +417,8 @@ void write_packed_file(const PackedSnapshot& snap) {
 }
 
 }  // namespace
+
+bool packable_weights_desc(const dnnl_memory_desc_t& d) { return plain_weights_desc(d); }
 
 std::string packed_file_path(const std::string& weights_path) {
   if (weights_path.empty()) return "";

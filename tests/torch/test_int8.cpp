@@ -5,12 +5,15 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <cmath>
 #include <fstream>
 #include <iterator>
 
+#include "vecbench/core/checksum.hpp"
 #include "vecbench/engine/engines.hpp"
 #include "vecbench/engine/first_conv.hpp"
 #include "vecbench/engine/int8_calibration.hpp"
+#include "vecbench/engine/weights_file.hpp"
 #ifdef VECBENCH_WITH_ONEDNN
 #include "vecbench/engine/onednn_inception.hpp"
 #include "vecbench/engine/pool_kernels.hpp"
@@ -185,6 +188,32 @@ TEST(Int8, CloseToFp32OnRealPhotosAndTheSameBitsAtEveryBatchSizeThreadCountAndSt
     return ::stat(packed.c_str(), &st) == 0 ? st.st_ino : ino_t{0};
   };
   const ino_t written = inode();
+  {  // an entry's source checksum covers a scheme tag, the floats and the per-channel scales
+    // (1 / (largest |w| / 127)) vecbench packed them with: not the floats alone
+    fs::path weights;
+    for (const auto& e : fs::directory_iterator(d / "w2"))
+      if (e.path().string().find(".packed.") == std::string::npos) weights = e.path();
+    const std::string sha = weights.filename().string().substr(0, weights.filename().string().find('-'));
+    const auto w = load_inception_weights(weights.string(), sha, kModel);
+    ASSERT_TRUE(w) << weights;
+    const FoldedConv& l = w->convs.at("Mixed_5b.branch1x1");
+    const std::size_t per = l.weight.size() / static_cast<std::size_t>(l.shape[0]);
+    std::vector<float> inv(static_cast<std::size_t>(l.shape[0]));
+    for (std::size_t o = 0; o < inv.size(); ++o) {
+      float hi = 0.0f;
+      for (std::size_t k = 0; k < per; ++k) hi = std::max(hi, std::fabs(l.weight.data()[o * per + k]));
+      inv[o] = 1.0f / (hi > 0 ? hi / 127.0f : 1.0f);
+    }
+    const std::string tag = "s8 = reorder(w, oscale per output channel) v1";
+    Xxh3 with, floats;
+    with.update(tag.data(), tag.size());
+    with.update(l.weight.data(), l.weight.size() * sizeof(float));
+    with.update(inv.data(), inv.size() * sizeof(float));
+    floats.update(l.weight.data(), l.weight.size() * sizeof(float));
+    const std::string got = vecbench::testing::header_value(packed, scaled_key, "\"name\":\"Mixed_5b.branch1x1\"");
+    EXPECT_EQ(got, with.hex()) << "Mixed_5b.branch1x1's source checksum";
+    EXPECT_NE(got, floats.hex());
+  }
   before = onednn_counters().weight_packs;
   const auto again = run_on(*src, q, "sequential", "cpu", 1, 1);
   EXPECT_EQ(onednn_counters().weight_packs - before, 0u) << "packed again although the file holds the s8 weights";

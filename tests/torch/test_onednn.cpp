@@ -355,7 +355,6 @@ TEST(OneDnn, AWeightsFileStartsTheEngineWithoutLoadingTheModuleAndGivesTheSameFe
   fs::remove_all(d);
 }
 
-/// The packed-weights file of weights folder `dir` ("" if none).
 TEST(OneDnn, ThePackedWeightsFileSkipsPackingAndIsRefusedWhenItDoesNotCheckOut) {
   // The first run packs every layer (oneDNN's layouts, the Winograd filters) and writes the
   // packed-weights file; the next runs pack nothing and give the same bits. A file with a flipped
