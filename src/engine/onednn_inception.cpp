@@ -230,6 +230,18 @@ class ActivationArena {
   std::shared_ptr<void> arena_;
 };
 
+/// Runs fn(first, last) on `threads` OpenMP threads, each taking its contiguous share of
+/// [0, count): how the ops of vecbench's own kernels split their rows (or images) over a
+/// replica's threads (the kernels' results do not depend on the split).
+template <class F>
+void split_rows(int threads, int count, const F& fn) {
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    fn(count * t / nt, count * (t + 1) / nt);
+  }
+}
+
 bool has_isa(dnnl::cpu_isa isa) {
   const auto have = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
   return (have & static_cast<unsigned>(isa)) == static_cast<unsigned>(isa);
@@ -611,12 +623,9 @@ class Graph {
         [t, dst, t_shape, dst_shape, t_off, dst_off, type, inv_scale, rows, threads]() mutable {
           t_shape.data = static_cast<float*>(t.get_data_handle()) + t_off;
           dst_shape.data = element(dst, dst_off);
-#pragma omp parallel num_threads(threads)
-          {
-            const int i = omp_get_thread_num(), nt = omp_get_num_threads();
-            // cannot throw here: fits() was checked above
-            pool_kernels::avg3x3_relu(t_shape, type, inv_scale, dst_shape, rows * i / nt, rows * (i + 1) / nt);
-          }
+          split_rows(threads, rows, [&](int first, int last) {  // cannot throw: fits() was checked above
+            pool_kernels::avg3x3_relu(t_shape, type, inv_scale, dst_shape, first, last);
+          });
         },
         Args{{DNNL_ARG_SRC, t}, {DNNL_ARG_DST, dst}});
     ++g_own_poolings;
@@ -717,12 +726,9 @@ class Graph {
         [src, dst, s, d, s_off, d_off, type, k, stride, pad, rescale, rows, threads]() mutable {
           s.data = element(src, s_off);
           d.data = element(dst, d_off);
-#pragma omp parallel num_threads(threads)
-          {
-            const int i = omp_get_thread_num(), nt = omp_get_num_threads();
-            // cannot throw here: fits() was checked above
-            pool_kernels::max_pool(type, s, d, k, stride, pad, rescale, rows * i / nt, rows * (i + 1) / nt);
-          }
+          split_rows(threads, rows, [&](int first, int last) {  // cannot throw: fits() was checked above
+            pool_kernels::max_pool(type, s, d, k, stride, pad, rescale, first, last);
+          });
         },
         Args{{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
     ++g_own_poolings;
@@ -866,12 +872,10 @@ class Graph {
         [f, in, out, s, kind, inv_scale, rows, threads]() {
           const auto* src = static_cast<const float*>(in.get_data_handle());
           void* dst = out.get_data_handle();
-#pragma omp parallel num_threads(threads)
-          {
-            const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+          split_rows(threads, rows, [&](int first, int last) {
             // cannot throw here: own_first_layer_runs() checked what run() checks
-            first_conv::run(*f, src, s, s, kind, inv_scale, dst, rows * t / nt, rows * (t + 1) / nt);
-          }
+            first_conv::run(*f, src, s, s, kind, inv_scale, dst, first, last);
+          });
         },
         Args{{DNNL_ARG_SRC, in_user_}, {DNNL_ARG_DST, x.mem}});
     ++g_own_first_layers;
@@ -935,11 +939,9 @@ class Graph {
         [src, out, s, off, type, scale, threads]() mutable {
           s.data = element(src, off);
           auto* dst = static_cast<float*>(out.get_data_handle());
-#pragma omp parallel num_threads(threads)
-          {
-            const int i = omp_get_thread_num(), nt = omp_get_num_threads();
-            pool_kernels::global_avg(type, s, scale, dst, s.n * i / nt, s.n * (i + 1) / nt);  // checked above
-          }
+          split_rows(threads, s.n, [&](int first, int last) {
+            pool_kernels::global_avg(type, s, scale, dst, first, last);  // checked above
+          });
         },
         Args{{DNNL_ARG_SRC, x.mem}});
     ++g_own_poolings;

@@ -137,19 +137,18 @@ void global_avg_isa(Type t, const Tensor& src, float scale, float* dst, int firs
   const __m512 mul = _mm512_set1_ps(scale / static_cast<float>(hw));
   for (int i = first; i < last; ++i)
     for (int ch = 0; ch < src.c; ch += 16) {
+      // an image's pixels follow each other pixel_stride elements apart, row after row
       __m512 mean;
       if (t == Type::u8) {
+        const std::uint8_t* at = pixel<const std::uint8_t>(src, i, 0, 0) + ch;
         __m512i sum = _mm512_setzero_si512();
-        for (int p = 0; p < hw; ++p) {
-          const __m128i v = _mm_loadu_si128(
-              reinterpret_cast<const __m128i*>(pixel<const std::uint8_t>(src, i, p / src.w, p % src.w) + ch));
-          sum = _mm512_add_epi32(sum, _mm512_cvtepu8_epi32(v));
-        }
+        for (int p = 0; p < hw; ++p, at += src.pixel_stride)
+          sum = _mm512_add_epi32(sum, _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at))));
         mean = _mm512_mul_ps(_mm512_cvtepi32_ps(sum), mul);
       } else {
+        const std::uint16_t* at = pixel<const std::uint16_t>(src, i, 0, 0) + ch;
         __m512 sum = _mm512_setzero_ps();
-        for (int p = 0; p < hw; ++p)
-          sum = _mm512_add_ps(sum, load_bf16(pixel<const std::uint16_t>(src, i, p / src.w, p % src.w) + ch));
+        for (int p = 0; p < hw; ++p, at += src.pixel_stride) sum = _mm512_add_ps(sum, load_bf16(at));
         mean = _mm512_mul_ps(sum, mul);
       }
       _mm512_storeu_ps(dst + static_cast<std::ptrdiff_t>(i) * src.c + ch, mean);
