@@ -23,6 +23,11 @@
 #     default command and the model-only rate with `--precision bf16`, beside OpenVINO's bf16
 #     (INFERENCE_PRECISION_HINT bf16, where its venv exists)
 #   BASE=0: leave out the commands above (only LARGE / SEED_BATCHES / OLD_VECBENCH)
+#   CPUID_MASK=avx2 (or avx512): every measured program (vecbench, both peers) sees CPUID without
+#     the extensions that mask removes (tools/cpuid_mask.c through LD_AUDIT; needs the `cpuid_fault`
+#     CPU flag): `avx2` runs the code an AVX2-only CPU (AMD Zen 3) takes, `avx512` that of an
+#     AVX-512 CPU without AMX or AVX512-FP16 (Zen 4), on this machine's cores and caches; the
+#     report says so. avx2 leaves out int8 and bf16 (no VNNI, no BF16 there)
 #   SEED_BATCHES="1 4 16": also the seed's 3 virtual devices: data-parallel cpu/3 against
 #     sequential cpu at each batch, whole process, 100 photos, .vc (target: never slower)
 # Needs: a built ./build/vecbench, tools/peers_setup.sh (the onnxruntime venv and inc.onnx),
@@ -53,9 +58,26 @@ for f in $(head -n $((100 - $(wc -l < "$WORK/photos100.txt"))) "$WORK/photos60.t
   cp "$f" "$WORK/copies/copy-$(basename "$f")" && echo "$WORK/copies/copy-$(basename "$f")" >> "$WORK/photos100.txt"
 done
 
+MASK=()
+if [ -n "${CPUID_MASK:-}" ]; then
+  cc -O2 -shared -fPIC -o "$WORK/cpuid_mask.so" tools/cpuid_mask.c
+  export CPUID_MASK CPUID_MASK_QUIET=1
+  MASK=(env LD_AUDIT="$WORK/cpuid_mask.so")
+  # The mask must hold in vecbench's oneDNN (it reads CPUID while its library loads)
+  isa=$("${MASK[@]}" ONEDNN_VERBOSE=1 "$VB" vectorize --images synthetic:1 --out "$WORK/mask-check" --format none 2>&1 |
+    grep -m1 'onednn_verbose,info,cpu,isa:' || true)
+  case "$CPUID_MASK:$isa" in
+    avx2:*"isa:Intel AVX2") INT8=0 BF16=0 ;;
+    avx512:*AVX-512*) case "$isa" in *AMX*) isa="" ;; esac ;;
+    *) isa="" ;;
+  esac
+  [ -n "$isa" ] || { echo "bench_whole_job: CPUID_MASK=$CPUID_MASK did not hold in vecbench's oneDNN" >&2; exit 1; }
+  echo "CPUID masked to $CPUID_MASK; vecbench's oneDNN: ${isa#*isa:}"
+fi
+
 INT8=${INT8:-1}
 if [ "$INT8" = 1 ] && grep -qw -e avx512_vnni -e avx_vnni /proc/cpuinfo; then
-  "$VB" calibrate --images "$WORK/photos60.txt" --out "$WORK/int8-cal.json" > "$WORK/cal.log" 2>&1 ||
+  "${MASK[@]}" "$VB" calibrate --images "$WORK/photos60.txt" --out "$WORK/int8-cal.json" > "$WORK/cal.log" 2>&1 ||
     { cat "$WORK/cal.log" >&2; exit 1; }
   "$VB" predecode --images "$WORK/photos60.txt" --out "$WORK/photos60.npy" > /dev/null
   rm -f "$WORK/inc-int8-ort.onnx" "$WORK/inc-int8-ov.xml"
@@ -78,7 +100,7 @@ measure() {  # measure NAME OUT CMD...: one run, one JSON line in $RAW
   rm -rf "$out"
   local t0 first="" wall rss
   t0=$(date +%s.%N)
-  if ! /usr/bin/time -f "%e %M" -o "$WORK/time.txt" "$@" > "$WORK/last.log" 2>&1; then
+  if ! /usr/bin/time -f "%e %M" -o "$WORK/time.txt" "${MASK[@]}" "$@" > "$WORK/last.log" 2>&1; then
     echo "bench_whole_job: $name failed:" >&2
     cat "$WORK/last.log" >&2
     exit 1
@@ -148,7 +170,7 @@ for r in $(seq 1 "$ROUNDS"); do
       --model "$MODEL" --format vc
   fi
 done
-"$VB" vectorize --images synthetic:1 --out "$WORK/route" --format none > "$WORK/route.log" 2>&1
+"${MASK[@]}" "$VB" vectorize --images synthetic:1 --out "$WORK/route" --format none > "$WORK/route.log" 2>&1
 grep -m1 "route from" "$WORK/route.log" > "$WORK/route.txt"
-python3 tools/bench_whole_job_report.py "$RAW" "$RESULTS/$STAMP" "$(cat "$WORK/route.txt")" "$(nproc)" "$(uptime)" \
+CPUID_MASK=${CPUID_MASK:-} python3 tools/bench_whole_job_report.py "$RAW" "$RESULTS/$STAMP" "$(cat "$WORK/route.txt")" "$(nproc)" "$(uptime)" \
   "$("$VB" --version 2>&1 | head -1)"

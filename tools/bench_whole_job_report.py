@@ -7,6 +7,7 @@ usage: bench_whole_job_report.py RAW.jsonl OUT ROUTE_LINE CORES UPTIME [VERSION_
 The machine (CPU model, family/model, the ISA extensions that matter here) is read from
 /proc/cpuinfo and written into both files."""
 import json
+import os
 import re
 import statistics
 import sys
@@ -30,6 +31,12 @@ def cpu_record(path="/proc/cpuinfo"):
 
 
 machine = cpu_record()
+# tools/bench_whole_job.sh CPUID_MASK=...: the programs saw CPUID without some of these flags
+mask = os.environ.get("CPUID_MASK", "")
+MASK_SEEN = {"avx2": "AVX2 and FMA only (no AVX-512, no VNNI, no AMX), as an AMD Zen 3",
+             "avx512": "AVX-512 with VNNI and BF16, no AMX and no AVX512-FP16, as an AMD Zen 4"}
+if mask:
+    machine["cpuid_mask"] = mask
 runs = [json.loads(l) for l in open(raw) if l.strip()]
 by = {}
 for r in runs:
@@ -174,6 +181,10 @@ with open(out + ".md", "w") as f:
     f.write(f"`tools/bench_whole_job.sh` on {cores} cores of {machine['cpu_model']} (family "
             f"{machine['cpu_family']} model {machine['cpu_model_number']}; {', '.join(machine['cpu_isa'])}); "
             f"load when it ended: `{uptime.strip()}`.\n")
+    if mask:
+        f.write(f"**CPUID masked** (`CPUID_MASK={mask}`, tools/cpuid_mask.c through LD_AUDIT): every measured program "
+                f"saw {MASK_SEEN.get(mask, mask)}, and took that CPU's code, on this machine's cores and caches "
+                "(not that CPU's: its figures are a proxy, not a measurement there).\n")
     if version:
         f.write(f"Binary: `{version.strip()}`\n")
     f.write(f"Default route: `{route.strip()}`\n\n")

@@ -4,6 +4,7 @@
 // and strategy; bad files fail with the file named.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -563,6 +564,42 @@ TEST(OneDnn, VectorizeCommandLine) {
   EXPECT_NE(text.find("--engine"), std::string::npos) << text;
   EXPECT_NE(text.find("tvm"), std::string::npos) << text;
   fs::remove_all(d);
+}
+
+// The AVX2 route end to end on whichever x86-64 CPU runs the tests: vecbench under
+// tools/cpuid_mask.c (CPUID without AVX-512, VNNI or AMX) takes oneDNN's AVX2 kernels, 8-channel
+// blocks and vecbench's AVX2 Winograd kernels, the code an AVX2-only CPU (AMD Zen 3) runs, and
+// gives TorchScript's features.
+TEST(OneDnn, TheAvx2RouteSeenThroughAMaskedCpuidEqualsTorchScript) {
+#ifndef VECBENCH_CPUID_MASK
+  GTEST_SKIP() << "not an x86-64 build";
+#else
+  if (!have_onednn()) GTEST_SKIP() << "built without libdnnl-dev";
+  const fs::path d = vecbench::testing::fresh_temp_dir("onednn_avx2");
+  const std::string args = std::string(VECBENCH_EXE) + " vectorize --images synthetic:3 --format npy --batch 2 --out ";
+  const std::string log = " > " + (d / "log").string() + " 2>&1";
+  const auto read_log = [&] {
+    std::ifstream in(d / "log");
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const int rc = std::system(("CPUID_MASK=avx2 LD_AUDIT=" VECBENCH_CPUID_MASK " ONEDNN_VERBOSE=1 " + args +
+                              (d / "a").string() + " --engine onednn --devices cpu/2" + log)
+                                 .c_str());
+  if (WEXITSTATUS(rc) == 125 && read_log().find("cannot fault CPUID") != std::string::npos) GTEST_SKIP() << read_log();
+  ASSERT_EQ(WEXITSTATUS(rc), 0) << read_log();
+  const std::string masked = read_log();
+  EXPECT_NE(masked.find("onednn_verbose,info,cpu,isa:Intel AVX2\n"), std::string::npos) << masked.substr(0, 2000);
+  EXPECT_EQ(masked.find("avx512"), std::string::npos) << "an AVX-512 kernel ran under the mask";
+  EXPECT_NE(masked.find("engine onednn"), std::string::npos) << masked.substr(0, 2000);
+  ASSERT_EQ(std::system((args + (d / "b").string() + " --engine torchscript" + log).c_str()), 0) << read_log();
+  for (int i = 0; i < 3; ++i) {
+    const std::string f = "synthetic:" + std::to_string(i) + ".npy";
+    const auto a = npy::as_f32(npy::load(d / "a" / f)), b = npy::as_f32(npy::load(d / "b" / f));
+    ASSERT_EQ(a.size(), 2048u);
+    EXPECT_LE(rel_l2(a, b), 1e-4) << f;
+  }
+  fs::remove_all(d);
+#endif
 }
 
 TEST(OneDnn, Bf16IsCloseButNotEqualOrRefusedWithTheReason) {
