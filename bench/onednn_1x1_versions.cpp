@@ -26,6 +26,8 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
+constexpr int kBatch = 4;  // the default route's batch
+
 struct Shape {
   int count, ic, oc, hw;  // per forward; square maps
 };
@@ -52,7 +54,7 @@ void fill(memory& m, float v) {
 }
 
 Conv make(const dnnl::engine& eng, const Shape& s, tag act) {
-  const int n = 4;
+  const int n = kBatch;
   memory::desc src_d({n, s.ic, s.hw, s.hw}, dt::f32, act);
   memory::desc dst_d({n, s.oc, s.hw, s.hw}, dt::f32, act);
   memory::desc wei_d({s.oc, s.ic, 1, 1}, dt::f32, tag::any);
@@ -132,13 +134,13 @@ int main(int argc, char** argv) {
   for (const Shape& s : kShapes) {
     Conv c = make(eng, s, nhwc ? tag::nhwc : tag::nChw16c);
     const double ms = median_ms(c, strm, reps);
-    const double gflop = 2.0 * 4 * s.ic * s.oc * s.hw * s.hw * 1e-9;
+    const double gflop = 2.0 * kBatch * s.ic * s.oc * s.hw * s.hw * 1e-9;
     std::printf("ic%d oc%d %dx%d x%d %s %.3f ms %.1f GFLOP/s\n", s.ic, s.oc, s.hw, s.hw, s.count, c.impl.c_str(), ms,
                 gflop / ms * 1e3);
     total_ms += s.count * ms;
     total_gflop += s.count * gflop;
   }
-  std::printf("total %.2f ms a forward (batch 4), %.1f GFLOP/s\n", total_ms, total_gflop / total_ms * 1e3);
+  std::printf("total %.2f ms a forward (batch %d), %.1f GFLOP/s\n", total_ms, kBatch, total_gflop / total_ms * 1e3);
   const bool avx512 = __builtin_cpu_supports("avx512f");
   std::printf("fma peak %.1f GFLOP/s (%s)\n", avx512 ? peak512() : peak256(), avx512 ? "avx512" : "avx2");
   return 0;
