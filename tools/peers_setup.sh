@@ -6,7 +6,7 @@
 # the scripted torchvision Inception-v3 and its ONNX export (Debian's python3-torch), and
 # classify_image_graph_def.pb (tools/make_tf_graph.py --seed 0) for the seed's TF program.
 #   tools/peers_setup.sh              every peer (about 8 GB: the torch wheel brings CUDA libraries)
-#   tools/peers_setup.sh tensorflow   only TensorFlow and pytorch-fid (CI: tests/py/tf_fidelity.py, fid_check.py)
+#   tools/peers_setup.sh tensorflow   only TensorFlow and the FID tools (CI: tests/py/tf_fidelity.py, fid_check.py, fid_tools.py)
 # Each peer prints its package versions on the line the experiment records (effective.output).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,23 +38,25 @@ graph() {  # the seed's graph, synthetic weights (speed does not depend on them)
     "$VENVS/tensorflow/bin/python" tools/make_tf_graph.py --seed 0 --out "$WORK/classify_image_graph_def.pb"
 }
 
-# pytorch-fid's own calculate_frechet_distance, the second reference of tests/py/fid_check.py: a
-# venv that sees Debian's numpy, SciPy and torch (--system-site-packages), the package alone
-# (--no-deps: no CUDA wheels downloaded).
-fidref() {
-  local dir=$VENVS/pytorch-fid pin="pytorch-fid==0.3.0"
+# The FID tools vecbench reproduces (tests/py/fid_check.py, tests/py/fid_tools.py): pytorch-fid
+# (its own calculate_frechet_distance too), torch-fidelity and clean-fid, in a venv that sees
+# Debian's numpy, SciPy, Pillow, tqdm, requests and torch 1.13 (--system-site-packages), the packages alone (--no-deps: no
+# CUDA wheels downloaded).
+fidtools() {
+  local dir=$VENVS/fid-tools pin="pytorch-fid==0.3.0 torch-fidelity==0.4.0 clean-fid==0.1.35"
   if [ "$(cat "$dir/.vecbench-pins" 2>/dev/null)" = "$pin" ]; then
-    echo "peers: pytorch-fid ready ($dir: $pin)"
+    echo "peers: fid-tools ready ($dir: $pin)"
     return
   fi
   rm -rf "$dir"
   /usr/bin/python3 -m venv --system-site-packages "$dir"
-  "$dir/bin/python" -m pip install -q --disable-pip-version-check --no-deps "$pin"
+  # shellcheck disable=SC2086
+  "$dir/bin/python" -m pip install -q --disable-pip-version-check --no-deps $pin
   echo "$pin" > "$dir/.vecbench-pins"
 }
 
 venv tensorflow
-fidref
+fidtools
 if [ "${1:-all}" = tensorflow ]; then
   exit 0
 fi

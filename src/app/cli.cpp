@@ -77,7 +77,7 @@ void add_dist_options(CLI::App* c, DistArgs& d) {
 struct Cli {
   CLI::App *vec = nullptr, *pre = nullptr, *devs = nullptr, *info = nullptr, *run = nullptr, *tune = nullptr,
            *cmp = nullptr, *mrg = nullptr, *rep = nullptr, *trace_sum = nullptr, *ver = nullptr, *sts = nullptr,
-           *fid = nullptr, *cal = nullptr;
+           *fid = nullptr, *cal = nullptr, *models = nullptr;
   VectorizeArgs va;
   CalibrateArgs cal_args;
   DistArgs dist_args;
@@ -95,7 +95,7 @@ struct Cli {
   CompareOptions cmp_opt;
   std::vector<std::string> merge_dirs, merge_results;
   std::string merge_out;
-  std::string stats_in, stats_out, stats_store;
+  StatsArgs stats_args;
   FidArgs fid_args;
   std::string verify_dir;
   bool verify_repair = false;
@@ -111,6 +111,9 @@ void add_vectorize_io_options(CLI::App* vec, VectorizeArgs& va) {
       ->required();
   vec->add_option("--out", va.out, "Output directory")->required();
   vec->add_option("--model", va.model.path, "TorchScript model from tools/export_inception.py")->capture_default_str();
+  vec->add_option("--like", va.like,
+                  "pytorch-fid | torch-fidelity | clean-fid-legacy-pytorch: that FID tool's Inception weights (found where the tool keeps them: "
+                  "`vecbench models`) and its exact decode, resize and scaling, recorded in the fingerprint");
   add_parsed(
       vec, "--format", va.format, [](const std::string& s) { return parse_output_format(s); },
       "vc (one text file per image, as the seed), npy (one .npy per image), shards (N x 2048 .npy shards + "
@@ -323,8 +326,26 @@ void add_tool_commands(CLI::App& app, Cli& c) {
                    "~/.cache/vecbench/profiles/; $VECBENCH_PROFILE_DIR overrides)");
 }
 
+/// stats, fid: the model image inputs are vectorized with, and where.
+void add_fid_model_options(CLI::App* cmd, FidModelArgs& m) {
+  cmd->add_option("--model", m.model,
+                  "Image inputs: this TorchScript model (default: the first FID tool's weights found, pytorch-fid's "
+                  "first: `vecbench models`)");
+  cmd->add_option("--like", m.like,
+                  "pytorch-fid | torch-fidelity | clean-fid-legacy-pytorch: that tool's weights and exact pipeline for image inputs; stores "
+                  "made otherwise are refused");
+  cmd->add_flag("--allow-synthetic-weights", m.allow_synthetic,
+                "Compute from synthetic (random) weights anyway (refused by default); every figure then says so");
+  cmd->add_option("--store", m.store_root,
+                  "Where image inputs are vectorized (one store per input and model below it; default "
+                  "$VECBENCH_CACHE/stores, else $XDG_CACHE_HOME/vecbench/stores, else ~/.cache/vecbench/stores)");
+}
+
 /// verify, stats, fid: reading a store's vectors back.
 void add_store_commands(CLI::App& app, Cli& c) {
+  c.models = app.add_subcommand("models",
+                                "The FID tools' Inception weights files vecbench looks for (pytorch-fid's, "
+                                "torch-fidelity's), where, which were found, their SHA-256 and imported models");
   c.ver = app.add_subcommand("verify",
                              "Re-read every stored vector of an output folder against its manifest line and checksum; "
                              "print each missing, truncated or corrupted one (BAD input: file: why). Exit 0 all good, "
@@ -340,14 +361,12 @@ void add_store_commands(CLI::App& app, Cli& c) {
                              "FID statistics of stored features: mu and sigma in float64 (pytorch-fid's and TTUR's "
                              ".npz keys, plus n, the fingerprint and the vecbench version), one streaming pass");
   c.sts
-      ->add_option("in", c.stats_in,
+      ->add_option("in", c.stats_args.in,
                    "An output folder of vectorize, a float32 .npy feature matrix [N, dim], or images (a folder, "
                    "list or file: vectorized first, default route, into a resumable store)")
       ->required();
-  c.sts->add_option("--store", c.stats_store,
-                    "Where image inputs are vectorized (one store per input below it; default "
-                    "$VECBENCH_CACHE/stores, else $XDG_CACHE_HOME/vecbench/stores, else ~/.cache/vecbench/stores)");
-  c.sts->add_option("--out", c.stats_out, "The .npz file to write")->required();
+  add_fid_model_options(c.sts, c.stats_args.m);
+  c.sts->add_option("--out", c.stats_args.out, "The .npz file to write")->required();
   c.fid = app.add_subcommand("fid",
                              "FID between two sides (output folders, .npy feature matrices, .npz stats files of "
                              "vecbench, pytorch-fid, TTUR or clean-fid, or images: vectorized first); FID is the "
@@ -365,9 +384,7 @@ void add_store_commands(CLI::App& app, Cli& c) {
       ->capture_default_str()
       ->check(CLI::Range(2, 100000000));
   c.fid->add_option("--seed", c.fid_args.seed, "KID: the subsets' random seed")->capture_default_str();
-  c.fid->add_option("--store", c.fid_args.store_root,
-                    "Where image inputs are vectorized (one store per input below it; default "
-                    "$VECBENCH_CACHE/stores, else $XDG_CACHE_HOME/vecbench/stores, else ~/.cache/vecbench/stores)");
+  add_fid_model_options(c.fid, c.fid_args.m);
   c.fid->add_flag("--allow-mismatch", c.fid_args.allow_mismatch,
                   "Compare sides whose fingerprints differ (another model, resize or decode): refused by default");
 }
@@ -426,7 +443,8 @@ void add_result_commands(CLI::App& app, Cli& c, const std::string& exit_status) 
 int dispatch(CLI::App& app, Cli& c, int argc, char** argv, const CommandHooks& hooks) {
   if (*c.vec || *c.run) open_distribution(c.dist_args, &argc, &argv);
   if (*c.vec) return close_distribution(cmd_vectorize(c.va, hooks));
-  if (*c.sts) return cmd_stats(c.stats_in, c.stats_out, c.stats_store);
+  if (*c.sts) return cmd_stats(c.stats_args);
+  if (*c.models) return cmd_models();
   if (*c.fid) return cmd_fid(c.fid_args);
   if (*c.ver) return cmd_verify(c.verify_dir, c.verify_repair, c.verify_progress);
   if (*c.mrg) return merge_command(c.merge_dirs, c.merge_results, c.merge_out, std::cout, std::cerr);
@@ -447,20 +465,12 @@ int dispatch(CLI::App& app, Cli& c, int argc, char** argv, const CommandHooks& h
 
 /// Every command's help ends with the page of docs/ that explains it.
 void add_doc_links(CLI::App& app) {
-  const std::map<std::string, std::string> page = {{"vectorize", "vectorize"},
-                                                   {"verify", "vectorize"},
-                                                   {"predecode", "vectorize"},
-                                                   {"stats", "fid"},
-                                                   {"fid", "fid"},
-                                                   {"devices", "engines"},
-                                                   {"model", "engines"},
-                                                   {"calibrate", "engines"},
-                                                   {"tune", "engines"},
-                                                   {"run", "experiments"},
-                                                   {"compare", "experiments"},
-                                                   {"report", "experiments"},
-                                                   {"trace", "experiments"},
-                                                   {"merge", "distributed"}};
+  const std::map<std::string, std::string> page = {
+      {"vectorize", "vectorize"}, {"verify", "vectorize"},  {"predecode", "vectorize"},
+      {"stats", "fid"},           {"fid", "fid"},           {"models", "fid"},
+      {"devices", "engines"},     {"model", "engines"},     {"calibrate", "engines"},
+      {"tune", "engines"},        {"run", "experiments"},   {"compare", "experiments"},
+      {"report", "experiments"},  {"trace", "experiments"}, {"merge", "distributed"}};
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
     const auto it = page.find(sub->get_name());
     if (it == page.end()) continue;

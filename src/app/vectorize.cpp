@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "vecbench/app/commands.hpp"
+#include "vecbench/app/fid_presets.hpp"
 #include "vecbench/app/route.hpp"
 #include "vecbench/core/weights_note.hpp"
 #include "vecbench/dist/job_progress.hpp"
@@ -64,10 +65,13 @@ Fingerprint vectorize_fingerprint(const VectorizeArgs& a, const ModelInfo& model
     f.arithmetic += v == "v1" ? " avx512_core_amx" : " avx512_core_amx " + v;
   }
 #endif
+  f.like = model.like;
   f.source = source.kind();
   if (const auto* syn = dynamic_cast<const SyntheticSource*>(&source))
     f.source += " seed " + std::to_string(syn->seed());
-  return make_fingerprint(f);
+  Fingerprint fp = make_fingerprint(f);
+  fp.weight_source = model.weight_source;
+  return fp;
 }
 
 /// Whether the oneDNN engine runs on this CPU (built with it, and oneDNN has AVX2 code or better).
@@ -328,12 +332,38 @@ void check_int8_settings(ModelSettings& m) {
   if (m.precision == Precision::int8) m.calibration_sha256 = checked_int8_calibration(m).sha256;
 }
 
+/// --like TOOL: that tool's model (its weights found and imported, app/fid_presets.hpp). A model
+/// of a FID tool's preset (--like, or a --model exported with --like) runs that tool's pipeline
+/// only: a setting that changes it is refused, naming it.
+VectorizeArgs with_preset(const VectorizeArgs& args) {
+  VectorizeArgs a = args;
+  if (a.like.empty()) return a;
+  if (a.model.path != default_model()) throw ConfigError("--like", "and --model name two models: pass one of them");
+  const FidModelChoice c = choose_fid_model("", a.like);
+  std::cerr << "vecbench: model " << c.path << " (" << c.why << ")\n";
+  a.model.path = c.path;
+  return a;
+}
+
+void check_preset_pipeline(const VectorizeArgs& a, const ModelInfo& model) {
+  const FidPreset* p = preset_of_model(model.like);
+  if (!p) return;
+  const std::string what = model.path + " follows " + p->name + "'s pipeline (" + p->pipeline + ")";
+  if (a.resize && *a.resize != p->resize)
+    throw ConfigError("--resize", to_string(*a.resize) + ": " + what + ", whose resize is " + to_string(p->resize));
+  if (a.fast_decode) throw ConfigError("--fast-decode", what + ": its JPEG decode is exact (PIL's)");
+  if (a.decode.jpeg == JpegDecoder::tf) throw ConfigError("--decode tf", what + ": its JPEG decode is PIL's");
+  if (a.model.precision != Precision::fp32)
+    throw ConfigError("--precision", std::string(to_string(a.model.precision)) + ": " + what + ", in fp32");
+}
+
 }  // namespace
 
 int cmd_vectorize(const VectorizeArgs& args, const CommandHooks& hooks) {
-  const ModelInfo model = read_model_info(args.model.path);
+  VectorizeArgs a = with_preset(args);
+  const ModelInfo model = read_model_info(a.model.path);
+  check_preset_pipeline(a, model);
   const Distribution& dist = current_distribution();
-  VectorizeArgs a = args;
   const int cuda = cuda_device_count();
   const std::string route_origin = resolve_route(a, model, dist.active() ? dist.cpu_cores() : hardware_cores(), cuda);
   check_int8_settings(a.model);

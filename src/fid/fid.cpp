@@ -12,6 +12,7 @@
 #include <numeric>
 #include <random>
 
+#include "vecbench/core/checksum.hpp"
 #include "vecbench/core/error.hpp"
 #include "vecbench/core/npy.hpp"
 #include "vecbench/fid/npz.hpp"
@@ -99,21 +100,36 @@ std::string npz_text(const npy::Array& a) {
 }  // namespace
 
 void for_each_feature(const fs::path& path, const std::function<void(const float*, int)>& row, std::string& fp_id,
-                      nlohmann::json& fields) {
+                      nlohmann::json& fields, std::string* weight_source) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
     const Fingerprint fp = read_store_fingerprint(path);
     fp_id = fp.empty() ? "" : fp.id();
+    if (weight_source) *weight_source = fp.weight_source;
     fields = fp.empty() ? nlohmann::json(nullptr) : fp.fields;
     const int dim = fp.empty() ? 0 : fp.fields.value("feature_dim", 0);
-    for_each_stored_vector(path, newest_ok_entries(path, fp_id), dim,
-                           [&](const StoreEntry& e, const float* v, int d, const std::string& why) {
-                             if (!v)
-                               throw IoError((path / e.file).string(),
-                                             "the vector of " + e.input + " cannot be read (" + why +
-                                                 "): check the folder with `vecbench verify`");
-                             row(v, d);
-                           });
+    // Every vector against its manifest line's checksum as it streams past (no second pass): a
+    // statistic of a store with a rotted vector is refused, not computed.
+    std::size_t bad = 0;
+    std::string first_bad;
+    for_each_stored_vector(
+        path, newest_ok_entries(path, fp_id), dim,
+        [&](const StoreEntry& e, const float* v, int d, const std::string& why) {
+          if (!v)
+            throw IoError((path / e.file).string(), "the vector of " + e.input + " cannot be read (" + why +
+                                                        "): check the folder with `vecbench verify`");
+          if (!e.xxh3.empty() && vector_xxh3(v, d) != e.xxh3) {
+            if (bad++ == 0)
+              first_bad = e.file + (e.row >= 0 ? " row " + std::to_string(e.row) : "") + " (input " + e.input + ")";
+            return;
+          }
+          row(v, d);
+        });
+    if (bad > 0)
+      throw IoError(path.string(), std::to_string(bad) +
+                                       " stored vectors do not match their checksums (the first: " + first_bad +
+                                       "): statistics of rotted vectors are refused; run `vecbench verify --repair " +
+                                       path.string() + "` and vectorize again to redo them");
     return;
   }
   if (path.extension() != ".npy")
@@ -137,11 +153,11 @@ void for_each_feature(const fs::path& path, const std::function<void(const float
 
 FeatureStats compute_stats(const fs::path& path) {
   Moments m;
-  std::string fp_id;
+  std::string fp_id, weight_source;
   nlohmann::json fields;
   try {
     for_each_feature(
-        path, [&](const float* x, int d) { m.add(x, d); }, fp_id, fields);
+        path, [&](const float* x, int d) { m.add(x, d); }, fp_id, fields, &weight_source);
   } catch (const IoError&) {
     throw;
   } catch (const std::exception& e) {
@@ -151,6 +167,7 @@ FeatureStats compute_stats(const fs::path& path) {
   if (s.n == 0) throw IoError(path.string(), "holds no feature vectors (an empty store, or none of its fingerprint)");
   s.fingerprint_id = fp_id;
   s.fingerprint = fields;
+  s.weight_source = weight_source;
   s.origin = path.string();
   return s;
 }
@@ -165,7 +182,7 @@ FeatureSet load_features(const fs::path& path) {
         f.x.insert(f.x.end(), x, x + d);
         ++f.n;
       },
-      f.fingerprint_id, f.fingerprint);
+      f.fingerprint_id, f.fingerprint, &f.weight_source);
   if (f.n == 0) throw IoError(path.string(), "holds no feature vectors");
   f.origin = path.string();
   return f;
@@ -178,6 +195,7 @@ void save_stats(const fs::path& path, const FeatureStats& s) {
                    {"n", npy::to_bytes("<i8", {}, &s.n, 8)},
                    {"fingerprint_id", npz_string(s.fingerprint_id)},
                    {"fingerprint", npz_string(s.fingerprint.is_null() ? "" : s.fingerprint.dump())},
+                   {"weight_source", npz_string(s.weight_source)},
                    {"vecbench_version", npz_string(VECBENCH_VERSION)}});
 }
 
@@ -200,6 +218,7 @@ FeatureStats load_stats(const fs::path& path) {
       throw IoError(name, std::string(v == &s.mu ? "mu" : "sigma") + " holds NaN or Inf");
   if (m.count("n") && m.at("n").descr == "<i8") std::memcpy(&s.n, m.at("n").data.data(), 8);
   if (m.count("fingerprint_id")) s.fingerprint_id = npz_text(m.at("fingerprint_id"));
+  if (m.count("weight_source")) s.weight_source = npz_text(m.at("weight_source"));
   if (m.count("fingerprint")) {
     const auto j = nlohmann::json::parse(npz_text(m.at("fingerprint")), nullptr, false);
     if (!j.is_discarded()) s.fingerprint = j;

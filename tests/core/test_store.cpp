@@ -334,6 +334,19 @@ TEST(Store, NamesAreUniqueByConstructionAcrossRunsAndLongNamesAreShortened) {
   fs::remove_all(d);
 }
 
+TEST(Store, AListSavedByAWindowsEditorNamesItsFirstInput) {
+  // A UTF-8 byte order mark before the first path and CRLF line ends (issue #46): the first input
+  // is a.jpg, not "\xEF\xBB\xBFimg/a.jpg".
+  const fs::path d = store_dir("bom");
+  fs::create_directories(d / "img");
+  for (const char* n : {"a.jpg", "b.jpg"}) std::ofstream(d / "img" / n) << "x";
+  std::ofstream(d / "list.txt", std::ios::binary) << "\xEF\xBB\xBFimg/a.jpg\r\nimg/b.jpg\r\n";
+  const ImageList l = collect_images(d / "list.txt");
+  EXPECT_EQ(l.paths, (std::vector<std::string>{fs::canonical(d / "img" / "a.jpg").string(),
+                                               fs::canonical(d / "img" / "b.jpg").string()}));
+  fs::remove_all(d);
+}
+
 TEST(Store, AListIsKeyedByCanonicalPathsAndDuplicatesAreDropped) {
   const fs::path d = store_dir("canon");
   fs::create_directories(d / "rel" / "img");

@@ -9,7 +9,8 @@ clean-fid), and pytorch-fid's own calculate_frechet_distance on vecbench's .npz 
 from tools/peers_setup.sh tensorflow); fid A A is 0; full-set KID equals the unbiased MMD^2 of the cubic kernel; a store's
 stats are its vectors'; image folders are vectorized into a resumable store first; sides of
 different fingerprints are refused naming the field; bad stats files are refused naming the file
-and the cause.
+and the cause; synthetic weights give no FID unless allowed, and then every figure says so (issue
+#46); a store with one rotted float is refused by stats and fid.
 """
 import json
 import os
@@ -22,6 +23,10 @@ import scipy
 import scipy.linalg
 
 EXE = os.environ.get("VECBENCH_EXE", "build/vecbench")
+# No FID tool's weights here: the default (synthetic) model is what image inputs get.
+_NO_WEIGHTS = tempfile.TemporaryDirectory()
+os.environ["TORCH_HOME"] = _NO_WEIGHTS.name
+os.environ.pop("VECBENCH_MODELS", None)
 
 
 def vb(*args, ok=True):
@@ -91,7 +96,7 @@ class Fid(unittest.TestCase):
 
     def test_pytorch_fid_agrees_on_vecbench_stats_files(self):
         venvs = os.environ.get("VECBENCH_VENVS", os.path.expanduser("~/.cache/vecbench/venvs"))
-        py = os.path.join(venvs, "pytorch-fid", "bin", "python")
+        py = os.path.join(venvs, "fid-tools", "bin", "python")
         if not os.path.exists(py):
             self.skipTest(f"no {py}: tools/peers_setup.sh tensorflow makes it (CI does)")
         code = ("import sys, numpy as np\n"
@@ -144,23 +149,84 @@ class Fid(unittest.TestCase):
                   "--progress", "0"]
         vb("vectorize", *common, "--out", a)
         vb("vectorize", *common, "--out", b, "--resize", "bilinear")
-        vb("stats", a, "--out", self.path("a.npz"))
+        vb("stats", a, "--out", self.path("a.npz"), "--allow-synthetic-weights")
         s = np.load(self.path("a.npz"))
         with open(os.path.join(a, "manifest.jsonl")) as f:
             m = [json.loads(line) for line in f]
         rows = np.stack([np.load(os.path.join(a, j["shard"]))[j["row"]] for j in m]).astype(np.float64)
         np.testing.assert_allclose(s["mu"], rows.mean(0), rtol=1e-10, atol=1e-12)
         self.assertEqual(str(s["fingerprint_id"]), load_json(os.path.join(a, "vecbench.json"))["fingerprint_id"])
-        refused = vb("fid", a, b, ok=False)
+        refused = vb("fid", a, b, "--allow-synthetic-weights", ok=False)
         self.assertNotEqual(refused.returncode, 0)
         self.assertIn("resize", refused.stderr)
         self.assertIn("--allow-mismatch", refused.stderr)
-        allowed = vb("fid", a, b, "--allow-mismatch")
+        allowed = vb("fid", a, b, "--allow-mismatch", "--allow-synthetic-weights")
         self.assertIn("6 samples, fewer than 2049: its covariance is rank-deficient", allowed.stderr)
         open(os.path.join(b, "manifest.jsonl"), "w").close()  # a store with no vector left
-        r = vb("stats", b, "--out", self.path("e.npz"), ok=False)
+        r = vb("stats", b, "--out", self.path("e.npz"), "--allow-synthetic-weights", ok=False)
         self.assertIn("no feature vectors", r.stderr)
         self.assertIn("store_b", r.stderr)
+
+    def synthetic_store(self, name, n=6):
+        model = os.environ.get("VECBENCH_DEFAULT_MODEL")
+        if not model:
+            self.skipTest("VECBENCH_DEFAULT_MODEL not set")
+        out = self.path(name)
+        vb("vectorize", "--images", f"synthetic:{n}", "--model", model, "--format", "shards", "--shard-rows", "4",
+           "--progress", "0", "--out", out)
+        return out
+
+    def test_synthetic_weights_give_no_fid_unless_allowed_and_then_say_so(self):
+        a = self.synthetic_store("syn_a")
+        for cmd in (["fid", a, self.path("x.npy")], ["stats", a, "--out", self.path("syn.npz")]):
+            r = vb(*cmd, ok=False)
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertNotIn("FID", r.stdout)
+            self.assertIn("synthetic", r.stderr)
+            # which file to put where, for each tool
+            self.assertIn(os.path.join(_NO_WEIGHTS.name, "hub", "checkpoints", "pt_inception-2015-12-05-6726825d.pth"),
+                          r.stderr)
+            self.assertIn("weights-inception-2015-12-05-6726825d.pth", r.stderr)
+            self.assertIn("--allow-synthetic-weights", r.stderr)
+        self.assertFalse(os.path.exists(self.path("syn.npz")))
+        r = vb("fid", a, a, "--allow-synthetic-weights", "--json", self.path("syn.json"))
+        self.assertIn("synthetic weights", r.stdout.strip().splitlines()[-1])
+        self.assertTrue(r.stdout.strip().splitlines()[-1].startswith("FID "))
+        got = load_json(self.path("syn.json"))
+        self.assertTrue(got["synthetic_weights"])
+        self.assertEqual(got["weights"], "synthetic weights")
+        # a stats file of synthetic weights carries it: refused in turn
+        vb("stats", a, "--out", self.path("syn.npz"), "--allow-synthetic-weights")
+        r = vb("fid", self.path("syn.npz"), self.path("x.npz"), ok=False)
+        self.assertIn("syn.npz", r.stderr)
+        self.assertIn("synthetic", r.stderr)
+        # images with no FID tool's weights: refused before anything is vectorized
+        photos = self.path("one_photo")
+        os.makedirs(photos)
+        import shutil
+        shutil.copy(os.path.join("/usr/share/doc/opencv-doc/examples/data", "baboon.jpg"), photos)
+        r = vb("fid", photos, photos, "--store", self.path("no_stores"), ok=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("the build's default model: no FID tool's weights were found", r.stderr)
+        self.assertFalse(os.path.exists(self.path("no_stores")))
+
+    def test_a_store_with_a_rotted_vector_is_refused(self):
+        a = self.synthetic_store("rot_a", n=9)
+        with open(os.path.join(a, "manifest.jsonl")) as f:
+            line = [json.loads(x) for x in f][4]
+        shard = os.path.join(a, line["shard"])
+        m = np.load(shard, mmap_mode="r+")
+        m[line["row"], 7] = 3e3  # one float overwritten; the manifest's checksum is now wrong
+        m.flush()
+        del m
+        for cmd in (["stats", a, "--out", self.path("rot.npz")], ["fid", a, self.path("x.npy"), "--allow-mismatch"]):
+            r = vb(*cmd, "--allow-synthetic-weights", ok=False)
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn("1 stored vectors do not match their checksums", r.stderr)
+            self.assertIn(line["shard"], r.stderr)
+            self.assertIn("vecbench verify --repair", r.stderr)
+        self.assertFalse(os.path.exists(self.path("rot.npz")))
+        self.assertEqual(vb("verify", a, ok=False).returncode, 2)  # what verify says of the same store
 
     def test_images_are_vectorized_into_a_resumable_store_first(self):
         import shutil
@@ -169,10 +235,10 @@ class Fid(unittest.TestCase):
         for p in ("baboon.jpg", "fruits.jpg", "board.jpg"):
             shutil.copy(os.path.join("/usr/share/doc/opencv-doc/examples/data", p), photos)
         stores = self.path("stores")
-        first = vb("stats", photos, "--out", self.path("p.npz"), "--store", stores)
+        first = vb("stats", photos, "--out", self.path("p.npz"), "--store", stores, "--allow-synthetic-weights")
         self.assertIn("n=3", first.stdout)
         self.assertIn("3 to do", first.stderr)
-        again = vb("stats", photos, "--out", self.path("p2.npz"), "--store", stores)
+        again = vb("stats", photos, "--out", self.path("p2.npz"), "--store", stores, "--allow-synthetic-weights")
         self.assertIn("0 to do, 3 already done", again.stderr)
         np.testing.assert_array_equal(np.load(self.path("p.npz"))["sigma"], np.load(self.path("p2.npz"))["sigma"])
 

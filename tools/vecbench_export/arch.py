@@ -11,7 +11,7 @@ try:
 except ImportError:  # a bare PyTorch (the GPU machine): the same blocks, our own copy
     from . import inception_blocks as tvi  # type: ignore[no-redef]
 
-from .common import ARCH_INFO, INPUT_SIZE, NORM_BUFFERS
+from .common import ARCH_INFO, INPUT_SIZE, LIKE_INFO, NORM_BUFFERS
 
 # ---------------------------------------------------------------------------
 # tf2015 blocks: same parameters (and state_dict keys) as torchvision's blocks,
@@ -152,8 +152,10 @@ class InceptionPoolFeatures(nn.Module):
         return torch.flatten(x, 1)
 
 
-def make_features(arch: str) -> InceptionPoolFeatures:
-    info = ARCH_INFO[arch]
+def make_features(arch: str, like: Optional[str] = None) -> InceptionPoolFeatures:
+    """The pool-feature module of `arch`, with the input normalization of the FID tool `like`
+    (common.LIKE_INFO) instead of the architecture's own when given."""
+    info = LIKE_INFO[like] if like else ARCH_INFO[arch]
     return InceptionPoolFeatures(build_inception3(arch), info["div"], info["mean"], info["std"])
 
 

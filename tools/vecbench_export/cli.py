@@ -31,6 +31,11 @@ Weight sources (exactly one; default --seed 0)
                      scale_after_normalization=false (else ones); the node's
                      variance_epsilon, if present, sets the BN eps.
 
+--like TOOL (pytorch-fid | torch-fidelity; with --arch tf2015 and --weights) gives the
+module that tool's input normalization (pytorch-fid: x/255, then 2x-1; torch-fidelity: (x-128)/128)
+and that tool's resize as resize_default (bilinear | tf-legacy), and records "like" in the
+metadata: `vecbench vectorize/stats/fid --like TOOL` import the tool's weights file this way.
+
 The saved file carries an extra file "vecbench_meta.json" with keys
 format_version (1), arch, weight_source ("seed:N" | "weights:<basename>" |
 "from-tf:<basename>"), weight_sha256 (of the source file; for --seed, of the
@@ -57,7 +62,7 @@ from typing import Dict
 import torch
 
 from .arch import make_features, probe_input
-from .common import (ARCH_INFO, FEATURE_DIM, INPUT_SIZE, META_FORMAT_VERSION, META_NAME,
+from .common import (ARCH_INFO, FEATURE_DIM, INPUT_SIZE, LIKE_INFO, META_FORMAT_VERSION, META_NAME,
                      NORM_BUFFERS, PROG, ExportError, file_sha256, state_dict_sha256)
 from .fused import fuse_prepacked
 from .weights import load_from_tf, load_weights_file, seeded_state_dict
@@ -70,6 +75,10 @@ def export(args) -> str:
     if not os.path.isdir(out_dir):
         raise ExportError(f"{args.out}: output directory {out_dir} does not exist")
     bn_eps: Dict[str, float] = {}
+    like = getattr(args, "like", None)
+    if like and (arch != "tf2015" or args.weights is None):
+        raise ExportError(f"--like {like}: the tool's network is tf2015 with its weights file: "
+                          "pass --arch tf2015 --weights FILE")
     if args.weights is not None:
         sd = load_weights_file(args.weights, arch)
         source = f"weights:{os.path.basename(args.weights)}"
@@ -86,7 +95,7 @@ def export(args) -> str:
         source = f"seed:{seed}"
         sha = state_dict_sha256(sd)
 
-    model = make_features(arch)
+    model = make_features(arch, like)
     res = model.load_state_dict(sd, strict=False)
     if res.unexpected_keys or set(res.missing_keys) - set(NORM_BUFFERS):
         raise AssertionError(f"internal: state_dict mismatch {res}")
@@ -132,9 +141,9 @@ def export(args) -> str:
         "weight_sha256": sha,
         "input_layout": "NCHW float32 RGB 0..255",
         "input_size": INPUT_SIZE,
-        "normalization": ARCH_INFO[arch]["normalization"],
+        "normalization": (LIKE_INFO[like] if like else ARCH_INFO[arch])["normalization"],
         "feature_dim": FEATURE_DIM,
-        "resize_default": ARCH_INFO[arch]["resize_default"],
+        "resize_default": (LIKE_INFO[like] if like else ARCH_INFO[arch])["resize_default"],
         "torch_version": torch.__version__,
         "created_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "fuse": fuse,
@@ -143,6 +152,8 @@ def export(args) -> str:
         "optimize_after_load": fuse == "none",
         "devices": "cpu" if fuse == "prepacked" else "any",
     }
+    if like:
+        meta["like"] = like
     out = args.out
     tmp = f"{out}.tmp{os.getpid()}"
     try:
@@ -169,6 +180,8 @@ def parse_args(argv):
     p.add_argument("--fuse", choices=["none", "prepacked"], default="none",
                    help="prepacked: conv+BN+ReLU as oneDNN prepacked convolutions with a fused ReLU, "
                         "activations in channels_last (CPU only, faster; see results/PERFORMANCE.md)")
+    p.add_argument("--like", choices=sorted(LIKE_INFO),
+                   help="the input normalization and resize of this FID tool (with --arch tf2015 --weights)")
     args = p.parse_args(argv)
     if args.seed is not None and not 0 <= args.seed < 2 ** 63:
         p.error("--seed must be in 0 .. 2^63-1")

@@ -34,6 +34,27 @@ ARCH_INFO = {
     },
 }
 
+# The FID tools' own input pipelines on the tf2015 network (--like TOOL): the normalization each
+# applies to RGB 0..255 and the resize it runs before it (vecbench's resize modes).
+#   pytorch-fid     ToTensor (x/255), F.interpolate(bilinear, align_corners=False), then 2x-1
+#   torch-fidelity  uint8 -> float, TF1's ResizeBilinear (align_corners=False), then (x-128)/128
+LIKE_INFO = {
+    "pytorch-fid": {
+        "div": 255.0,
+        "mean": (0.5, 0.5, 0.5),
+        "std": (0.5, 0.5, 0.5),
+        "normalization": "(x/255-0.5)/0.5",
+        "resize_default": "bilinear",
+    },
+    "torch-fidelity": {
+        "div": 1.0,
+        "mean": (128.0, 128.0, 128.0),
+        "std": (128.0, 128.0, 128.0),
+        "normalization": "(x-128)/128",
+        "resize_default": "tf-legacy",
+    },
+}
+
 # Buffers of the feature module that hold the input normalization.
 NORM_BUFFERS = ("input_div", "input_mean", "input_std")
 

@@ -97,6 +97,7 @@ struct VectorizeArgs {
   double progress_s = 30;
   std::uint64_t max_pixels = 178956970;
   std::optional<EngineKind> engine;  // --engine as given; unset: chosen, as the route above
+  std::string like;                  // --like TOOL: that FID tool's weights and pipeline (app/fid_presets.hpp)
   std::string json_out;
   std::string trace_file;  ///< --trace FILE: write every thread's spans as Chrome trace-event JSON ("": off)
 };
@@ -111,9 +112,22 @@ struct CommandHooks {
 
 /// `vecbench vectorize`: returns the exit status.
 int cmd_vectorize(const VectorizeArgs& a, const CommandHooks& hooks = {});
+/// Which model `stats` and `fid` vectorize image inputs with, and whether synthetic weights may
+/// give a figure (app/fid_presets.hpp).
+struct FidModelArgs {
+  std::string model;             ///< --model FILE.pt ("": chosen, see choose_fid_model)
+  std::string like;              ///< --like TOOL: that FID tool's weights and pipeline
+  bool allow_synthetic = false;  ///< --allow-synthetic-weights: compute from random weights, said so
+  std::string store_root;        ///< --store: where image inputs are vectorized ("": the cache folder)
+};
+/// `vecbench stats IN --out FILE.npz`'s settings.
+struct StatsArgs {
+  std::string in, out;
+  FidModelArgs m;
+};
 /// `vecbench stats IN --out FILE.npz`: mu and sigma (float64) of an output folder or .npy matrix;
-/// an image folder, list or image is vectorized first into a store below `store_root`.
-int cmd_stats(const std::string& in, const std::string& out, const std::string& store_root = "");
+/// an image folder, list or image is vectorized first into a store below `m.store_root`.
+int cmd_stats(const StatsArgs& args);
 /// `vecbench fid A B`'s settings.
 struct FidArgs {
   std::string a, b;                    ///< output folders, .npy matrices, .npz stats, or images (vectorized first)
@@ -123,7 +137,7 @@ struct FidArgs {
   std::size_t kid_subset_size = 1000;  ///< --kid-subset-size
   std::uint64_t seed = 0;              ///< --seed: the KID subsets
   bool allow_mismatch = false;         ///< --allow-mismatch: compare sides of different fingerprints
-  std::string store_root;              ///< --store: where image inputs are vectorized ("": the cache folder)
+  FidModelArgs m;
 };
 /// `vecbench fid A B`: prints FID as the last line (and KID with --kid).
 int cmd_fid(const FidArgs& args);
@@ -145,6 +159,8 @@ struct CalibrateArgs {
 int cmd_calibrate(const CalibrateArgs& a);
 /// `vecbench devices`: what each device spec expands to.
 int cmd_devices(const std::vector<std::string>& specs);
+/// `vecbench models`: the FID tools' weights found, their SHA-256 and models (app/fid_presets.hpp).
+int cmd_models();
 /// `vecbench model info`: the export's metadata of a model file.
 int cmd_model_info(const std::string& path);
 /// `vecbench run`'s repetition overrides (0: the experiment's).

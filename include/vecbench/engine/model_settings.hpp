@@ -56,7 +56,12 @@ struct ModelInfo {
   bool optimize_after_load = true;  ///< false: the export is already optimized (fused)
   bool cpu_only = false;            ///< the export runs on CPU only (a prepacked fused model)
   std::string fuse;                 ///< the export's fusion ("" when none)
-  nlohmann::json raw;               ///< the metadata as stored (recorded in results)
+  /// The FID tool whose input pipeline the export follows (export_inception.py --like:
+  /// "pytorch-fid" | "torch-fidelity"; "" when none): app/fid_presets.hpp
+  std::string like;
+  nlohmann::json raw;  ///< the metadata as stored (recorded in results)
+  /// The export has synthetic weights (export_inception.py --seed): its features are not Inception's.
+  bool synthetic() const { return weight_source.rfind("seed:", 0) == 0; }
   /// Made by the export tool: its metadata names the architecture.
   bool is_export() const { return raw.contains("arch"); }
   /// The weights' identity (fingerprints, machine profiles): weight_sha256, else the SHA-256 of
@@ -87,6 +92,7 @@ inline ModelInfo model_info_from(const std::string& path, const nlohmann::json& 
     m.optimize_after_load = raw.value("optimize_after_load", true);
     m.cpu_only = raw.value("devices", std::string("any")) == "cpu";
     m.fuse = raw.value("fuse", std::string());
+    m.like = raw.value("like", std::string());
   } catch (const nlohmann::json::exception& e) {
     throw ConfigError(path, std::string("model metadata (vecbench_meta.json): ") + e.what());
   } catch (const ConfigError& e) {

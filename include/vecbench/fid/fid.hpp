@@ -19,6 +19,7 @@ struct FeatureStats {
   std::vector<double> mu, sigma;
   std::string fingerprint_id;            ///< "" when the source had none (a foreign stats file)
   nlohmann::json fingerprint = nullptr;  ///< the fingerprint's fields, when known
+  std::string weight_source;             ///< the model's weight source ("seed:N": synthetic; "": unknown)
   std::string origin;                    ///< the file or folder, for messages
 };
 
@@ -29,14 +30,18 @@ struct FeatureSet {
   std::vector<float> x;  ///< n x dim, row-major
   std::string fingerprint_id;
   nlohmann::json fingerprint = nullptr;
+  std::string weight_source;
   std::string origin;
 };
 
 /// Calls `row` with every feature vector of `path`: an output folder of vectorize (the newest ok
 /// line of each input of the folder's fingerprint) or a float32 .npy matrix [N, dim]. Sets
-/// `fp_id`, `fields` from the folder's vecbench.json. Throws naming the file and the cause.
+/// `fp_id`, `fields` (and `weight_source`, when given) from the folder's vecbench.json. Every
+/// stored vector is checked against its manifest line's checksum as it is read: a folder with
+/// vectors that fail it is refused (IoError naming how many and the first), after the others
+/// were passed to `row`. Throws naming the file and the cause.
 void for_each_feature(const std::filesystem::path& path, const std::function<void(const float*, int)>& row,
-                      std::string& fp_id, nlohmann::json& fields);
+                      std::string& fp_id, nlohmann::json& fields, std::string* weight_source = nullptr);
 
 /// Streams `path`'s features into their statistics (memory independent of N).
 FeatureStats compute_stats(const std::filesystem::path& path);
@@ -44,7 +49,7 @@ FeatureStats compute_stats(const std::filesystem::path& path);
 FeatureSet load_features(const std::filesystem::path& path);
 
 /// `mu`, `sigma` (float64; pytorch-fid's and TTUR's keys), `n`, `fingerprint_id`, `fingerprint`
-/// (its fields as JSON) and `vecbench_version` (extra members a reader may ignore).
+/// (its fields as JSON), `weight_source` and `vecbench_version` (extra members a reader may ignore).
 void save_stats(const std::filesystem::path& path, const FeatureStats& s);
 /// A stats .npz of vecbench, pytorch-fid, TTUR or clean-fid: needs `mu` (d,) and `sigma` (d, d),
 /// finite; the rest is optional.

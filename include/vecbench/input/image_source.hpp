@@ -121,7 +121,8 @@ inline bool has_image_extension(const std::filesystem::path& p) {
 
 /// The image list of `--images`: a directory (scanned recursively for image extensions, sorted),
 /// one image file (by its extension), or a text file with one path per line (relative paths are taken relative to the
-/// list file's directory; blank lines and lines starting with '#' are skipped). Every path is canonical (absolute,
+/// list file's directory; blank lines and lines starting with '#' are skipped; a UTF-8 byte order mark and CRLF
+/// line ends, as Windows editors save, are accepted). Every path is canonical (absolute,
 /// symbolic links resolved once, no "." or ".."), so that how the list or the working directory is spelled never
 /// changes an input's identity; an input named twice is kept once.
 struct ImageList {
@@ -162,7 +163,8 @@ inline ImageList collect_images(const std::filesystem::path& spec) {
     const fs::path base = spec.parent_path();
     list.root = canonical_input_path(base.empty() ? fs::path(".") : base);
     std::string line;
-    while (std::getline(in, line)) {
+    for (bool first = true; std::getline(in, line); first = false) {
+      if (first && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // UTF-8 byte order mark
       while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
       if (line.empty() || line[0] == '#') continue;
       fs::path p(line);

@@ -46,11 +46,19 @@ struct FingerprintFields {
   DecodeWhere decode_where = DecodeWhere::cpu;  ///< gpu: nvJPEG's pixels (recorded as decode gpu)
   std::string arithmetic;        ///< fp32 (torchscript and onednn agree within 1e-4) | bf16 | fp16 | none (no network)
   std::string source = "files";  ///< files | predecoded | synthetic seed S (what the input names mean)
+  /// The FID tool whose pipeline the model follows (pytorch-fid | torch-fidelity); recorded as
+  /// "like" only when set, so that folders written before presets keep their fingerprint.
+  std::string like;
 };
 
 /// A fingerprint: its fields as JSON (keys sorted, so the text and the id are canonical).
 struct Fingerprint {
   nlohmann::json fields = nlohmann::json::object();
+  /// Where the model's weights came from (the export's weight_source: "seed:N" for synthetic
+  /// weights, "weights:FILE", "from-tf:FILE"; "" unknown). Recorded in vecbench.json beside the
+  /// fingerprint, not in it (the model's sha256 already tells models apart), so that `stats` and
+  /// `fid` can refuse a store of synthetic weights.
+  std::string weight_source;
   bool empty() const { return fields.empty(); }
   /// 16 hex digits of the sha256 of the fields' canonical JSON.
   std::string id() const { return sha256_hex(fields.dump()).substr(0, 16); }
@@ -70,6 +78,7 @@ inline Fingerprint make_fingerprint(const FingerprintFields& f) {
               {"source", f.source}};
   if (f.decode_where != DecodeWhere::cpu || f.jpeg_decoder != JpegDecoder::exact)
     p.fields["decode"] = decode_name(f.decode_where, f.jpeg_decoder);
+  if (!f.like.empty()) p.fields["like"] = f.like;
   return p;
 }
 
@@ -96,7 +105,8 @@ inline nlohmann::json store_json(const Fingerprint& fp) {
           {"fingerprint_id", fp.id()},
           {"fingerprint", fp.fields},
           {"created_utc", utc_stamp()},
-          {"created_by", std::string("vecbench ") + VECBENCH_VERSION}};
+          {"created_by", std::string("vecbench ") + VECBENCH_VERSION},
+          {"weight_source", fp.weight_source}};
 }
 }  // namespace detail
 
@@ -109,6 +119,7 @@ inline Fingerprint read_store_fingerprint(const fs::path& dir) {
   if (j.is_discarded() || !j.is_object() || !j.contains("fingerprint") || !j["fingerprint"].is_object())
     throw OutputFolderError(dir.string(), "vecbench.json is not a vecbench store file (unreadable fingerprint)");
   fp.fields = j["fingerprint"];
+  if (j.contains("weight_source") && j["weight_source"].is_string()) fp.weight_source = j["weight_source"];
   return fp;
 }
 

@@ -1,0 +1,70 @@
+// The FID tools vecbench matches (`--like TOOL` on vectorize, stats and fid): each preset is the
+// tool's weights file, found where the tool itself keeps it, plus its input pipeline (decode,
+// resize, scaling, feature layer), so that vecbench's FID is the number that tool prints. The
+// weights are imported once into a TorchScript model (tools/export_inception.py --like TOOL),
+// cached by the file's SHA-256 (a changed file is imported again), and the preset is recorded in
+// the store's fingerprint ("like"), so that stores of different presets never mix.
+#pragma once
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "vecbench/input/resize_formula.hpp"
+
+namespace vecbench {
+
+/// A FID tool whose numbers vecbench reproduces.
+enum class FidTool {
+  pytorch_fid,     ///< pytorch-fid 0.3.0: PIL RGB, ToTensor, bilinear (align_corners=False), 2x-1, FIDInception
+  torch_fidelity,  ///< torch-fidelity 0.4: PIL RGB uint8, TF1 ResizeBilinear, (x-128)/128, inception-v3-compat
+};
+
+struct FidPreset {
+  FidTool tool;
+  const char* name;          ///< the --like value
+  const char* weights_file;  ///< the file name the tool downloads into $TORCH_HOME/hub/checkpoints/
+  ResizeMode resize;         ///< the tool's resize, as vecbench's mode
+  const char* pipeline;      ///< decode, resize, scaling and layer, in words
+};
+
+/// Every preset, in the order `fid` and `stats` try them without --like (pytorch-fid first: the
+/// most used tool).
+const std::vector<FidPreset>& fid_presets();
+/// The preset named `name` ("clean-fid-legacy-pytorch" names pytorch-fid's: the same weights file
+/// and pipeline); throws ConfigError("--like", ...) listing the names otherwise.
+const FidPreset& find_fid_preset(const std::string& name);
+/// The preset a model file's metadata names ("" or unknown: null).
+const FidPreset* preset_of_model(const std::string& like);
+
+/// Where weights files are looked for, in order: $VECBENCH_MODELS, then
+/// $TORCH_HOME/hub/checkpoints (TORCH_HOME defaulting to $XDG_CACHE_HOME/torch, else
+/// ~/.cache/torch, as torch.hub does).
+std::vector<std::filesystem::path> weight_search_dirs();
+/// The preset's weights file in the first search folder that holds it.
+std::optional<std::filesystem::path> find_preset_weights(const FidPreset& p);
+
+/// The preset's TorchScript model for the weights file `weights`: the cache folder's
+/// models/<tool>-<sha256[:16]>.pt, imported first when absent (Debian's Python with
+/// tools/export_inception.py --arch tf2015 --weights FILE --like TOOL; a temp file renamed into
+/// place). A file the import refuses (not that tool's Inception weights) is an IoError naming it.
+std::string preset_model(const FidPreset& p, const std::filesystem::path& weights);
+
+/// The model `stats` and `fid` vectorize images with, and why.
+struct FidModelChoice {
+  std::string path;                   ///< the TorchScript model
+  const FidPreset* preset = nullptr;  ///< null: --model, or the build's default model
+  std::string why;                    ///< for the first line
+};
+/// --model wins; else --like (its weights must be found: ConfigError saying where to put them);
+/// else the first preset whose weights are found; else the build's default model (synthetic).
+FidModelChoice choose_fid_model(const std::string& model_flag, const std::string& like_flag);
+
+/// What to do when no Inception weights are there: which file to put where, per preset.
+std::string where_to_put_weights();
+
+/// `vecbench models`: each preset's weights file (found or not, where it was looked for), its
+/// SHA-256 and imported model. Returns 0.
+int cmd_models();
+
+}  // namespace vecbench

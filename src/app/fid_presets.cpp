@@ -1,0 +1,199 @@
+// The FID tools' presets (include/vecbench/app/fid_presets.hpp): their weights found where the
+// tools keep them, imported once into TorchScript by the export tool, and `vecbench models`.
+#include "vecbench/app/fid_presets.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "vecbench/app/commands.hpp"
+#include "vecbench/core/error.hpp"
+#include "vecbench/core/fs_util.hpp"
+#include "vecbench/core/sha256.hpp"
+#include "vecbench/core/subprocess.hpp"
+#include "vecbench/engine/engines.hpp"
+
+namespace vecbench {
+
+const std::vector<FidPreset>& fid_presets() {
+  static const std::vector<FidPreset> presets = {
+      {FidTool::pytorch_fid, "pytorch-fid", "pt_inception-2015-12-05-6726825d.pth", ResizeMode::bilinear,
+       "PIL decode to RGB; x/255; bilinear resize to 299 (half-pixel centres, no antialiasing, in float); 2x-1; "
+       "FIDInceptionA/C/E (tf2015); pool_3 (2048)"},
+      {FidTool::torch_fidelity, "torch-fidelity", "weights-inception-2015-12-05-6726825d.pth", ResizeMode::tf_legacy,
+       "PIL decode to RGB uint8; TF1 ResizeBilinear to 299 (align_corners=False, in float); (x-128)/128; "
+       "inception-v3-compat (tf2015); pool_3 (2048)"},
+  };
+  return presets;
+}
+
+const FidPreset& find_fid_preset(const std::string& name) {
+  // clean-fid's legacy_pytorch mode is pytorch-fid's network on the same weights file (it loads
+  // pt_inception-2015-12-05-6726825d.pth the same way) after F.interpolate(bilinear,
+  // align_corners=False) on 0..255 floats and x/255, then 2x-1: pytorch-fid's features.
+  if (name == "clean-fid-legacy-pytorch") return fid_presets().front();
+  std::string names;
+  for (const auto& p : fid_presets()) {
+    if (name == p.name) return p;
+    names += (names.empty() ? "" : ", ") + std::string(p.name);
+  }
+  throw ConfigError("--like", "unknown tool '" + name + "' (use one of: " + names + ", clean-fid-legacy-pytorch)");
+}
+
+const FidPreset* preset_of_model(const std::string& like) {
+  for (const auto& p : fid_presets())
+    if (like == p.name) return &p;
+  return nullptr;
+}
+
+namespace {
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : "";
+}
+
+fs::path torch_home() {  // torch.hub._get_torch_home
+  if (const std::string t = env("TORCH_HOME"); !t.empty()) return t;
+  if (const std::string x = env("XDG_CACHE_HOME"); !x.empty()) return fs::path(x) / "torch";
+  return fs::path(env("HOME").empty() ? "/root" : env("HOME")) / ".cache" / "torch";
+}
+
+/// The first line of `text` that says "error", else its last non-empty line.
+std::string error_line(const std::string& text) {
+  std::istringstream in(text);
+  std::string line, last, err;
+  while (std::getline(in, line)) {
+    if (!line.empty()) last = line;
+    if (err.empty() && line.find("error") != std::string::npos) err = line;
+  }
+  return err.empty() ? last : err;
+}
+
+std::string quoted(const std::string& s) {  // for /bin/sh
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+}  // namespace
+
+std::vector<fs::path> weight_search_dirs() {
+  std::vector<fs::path> dirs;
+  if (const std::string m = env("VECBENCH_MODELS"); !m.empty()) dirs.emplace_back(m);
+  dirs.push_back(torch_home() / "hub" / "checkpoints");
+  return dirs;
+}
+
+std::optional<fs::path> find_preset_weights(const FidPreset& p) {
+  std::error_code ec;
+  for (const auto& d : weight_search_dirs())
+    if (fs::is_regular_file(d / p.weights_file, ec)) return d / p.weights_file;
+  return std::nullopt;
+}
+
+std::string preset_model(const FidPreset& p, const fs::path& weights) {
+  const std::string sha = sha256_file(weights);
+  const fs::path dir = cache_dir() / "models";
+  const fs::path model = dir / (std::string(p.name) + "-" + sha.substr(0, 16) + ".pt");
+  std::error_code ec;
+  if (fs::is_regular_file(model, ec)) {
+    const ModelInfo m = read_model_info(model.string());
+    if (m.weight_sha256 == sha && m.like == p.name) return model.string();
+  }
+  fs::create_directories(dir, ec);
+  const fs::path tmp = dir / (".import-" + std::to_string(::getpid()) + "-" + model.filename().string());
+  std::cerr << "vecbench: importing " << p.name << "'s weights " << weights.string() << " (sha256 " << sha.substr(0, 16)
+            << ") into " << model.string() << " (once per weights file)\n";
+  const std::string cmd =
+      quoted(VECBENCH_PYTHON) + " " + quoted(std::string(VECBENCH_SOURCE_DIR) + "/tools/export_inception.py") +
+      " --arch tf2015 --like " + p.name + " --weights " + quoted(weights.string()) + " --out " + quoted(tmp.string());
+  const CommandResult r = run_command(cmd, Stderr::merge);
+  if (!r.ok()) {
+    fs::remove(tmp, ec);
+    throw IoError(weights.string(), std::string("not usable as ") + p.name + "'s Inception weights (" + p.weights_file +
+                                        "): the import said: " + error_line(r.output));
+  }
+  fs::rename(tmp, model, ec);
+  if (ec) throw IoError(model.string(), "cannot move the imported model into place: " + ec.message());
+  sync_directory(dir);
+  return model.string();
+}
+
+std::string where_to_put_weights() {
+  std::string s;
+  const auto dirs = weight_search_dirs();
+  for (const auto& p : fid_presets())
+    s += "\n  " + std::string(p.name) + ": " + (dirs.back() / p.weights_file).string();
+  s += "\n(or any of these files in the folder $VECBENCH_MODELS names), or pass --model FILE.pt "
+       "(tools/export_inception.py --from-tf classify_image_graph_def.pb or --weights FILE)";
+  return s;
+}
+
+FidModelChoice choose_fid_model(const std::string& model_flag, const std::string& like_flag) {
+  FidModelChoice c;
+  if (!model_flag.empty() && !like_flag.empty())
+    throw ConfigError("--like", "and --model name two models: pass one of them");
+  if (!model_flag.empty()) {
+    c.path = model_flag;
+    c.preset = preset_of_model(read_model_info(model_flag).like);
+    c.why = "--model " + model_flag;
+    return c;
+  }
+  if (!like_flag.empty()) {
+    const FidPreset& p = find_fid_preset(like_flag);
+    const auto w = find_preset_weights(p);
+    if (!w) {
+      std::string where;
+      for (const auto& d : weight_search_dirs()) where += "\n  " + (d / p.weights_file).string();
+      throw ConfigError("--like", std::string(p.name) + "'s weights file " + p.weights_file +
+                                      " is not in any of the folders it is looked for in:" + where +
+                                      "\nput it there (the file " + p.name + " downloads) and run again");
+    }
+    c.path = preset_model(p, *w);
+    c.preset = &p;
+    c.why = "--like " + std::string(p.name) + ": " + w->string();
+    return c;
+  }
+  for (const auto& p : fid_presets())
+    if (const auto w = find_preset_weights(p)) {
+      c.path = preset_model(p, *w);
+      c.preset = &p;
+      c.why = std::string(p.name) + "'s preset: its weights were found at " + w->string() +
+              (&p == &fid_presets().front() ? " (pytorch-fid comes first: the most used tool)"
+                                            : " (no pytorch-fid weights found)") +
+              "; --like TOOL chooses another";
+      return c;
+    }
+  c.path = default_model();
+  c.why = "the build's default model: no FID tool's weights were found";
+  return c;
+}
+
+int cmd_models() {
+  std::cout << "weights are looked for in:";
+  for (const auto& d : weight_search_dirs()) std::cout << " " << d.string();
+  std::cout << "\n";
+  for (const auto& p : fid_presets()) {
+    std::cout << p.name << ": " << p.weights_file;
+    const auto w = find_preset_weights(p);
+    if (!w) {
+      std::cout << ": not found\n";
+      continue;
+    }
+    const std::string sha = sha256_file(*w);
+    const fs::path model = cache_dir() / "models" / (std::string(p.name) + "-" + sha.substr(0, 16) + ".pt");
+    std::error_code ec;
+    std::cout << ": " << w->string() << " sha256 " << sha << "\n  model "
+              << (fs::is_regular_file(model, ec) ? model.string() : "(imported on first use)") << "\n  pipeline "
+              << p.pipeline << "\n";
+  }
+  const ModelInfo d = read_model_info(default_model());
+  std::cout << "default model: " << default_model() << " (" << (d.synthetic() ? "synthetic weights, " : "")
+            << d.weight_source << ")\n";
+  return 0;
+}
+
+}  // namespace vecbench

@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""`vecbench fid --like TOOL` against the FID tools themselves (issue #46).
+
+For pytorch-fid 0.3.0, torch-fidelity 0.4.0 and clean-fid 0.1.35's legacy_pytorch mode (the venv of tools/peers_setup.sh: VECBENCH_VENVS,
+default ~/.cache/vecbench/venvs/fid-tools): random Inception weights (tf2015 layout, batch norm
+calibrated so that the features are O(1), fc of 1008 classes) are saved in the tool's own file
+format (a torch.save'd state_dict) under the file name the tool downloads, in a fresh
+$TORCH_HOME/hub/checkpoints/, where the tool finds it instead of downloading. Then the tool itself
+(`python -m pytorch_fid A B`, `torch_fidelity.calculate_metrics`, clean-fid's feature and
+distance functions) and `vecbench fid A B --like TOOL` run on the same two folders of real-photo crops (opencv-doc's photos; 200 PNGs of 256x256
+in A, 200 of 320x320 in B, so that both an upscale and a downscale are exercised): FID equal
+within 1e-4 relative; KID (torch-fidelity's and clean-fid's, over the whole sets: 200 is under
+their subset sizes) within 1e-3 (their kernel matrices are float32). Also: the preset is imported once and found again by its hash, and a
+weights file of the right name but the wrong content is refused naming it.
+
+Run by ctest (environment VECBENCH_EXE) with Debian's Python (torch 1.13). Exit 77 (skipped) when
+the venv is missing.
+"""
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+import torch
+from PIL import Image
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
+from vecbench_export.weights import seeded_state_dict  # noqa: E402
+
+EXE = os.environ.get("VECBENCH_EXE", "build/vecbench")
+VENV = os.path.join(os.environ.get("VECBENCH_VENVS", os.path.expanduser("~/.cache/vecbench/venvs")), "fid-tools")
+PY = os.path.join(VENV, "bin", "python")
+PHOTOS = "/usr/share/doc/opencv-doc/examples/data"
+N = 200  # per side: the issue's "at least 200 fixed-size images"
+
+
+def make_crops(out, names, n, side, seed):
+    """n square crops (20-100 % of the shorter side) of the photos `names`, Lanczos to side x side, PNG."""
+    os.makedirs(out)
+    rng = random.Random(seed)
+    srcs = [Image.open(os.path.join(PHOTOS, f)).convert("RGB") for f in names]
+    for i in range(n):
+        im = srcs[rng.randrange(len(srcs))]
+        s = int(min(im.size) * rng.uniform(0.2, 1.0))
+        x, y = rng.randrange(im.size[0] - s + 1), rng.randrange(im.size[1] - s + 1)
+        im.crop((x, y, x + s, y + s)).resize((side, side), Image.LANCZOS).save(os.path.join(out, f"{i:04d}.png"))
+
+
+def tool_weights(seed):
+    """A state_dict in the tools' layout: the tf2015 backbone plus fc (1008 classes)."""
+    sd = dict(seeded_state_dict("tf2015", seed))
+    g = torch.Generator().manual_seed(seed)
+    sd["fc.weight"] = torch.randn(1008, 2048, generator=g) * 0.01
+    sd["fc.bias"] = torch.zeros(1008)
+    return sd
+
+
+class FidTools(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        t = cls.tmp.name
+        cls.a, cls.b = os.path.join(t, "A"), os.path.join(t, "B")
+        photos = sorted(f for f in os.listdir(PHOTOS) if f.endswith(".jpg"))
+        make_crops(cls.a, photos[0::2], N, 256, 1)
+        make_crops(cls.b, photos[1::2], N, 320, 2)
+        cls.torch_home = os.path.join(t, "torch")
+        cls.ckpt = os.path.join(cls.torch_home, "hub", "checkpoints")
+        os.makedirs(cls.ckpt)
+        torch.save(tool_weights(7), os.path.join(cls.ckpt, "pt_inception-2015-12-05-6726825d.pth"))
+        torch.save(tool_weights(8), os.path.join(cls.ckpt, "weights-inception-2015-12-05-6726825d.pth"))
+        cls.env = dict(os.environ, TORCH_HOME=cls.torch_home, VECBENCH_CACHE=os.path.join(t, "cache"))
+        cls.env.pop("VECBENCH_MODELS", None)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def vb(self, *args, ok=True, env=None):
+        r = subprocess.run([EXE, *args], capture_output=True, text=True, env=env or self.env)
+        if ok and r.returncode != 0:
+            raise AssertionError(f"{args}: exit {r.returncode}\n{r.stdout}\n{r.stderr}")
+        return r
+
+    def tool(self, code, *args):
+        r = subprocess.run([PY, "-c", code, *args], capture_output=True, text=True, env=self.env)
+        if r.returncode != 0:
+            raise AssertionError(f"the tool failed: exit {r.returncode}\n{r.stdout}\n{r.stderr}")
+        return r.stdout
+
+    def vecbench_fid(self, like, *extra):
+        out = os.path.join(self.tmp.name, f"{like}.json")
+        r = self.vb("fid", self.a, self.b, "--like", like, "--json", out, *extra)
+        with open(out) as f:
+            return json.load(f), r
+
+    def test_pytorch_fid(self):
+        # The tool's own command line, as a user runs it (weights from $TORCH_HOME, no download).
+        r = subprocess.run([PY, "-m", "pytorch_fid", self.a, self.b, "--device", "cpu", "--num-workers", "0"],
+                           capture_output=True, text=True, env=self.env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        theirs = float(re.search(r"FID:\s+(\S+)", r.stdout).group(1))
+        ours, run = self.vecbench_fid("pytorch-fid")
+        self.assertAlmostEqual(ours["fid"] / theirs, 1.0, delta=1e-4, msg=(ours["fid"], theirs))
+        self.assertEqual(ours["like"], "pytorch-fid")
+        self.assertFalse(ours["synthetic_weights"])
+        self.assertIn("pytorch-fid", run.stderr.splitlines()[0])  # the first line says which model and why
+        # Imported once: a second run finds the model by the weights' hash and resumes the stores.
+        again = self.vb("fid", self.a, self.b, "--like", "pytorch-fid")
+        self.assertNotIn("importing", again.stderr)
+        self.assertIn(f"0 to do, {N} already done", again.stderr)
+        self.assertEqual(again.stdout.strip().splitlines()[-1], run.stdout.strip().splitlines()[-1])
+        print(f"pytorch-fid {theirs!r} vecbench {ours['fid']!r} rel {ours['fid'] / theirs - 1:.2e}")
+
+    def test_torch_fidelity(self):
+        code = ("import sys, json, torch_fidelity as tf\n"
+                "m = tf.calculate_metrics(input1=sys.argv[1], input2=sys.argv[2], cuda=False, fid=True, kid=True,\n"
+                "    kid_subsets=1, kid_subset_size=int(sys.argv[3]), cache=False, verbose=False)\n"
+                "print(json.dumps(m))\n")
+        theirs = json.loads(self.tool(code, self.a, self.b, str(N)).strip().splitlines()[-1])
+        ours, _ = self.vecbench_fid("torch-fidelity", "--kid", "--kid-subsets", "1", "--kid-subset-size", str(N))
+        fid, kid = theirs["frechet_inception_distance"], theirs["kernel_inception_distance_mean"]
+        self.assertAlmostEqual(ours["fid"] / fid, 1.0, delta=1e-4, msg=(ours["fid"], fid))
+        self.assertAlmostEqual(ours["kid"] / kid, 1.0, delta=1e-3, msg=(ours["kid"], kid))
+        self.assertEqual(ours["like"], "torch-fidelity")
+        print(f"torch-fidelity FID {fid!r} vecbench {ours['fid']!r} rel {ours['fid'] / fid - 1:.2e}; "
+              f"KID {kid!r} vecbench {ours['kid']!r} rel {ours['kid'] / kid - 1:.2e}")
+
+    def test_clean_fid_legacy_pytorch(self):
+        # clean-fid's own functions, as compute_fid and compute_kid call them (one feature pass for
+        # both): its legacy_pytorch mode loads pytorch-fid's weights file from $TORCH_HOME.
+        code = ("import sys, json, numpy as np, torch\n"
+                "from cleanfid import fid, features\n"
+                "m = features.build_feature_extractor('legacy_pytorch', torch.device('cpu'))\n"
+                "f = [fid.get_folder_features(d, m, num_workers=0, batch_size=50, device=torch.device('cpu'),\n"
+                "     mode='legacy_pytorch', verbose=False) for d in sys.argv[1:3]]\n"
+                "print(json.dumps({'fid': fid.fid_from_feats(f[0], f[1]), 'kid': fid.kernel_distance(f[0], f[1])}))\n")
+        theirs = json.loads(self.tool(code, self.a, self.b).strip().splitlines()[-1])
+        ours, _ = self.vecbench_fid("clean-fid-legacy-pytorch", "--kid")
+        self.assertAlmostEqual(ours["fid"] / theirs["fid"], 1.0, delta=1e-4, msg=(ours["fid"], theirs))
+        self.assertAlmostEqual(ours["kid"] / theirs["kid"], 1.0, delta=1e-3, msg=(ours["kid"], theirs))
+        self.assertEqual(ours["like"], "pytorch-fid")  # the same preset, the same stores
+        print(f"clean-fid legacy_pytorch FID {theirs['fid']!r} vecbench {ours['fid']!r} "
+              f"rel {ours['fid'] / theirs['fid'] - 1:.2e}; KID {theirs['kid']!r} vecbench {ours['kid']!r} "
+              f"rel {ours['kid'] / theirs['kid'] - 1:.2e}")
+
+    def test_presets_are_not_mixed(self):
+        few = os.path.join(self.tmp.name, "few")  # 8 images: this is about the fingerprints, not the figures
+        os.makedirs(few)
+        for f in sorted(os.listdir(self.a))[:8]:
+            shutil.copy(os.path.join(self.a, f), few)
+        sa, sb = os.path.join(self.tmp.name, "sa"), os.path.join(self.tmp.name, "sb")
+        self.vb("vectorize", "--like", "pytorch-fid", "--images", few, "--out", sa, "--format", "shards",
+                "--progress", "0")
+        self.vb("vectorize", "--like", "torch-fidelity", "--images", few, "--out", sb, "--format", "shards",
+                "--progress", "0")
+        with open(os.path.join(sa, "vecbench.json")) as f:
+            self.assertEqual(json.load(f)["fingerprint"]["like"], "pytorch-fid")
+        r = self.vb("fid", sa, sb, ok=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("like", r.stderr)
+        r = self.vb("fid", sa, sa, "--like", "torch-fidelity", ok=False)
+        self.assertIn("not like torch-fidelity", r.stderr)
+        r = self.vb("vectorize", "--like", "pytorch-fid", "--resize", "tf-legacy", "--images", few, "--out",
+                    os.path.join(self.tmp.name, "sc"), ok=False)
+        self.assertIn("--resize", r.stderr)
+        self.assertIn("pytorch-fid", r.stderr)
+
+    def test_a_file_of_the_right_name_but_the_wrong_content_is_refused(self):
+        home = os.path.join(self.tmp.name, "bad-torch")
+        ckpt = os.path.join(home, "hub", "checkpoints")
+        os.makedirs(ckpt)
+        bad = os.path.join(ckpt, "pt_inception-2015-12-05-6726825d.pth")
+        torch.save({"conv.weight": torch.zeros(3)}, bad)
+        env = dict(self.env, TORCH_HOME=home)
+        r = self.vb("fid", self.a, self.b, ok=False, env=env)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(bad, r.stderr)
+        self.assertIn("not usable as pytorch-fid's Inception weights", r.stderr)
+        listed = self.vb("models", env=env).stdout
+        self.assertIn(bad, listed)
+        self.assertIn("torch-fidelity", listed)
+
+
+if __name__ == "__main__":
+    if not os.path.exists(PY):
+        print(f"skipped: no {PY} (tools/peers_setup.sh tensorflow makes it; CI does)")
+        sys.exit(77)
+    unittest.main(verbosity=2)
