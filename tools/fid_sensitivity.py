@@ -7,7 +7,7 @@ next to the set's own sampling noise: FID between its two halves under the defau
 FID far below that noise floor cannot move a published FID; one near or above it can.
 
   /usr/bin/python3 tools/fid_sensitivity.py IMAGES --work DIR [--model M.pt] [--vecbench BIN]
-      [--json FILE] [--calibration-images PHOTOS]
+      [--json FILE] [--calibration-images PHOTOS] [--presets [--preset-weights-seed 0]]
 
 IMAGES: a folder or list of at least 4,098 images (two halves of more than 2,048 each; crops
 from tools/make_photo_crops.py). DIR keeps one store per variant, so a rerun resumes. The report
@@ -30,11 +30,36 @@ VARIANTS = [
     ("default", [], "exact JPEG decode (libjpeg accurate IDCT), tf-legacy resize, oneDNN fp32"),
     ("decode-tf", ["--decode", "tf"], "TensorFlow's fast integer IDCT"),
     ("fast-decode", ["--fast-decode"], "large JPEGs decoded at 1/2, 1/4 or 1/8 DCT scale"),
-    ("resize-bilinear", ["--resize", "bilinear"], "antialiased bilinear resize instead of TF's legacy one"),
+    ("resize-bilinear", ["--resize", "bilinear"],
+     "bilinear resize with half-pixel centres (2 taps, no antialiasing, as F.interpolate) instead of TF's legacy one"),
     ("bf16", ["--precision", "bf16"], "oneDNN bfloat16 activations and weights"),
     ("no-winograd", ["--no-winograd"], "oneDNN fp32, direct convolutions only"),
     ("torchscript", ["--engine", "torchscript"], "LibTorch runs the TorchScript module, fp32"),
 ]
+
+
+# The FID tools' pipelines (vecbench's --like presets) on the same weights.
+PRESETS = [
+    ("pytorch-fid", "pytorch-fid's pipeline: x/255, bilinear resize with half-pixel centres in float, 2x-1"),
+    ("torch-fidelity", "torch-fidelity's pipeline: TF1's bilinear resize in float, (x-128)/128 (the default's)"),
+]
+
+
+def write_preset_weights(torch_home, seed):
+    """The tf2015 weights of `seed` (export_inception.py --seed) plus an fc of 1008 classes, saved as
+    pytorch-fid's and torch-fidelity's weights files under TORCH_HOME/hub/checkpoints."""
+    import torch
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from vecbench_export.weights import seeded_state_dict
+    ckpt = os.path.join(torch_home, "hub", "checkpoints")
+    os.makedirs(ckpt, exist_ok=True)
+    sd = dict(seeded_state_dict("tf2015", seed))
+    sd["fc.weight"] = torch.zeros(1008, 2048)
+    sd["fc.bias"] = torch.zeros(1008)
+    for name in ("pt_inception-2015-12-05-6726825d.pth", "weights-inception-2015-12-05-6726825d.pth"):
+        if not os.path.exists(os.path.join(ckpt, name)):
+            torch.save(sd, os.path.join(ckpt, name))
+    return torch_home
 
 
 def run(cmd, check=True):
@@ -61,7 +86,7 @@ def vector_change(ref, got):
 
 
 def fid(vb, a, b, out_json):
-    run([vb, "fid", a, b, "--allow-mismatch", "--json", out_json])
+    run([vb, "fid", a, b, "--allow-mismatch", "--allow-synthetic-weights", "--json", out_json])
     with open(out_json) as f:
         return json.load(f)
 
@@ -73,6 +98,13 @@ def main():
     ap.add_argument("--model", help="TorchScript model (default: vecbench's default model)")
     ap.add_argument("--vecbench", default="build/vecbench")
     ap.add_argument("--json", help="write the figures here")
+    ap.add_argument("--presets", action="store_true",
+                    help="also the FID tools' pipelines (--like pytorch-fid, --like torch-fidelity) on the weights "
+                         "files found where they look ($TORCH_HOME/hub/checkpoints, $VECBENCH_MODELS)")
+    ap.add_argument("--preset-weights-seed", type=int,
+                    help="with --presets: write the synthetic weights of this seed (0: the default model's) as both "
+                         "tools' weights files into WORK/torch and use them, so that the presets run the same "
+                         "weights as the default")
     ap.add_argument("--calibration-images",
                     help="photos (not IMAGES) to calibrate the int8 route on; without it int8 is left out")
     a = ap.parse_args()
@@ -80,6 +112,14 @@ def main():
     model = ["--model", a.model] if a.model else []
     out = {"images": a.images, "model": a.model or "default", "variants": []}
     variants = list(VARIANTS)
+    preset = set()
+    if a.presets:
+        if a.preset_weights_seed is not None:
+            os.environ["TORCH_HOME"] = write_preset_weights(os.path.join(a.work, "torch"), a.preset_weights_seed)
+            out["preset_weights"] = f"synthetic, seed {a.preset_weights_seed} (the default model's weights when 0)"
+        for tool, what in PRESETS:
+            variants.append(("like-" + tool, ["--like", tool], what))
+            preset.add("like-" + tool)
     if a.calibration_images:
         cal = os.path.join(a.work, "int8-calibration.json")
         run([a.vecbench, "calibrate", "--images", a.calibration_images, "--out", cal] + model)
@@ -92,14 +132,14 @@ def main():
     vectors = {}
     for name, flags, what in variants:
         store = os.path.join(a.work, name)
-        r = run([a.vecbench, "vectorize", "--images", a.images, "--out", store, "--format", "shards", "--quiet"] + model
-                + flags, check=False)
+        r = run([a.vecbench, "vectorize", "--images", a.images, "--out", store, "--format", "shards", "--quiet"]
+                + ([] if name in preset else model) + flags, check=False)
         if r.returncode != 0:
             why = (r.stderr.strip().splitlines() or ["exit status %d" % r.returncode])[-1]
             out["variants"].append({"name": name, "flags": flags, "what": what, "skipped": why})
             continue
         stats = os.path.join(a.work, name + ".npz")
-        run([a.vecbench, "stats", store, "--out", stats])
+        run([a.vecbench, "stats", store, "--out", stats, "--allow-synthetic-weights"])
         vectors[name] = store_vectors(store)
         v = {"name": name, "flags": flags, "what": what, "n": len(vectors[name])}
         if name != "default":
@@ -112,7 +152,8 @@ def main():
     half = len(keys) // 2
     for i, part in enumerate((keys[:half], keys[half:])):
         np.save(os.path.join(a.work, f"half{i}.npy"), np.stack([ref[k] for k in part]).astype(np.float32))
-        run([a.vecbench, "stats", os.path.join(a.work, f"half{i}.npy"), "--out", os.path.join(a.work, f"half{i}.npz")])
+        run([a.vecbench, "stats", os.path.join(a.work, f"half{i}.npy"), "--out", os.path.join(a.work, f"half{i}.npz"),
+             "--allow-synthetic-weights"])
     out["noise_floor"] = fid(a.vecbench, os.path.join(a.work, "half0.npz"), os.path.join(a.work, "half1.npz"),
                              os.path.join(a.work, "halves.json"))
     out["noise_floor"]["what"] = f"FID between the default's first {half} and last {len(keys) - half} images (sorted names)"
