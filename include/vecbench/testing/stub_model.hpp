@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <memory>
 #include <thread>
 
 #include "vecbench/core/error.hpp"
@@ -11,15 +12,28 @@
 
 namespace vecbench::testing {
 
+/// How many stub forwards run at once, and the most that ever did: whether replicas overlap,
+/// counted, not inferred from wall time (which a loaded machine stretches).
+struct ConcurrencyGauge {
+  std::atomic<int> now{0}, peak{0};
+  void enter() {
+    const int n = ++now;
+    for (int p = peak.load(); n > p && !peak.compare_exchange_weak(p, n);) {
+    }
+  }
+  void leave() { --now; }
+};
+
 struct StubOptions {
-  int input_size = 16;             ///< image side
-  int feature_dim = 8;             ///< features per image
-  double seconds_per_image = 0.0;  ///< simulated compute time (sleep), per image
-  int fail_after_calls = -1;       ///< forward throws on this call index (>= 0) of each replica
-  int fail_device = -1;            ///< only this replica's virtual_index fails (-1: all)
-  bool fail_on_load = false;       ///< the factory itself throws
-  double prepare_s = 0.0;          ///< Model::prepare sleeps this long (a replica that takes time to build)
-  bool fail_in_prepare = false;    ///< Model::prepare throws (after prepare_s)
+  int input_size = 16;                        ///< image side
+  int feature_dim = 8;                        ///< features per image
+  double seconds_per_image = 0.0;             ///< simulated compute time (sleep), per image
+  int fail_after_calls = -1;                  ///< forward throws on this call index (>= 0) of each replica
+  int fail_device = -1;                       ///< only this replica's virtual_index fails (-1: all)
+  bool fail_on_load = false;                  ///< the factory itself throws
+  double prepare_s = 0.0;                     ///< Model::prepare sleeps this long (a replica that takes time to build)
+  bool fail_in_prepare = false;               ///< Model::prepare throws (after prepare_s)
+  std::shared_ptr<ConcurrencyGauge> gauge{};  ///< counts the forwards in flight (null: not counted)
 };
 
 /// features[j] = sum over pixels p of input[p] * w(j, p), computed per image in a fixed order,
@@ -35,6 +49,15 @@ class StubModel : public Model {
         (o_.fail_device < 0 || o_.fail_device == dev_.virtual_index))
       throw ReplicaError("stub replica " + dev_.name() + " failed on call " + std::to_string(calls_));
     ++calls_;
+    struct InFlight {  // the gauge's count of this forward, left on every way out
+      ConcurrencyGauge* g;
+      explicit InFlight(ConcurrencyGauge* gauge) : g(gauge) {
+        if (g) g->enter();
+      }
+      ~InFlight() {
+        if (g) g->leave();
+      }
+    } in_flight(o_.gauge.get());
     const std::size_t per = static_cast<std::size_t>(o_.input_size) * o_.input_size * 3;
     for (int i = 0; i < n; ++i)
       for (int j = 0; j < o_.feature_dim; ++j) {
