@@ -7,7 +7,7 @@ next to the set's own sampling noise: FID between its two halves under the defau
 FID far below that noise floor cannot move a published FID; one near or above it can.
 
   /usr/bin/python3 tools/fid_sensitivity.py IMAGES --work DIR [--model M.pt] [--vecbench BIN]
-      [--json FILE] [--calibration-images PHOTOS] [--presets [--preset-weights-seed 0]]
+      [--json FILE] [--calibration-images PHOTOS] [--presets [--preset-weights-seed 0]] [--only A,B]
 
 IMAGES: a folder or list of at least 4,098 images (two halves of more than 2,048 each; crops
 from tools/make_photo_crops.py). DIR keeps one store per variant, so a rerun resumes. The report
@@ -98,6 +98,7 @@ def main():
     ap.add_argument("--model", help="TorchScript model (default: vecbench's default model)")
     ap.add_argument("--vecbench", default="build/vecbench")
     ap.add_argument("--json", help="write the figures here")
+    ap.add_argument("--only", help="comma-separated variant names to run (the default always runs)")
     ap.add_argument("--presets", action="store_true",
                     help="also the FID tools' pipelines (--like pytorch-fid, --like torch-fidelity) on the weights "
                          "files found where they look ($TORCH_HOME/hub/checkpoints, $VECBENCH_MODELS)")
@@ -129,6 +130,9 @@ def main():
         variants.append(("int8", ["--precision", "int8", "--calibration", cal],
                          "oneDNN int8 (u8 activations, s8 weights per output channel), calibrated on %d other photos"
                          % c["images"]))
+    if a.only:
+        keep = set(a.only.split(",")) | {"default"}
+        variants = [v for v in variants if v[0] in keep]
     vectors = {}
     for name, flags, what in variants:
         store = os.path.join(a.work, name)

@@ -101,6 +101,11 @@ class FeatureInputs {
   /// allowed) or, with --like, with another tool's preset.
   FeatureStats stats(const std::string& in, std::string& features) {
     features = as_features(in);
+    std::error_code ec;
+    if (fs::is_directory(features, ec)) {  // a store's weights and preset, before its vectors are read
+      const Fingerprint fp = read_store_fingerprint(features);
+      check(features, fp.weight_source, fp.fields);
+    }
     FeatureStats s = stats_of(features);
     check(s.origin, s.weight_source, s.fingerprint);
     return s;
