@@ -10,6 +10,7 @@
 #include "vecbench/core/error.hpp"
 #include "vecbench/core/fs_util.hpp"
 #include "vecbench/core/sha256.hpp"
+#include "vecbench/core/weights_note.hpp"
 #include "vecbench/engine/engines.hpp"
 #include "vecbench/fid/fid.hpp"
 #include "vecbench/output/fingerprint.hpp"
@@ -49,7 +50,7 @@ std::vector<std::string> check_sides(const FeatureStats& a, const FeatureStats& 
 
 /// Refuses (ConfigError) statistics from synthetic weights unless `allow`; returns whether they are.
 bool check_weights(const std::string& origin, const std::string& weight_source, bool allow) {
-  if (weight_source.rfind("seed:", 0) != 0) return false;
+  if (!synthetic_weights(weight_source)) return false;
   if (!allow)
     throw ConfigError(origin, "was made with synthetic (random) weights (" + weight_source +
                                   "): a FID or statistics from them are not Inception's and compare with nothing "
@@ -98,16 +99,18 @@ class FeatureInputs {
   }
 
   /// The statistics of `in` (as_features first), refused when made with synthetic weights (unless
-  /// allowed) or, with --like, with another tool's preset.
+  /// allowed) or, with --like, with another tool's preset: a store is checked from its
+  /// vecbench.json before its vectors are read, a stats file or matrix once it is loaded.
   FeatureStats stats(const std::string& in, std::string& features) {
     features = as_features(in);
     std::error_code ec;
-    if (fs::is_directory(features, ec)) {  // a store's weights and preset, before its vectors are read
+    const bool store = fs::is_directory(features, ec);
+    if (store) {
       const Fingerprint fp = read_store_fingerprint(features);
       check(features, fp.weight_source, fp.fields);
     }
     FeatureStats s = stats_of(features);
-    check(s.origin, s.weight_source, s.fingerprint);
+    if (!store) check(s.origin, s.weight_source, s.fingerprint);
     return s;
   }
   void check(const std::string& origin, const std::string& weight_source, const nlohmann::json& fields) {

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <sstream>
 
 #include "vecbench/app/commands.hpp"
@@ -73,10 +74,9 @@ std::string error_line(const std::string& text) {
   return err.empty() ? last : err;
 }
 
-std::string quoted(const std::string& s) {  // for /bin/sh
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
+/// The cache folder's model for the weights file of SHA-256 `sha` under preset `p`.
+fs::path preset_model_path(const FidPreset& p, const std::string& sha) {
+  return cache_dir() / "models" / (std::string(p.name) + "-" + sha.substr(0, 16) + ".pt");
 }
 }  // namespace
 
@@ -96,8 +96,7 @@ std::optional<fs::path> find_preset_weights(const FidPreset& p) {
 
 std::string preset_model(const FidPreset& p, const fs::path& weights) {
   const std::string sha = sha256_file(weights);
-  const fs::path dir = cache_dir() / "models";
-  const fs::path model = dir / (std::string(p.name) + "-" + sha.substr(0, 16) + ".pt");
+  const fs::path model = preset_model_path(p, sha), dir = model.parent_path();
   std::error_code ec;
   if (fs::is_regular_file(model, ec)) {
     const ModelInfo m = read_model_info(model.string());
@@ -107,14 +106,18 @@ std::string preset_model(const FidPreset& p, const fs::path& weights) {
   const fs::path tmp = dir / (".import-" + std::to_string(::getpid()) + "-" + model.filename().string());
   std::cerr << "vecbench: importing " << p.name << "'s weights " << weights.string() << " (sha256 " << sha.substr(0, 16)
             << ") into " << model.string() << " (once per weights file)\n";
-  const std::string cmd =
-      quoted(VECBENCH_PYTHON) + " " + quoted(std::string(VECBENCH_SOURCE_DIR) + "/tools/export_inception.py") +
-      " --arch tf2015 --like " + p.name + " --weights " + quoted(weights.string()) + " --out " + quoted(tmp.string());
-  const CommandResult r = run_command(cmd, Stderr::merge);
-  if (!r.ok()) {
+  const fs::path log = dir / (".import-" + std::to_string(::getpid()) + ".log");
+  const int rc =
+      run_program({VECBENCH_PYTHON, std::string(VECBENCH_SOURCE_DIR) + "/tools/export_inception.py", "--arch", "tf2015",
+                   "--like", p.name, "--weights", weights.string(), "--out", tmp.string()},
+                  log.string());
+  std::ifstream said(log);
+  const std::string output((std::istreambuf_iterator<char>(said)), std::istreambuf_iterator<char>());
+  fs::remove(log, ec);
+  if (rc != 0) {
     fs::remove(tmp, ec);
     throw IoError(weights.string(), std::string("not usable as ") + p.name + "'s Inception weights (" + p.weights_file +
-                                        "): the import said: " + error_line(r.output));
+                                        "): the import said: " + error_line(output));
   }
   fs::rename(tmp, model, ec);
   if (ec) throw IoError(model.string(), "cannot move the imported model into place: " + ec.message());
@@ -184,7 +187,7 @@ int cmd_models() {
       continue;
     }
     const std::string sha = sha256_file(*w);
-    const fs::path model = cache_dir() / "models" / (std::string(p.name) + "-" + sha.substr(0, 16) + ".pt");
+    const fs::path model = preset_model_path(p, sha);
     std::error_code ec;
     std::cout << ": " << w->string() << " sha256 " << sha << "\n  model "
               << (fs::is_regular_file(model, ec) ? model.string() : "(imported on first use)") << "\n  pipeline "

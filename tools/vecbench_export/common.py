@@ -46,13 +46,8 @@ LIKE_INFO = {
         "normalization": "(x/255-0.5)/0.5",
         "resize_default": "bilinear",
     },
-    "torch-fidelity": {
-        "div": 1.0,
-        "mean": (128.0, 128.0, 128.0),
-        "std": (128.0, 128.0, 128.0),
-        "normalization": "(x-128)/128",
-        "resize_default": "tf-legacy",
-    },
+    # TF's own pipeline, as tf2015's
+    "torch-fidelity": {k: ARCH_INFO["tf2015"][k] for k in ("div", "mean", "std", "normalization", "resize_default")},
 }
 
 # Buffers of the feature module that hold the input normalization.

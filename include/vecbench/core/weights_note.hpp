@@ -6,10 +6,14 @@
 
 namespace vecbench {
 
-/// "synthetic weights (seed N): not Inception's trained features; ..." for a weight source
-/// "seed:N" (tools/export_inception.py --seed), else "" (weights from a checkpoint or a TF graph).
+/// Whether a weight source names synthetic weights: "seed:N" (tools/export_inception.py --seed),
+/// not a checkpoint or a TF graph ("weights:FILE", "from-tf:FILE") nor unknown ("").
+inline bool synthetic_weights(const std::string& weight_source) { return weight_source.rfind("seed:", 0) == 0; }
+
+/// "synthetic weights (seed N): not Inception's trained features; ..." for synthetic weights
+/// (synthetic_weights), else "".
 inline std::string weights_note(const std::string& weight_source) {
-  if (weight_source.rfind("seed:", 0) != 0) return "";
+  if (!synthetic_weights(weight_source)) return "";
   return "synthetic weights (seed " + weight_source.substr(5) +
          "): not Inception's trained features; for real ones export a model with "
          "tools/export_inception.py --from-tf GRAPH.pb or --weights FILE and pass --model";

@@ -9,6 +9,7 @@
 
 #include "vecbench/core/error.hpp"
 #include "vecbench/core/sha256.hpp"
+#include "vecbench/core/weights_note.hpp"
 #include "vecbench/engine/engine_kind.hpp"
 #include "vecbench/engine/int8_calibration.hpp"
 #include "vecbench/input/resize.hpp"
@@ -61,7 +62,7 @@ struct ModelInfo {
   std::string like;
   nlohmann::json raw;  ///< the metadata as stored (recorded in results)
   /// The export has synthetic weights (export_inception.py --seed): its features are not Inception's.
-  bool synthetic() const { return weight_source.rfind("seed:", 0) == 0; }
+  bool synthetic() const { return synthetic_weights(weight_source); }
   /// Made by the export tool: its metadata names the architecture.
   bool is_export() const { return raw.contains("arch"); }
   /// The weights' identity (fingerprints, machine profiles): weight_sha256, else the SHA-256 of
