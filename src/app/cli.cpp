@@ -112,9 +112,9 @@ void add_vectorize_io_options(CLI::App* vec, VectorizeArgs& va) {
   vec->add_option("--out", va.out, "Output directory")->required();
   vec->add_option("--model", va.model.path, "TorchScript model from tools/export_inception.py")->capture_default_str();
   vec->add_option("--like", va.like,
-                  "pytorch-fid | torch-fidelity | clean-fid-legacy-pytorch: that FID tool's Inception weights (found "
-                  "where the tool keeps them: "
-                  "`vecbench models`) and its exact decode, resize and scaling, recorded in the fingerprint");
+                  "pytorch-fid | torch-fidelity | clean-fid-legacy-pytorch | tf: that FID tool's Inception weights "
+                  "(found where the tool keeps them: `vecbench models`) and its exact decode, resize and scaling, "
+                  "recorded in the fingerprint");
   add_parsed(
       vec, "--format", va.format, [](const std::string& s) { return parse_output_format(s); },
       "vc (one text file per image, as the seed), npy (one .npy per image), shards (N x 2048 .npy shards + "
@@ -332,10 +332,10 @@ void add_fid_model_options(CLI::App* cmd, FidModelArgs& m) {
   cmd->add_option("--model", m.model,
                   "Image inputs: this TorchScript model (default: the first FID tool's weights found, pytorch-fid's "
                   "first: `vecbench models`)");
-  cmd->add_option("--like", m.like,
-                  "pytorch-fid | torch-fidelity | clean-fid-legacy-pytorch: that tool's weights and exact pipeline for "
-                  "image inputs; stores "
-                  "made otherwise are refused");
+  cmd->add_option(
+      "--like", m.like,
+      "pytorch-fid | torch-fidelity | clean-fid-legacy-pytorch | tf: that tool's weights and exact pipeline "
+      "for image inputs; stores made otherwise are refused");
   cmd->add_flag("--allow-synthetic-weights", m.allow_synthetic,
                 "Compute from synthetic (random) weights anyway (refused by default); every figure then says so");
   cmd->add_option("--store", m.store_root,

@@ -22,12 +22,19 @@ namespace vecbench {
 
 const std::vector<FidPreset>& fid_presets() {
   static const std::vector<FidPreset> presets = {
-      {FidTool::pytorch_fid, "pytorch-fid", "pt_inception-2015-12-05-6726825d.pth", ResizeMode::bilinear,
+      {FidTool::pytorch_fid, "pytorch-fid", "pt_inception-2015-12-05-6726825d.pth", WeightsHome::torch_hub, "--weights",
+       ResizeMode::bilinear, JpegDecoder::exact,
        "PIL decode to RGB; x/255; bilinear resize to 299 (half-pixel centres, no antialiasing, in float); 2x-1; "
        "FIDInceptionA/C/E (tf2015); pool_3 (2048)"},
-      {FidTool::torch_fidelity, "torch-fidelity", "weights-inception-2015-12-05-6726825d.pth", ResizeMode::tf_legacy,
+      {FidTool::torch_fidelity, "torch-fidelity", "weights-inception-2015-12-05-6726825d.pth", WeightsHome::torch_hub,
+       "--weights", ResizeMode::tf_legacy, JpegDecoder::exact,
        "PIL decode to RGB uint8; TF1 ResizeBilinear to 299 (align_corners=False, in float); (x-128)/128; "
        "inception-v3-compat (tf2015); pool_3 (2048)"},
+      {FidTool::tf, "tf", "classify_image_graph_def.pb", WeightsHome::tf_tutorial, "--from-tf", ResizeMode::tf_legacy,
+       JpegDecoder::tf,
+       "JPEGs as TF's DecodeJpeg (libjpeg's fast integer IDCT), other formats exactly, to RGB uint8; the graph's "
+       "ResizeBilinear to 299 (align_corners=False, in float); (x-128)/128; pool_3 (2048), as TTUR's and the "
+       "seed's TensorFlow 1 graph"},
   };
   return presets;
 }
@@ -80,16 +87,16 @@ fs::path preset_model_path(const FidPreset& p, const std::string& sha) {
 }
 }  // namespace
 
-std::vector<fs::path> weight_search_dirs() {
+std::vector<fs::path> weight_search_dirs(const FidPreset& p) {
   std::vector<fs::path> dirs;
   if (const std::string m = env("VECBENCH_MODELS"); !m.empty()) dirs.emplace_back(m);
-  dirs.push_back(torch_home() / "hub" / "checkpoints");
+  dirs.push_back(p.home == WeightsHome::tf_tutorial ? fs::path("/tmp/imagenet") : torch_home() / "hub" / "checkpoints");
   return dirs;
 }
 
 std::optional<fs::path> find_preset_weights(const FidPreset& p) {
   std::error_code ec;
-  for (const auto& d : weight_search_dirs())
+  for (const auto& d : weight_search_dirs(p))
     if (fs::is_regular_file(d / p.weights_file, ec)) return d / p.weights_file;
   return std::nullopt;
 }
@@ -109,7 +116,7 @@ std::string preset_model(const FidPreset& p, const fs::path& weights) {
   const fs::path log = dir / (".import-" + std::to_string(::getpid()) + ".log");
   const int rc =
       run_program({VECBENCH_PYTHON, std::string(VECBENCH_SOURCE_DIR) + "/tools/export_inception.py", "--arch", "tf2015",
-                   "--like", p.name, "--weights", weights.string(), "--out", tmp.string()},
+                   "--like", p.name, p.import_flag, weights.string(), "--out", tmp.string()},
                   log.string());
   std::ifstream said(log);
   const std::string output((std::istreambuf_iterator<char>(said)), std::istreambuf_iterator<char>());
@@ -127,9 +134,8 @@ std::string preset_model(const FidPreset& p, const fs::path& weights) {
 
 std::string where_to_put_weights() {
   std::string s;
-  const auto dirs = weight_search_dirs();
   for (const auto& p : fid_presets())
-    s += "\n  " + std::string(p.name) + ": " + (dirs.back() / p.weights_file).string();
+    s += "\n  " + std::string(p.name) + ": " + (weight_search_dirs(p).back() / p.weights_file).string();
   s += "\n(or any of these files in the folder $VECBENCH_MODELS names), or pass --model FILE.pt "
        "(tools/export_inception.py --from-tf classify_image_graph_def.pb or --weights FILE)";
   return s;
@@ -150,7 +156,7 @@ FidModelChoice choose_fid_model(const std::string& model_flag, const std::string
     const auto w = find_preset_weights(p);
     if (!w) {
       std::string where;
-      for (const auto& d : weight_search_dirs()) where += "\n  " + (d / p.weights_file).string();
+      for (const auto& d : weight_search_dirs(p)) where += "\n  " + (d / p.weights_file).string();
       throw ConfigError("--like", std::string(p.name) + "'s weights file " + p.weights_file +
                                       " is not in any of the folders it is looked for in:" + where +
                                       "\nput it there (the file " + p.name + " downloads) and run again");
@@ -176,14 +182,13 @@ FidModelChoice choose_fid_model(const std::string& model_flag, const std::string
 }
 
 int cmd_models() {
-  std::cout << "weights are looked for in:";
-  for (const auto& d : weight_search_dirs()) std::cout << " " << d.string();
-  std::cout << "\n";
   for (const auto& p : fid_presets()) {
     std::cout << p.name << ": " << p.weights_file;
     const auto w = find_preset_weights(p);
     if (!w) {
-      std::cout << ": not found\n";
+      std::cout << ": not found (looked for in";
+      for (const auto& d : weight_search_dirs(p)) std::cout << " " << d.string();
+      std::cout << ")\n";
       continue;
     }
     const std::string sha = sha256_file(*w);

@@ -345,14 +345,20 @@ VectorizeArgs with_preset(const VectorizeArgs& args) {
   return a;
 }
 
-void check_preset_pipeline(const VectorizeArgs& a, const ModelInfo& model) {
+/// A model of a FID tool's preset runs that tool's pipeline: its JPEG decode, on the host, unless
+/// --decode names another (refused, as is every other setting that changes the pipeline).
+void apply_preset_pipeline(VectorizeArgs& a, const ModelInfo& model) {
   const FidPreset* p = preset_of_model(model.like);
   if (!p) return;
   const std::string what = model.path + " follows " + p->name + "'s pipeline (" + p->pipeline + ")";
   if (a.resize && *a.resize != p->resize)
     throw ConfigError("--resize", to_string(*a.resize) + ": " + what + ", whose resize is " + to_string(p->resize));
-  if (a.fast_decode) throw ConfigError("--fast-decode", what + ": its JPEG decode is exact (PIL's)");
-  if (a.decode.jpeg == JpegDecoder::tf) throw ConfigError("--decode tf", what + ": its JPEG decode is PIL's");
+  if (a.fast_decode) throw ConfigError("--fast-decode", what + ": its JPEGs are decoded at full size");
+  const DecodeSetting tool{false, DecodeWhere::cpu, p->jpeg};
+  if (!a.decode.automatic && (a.decode.where != tool.where || a.decode.jpeg != tool.jpeg))
+    throw ConfigError("--decode", std::string(decode_name(a.decode.where, a.decode.jpeg)) + ": " + what +
+                                      ", whose decode is --decode " + decode_name(tool.where, tool.jpeg));
+  a.decode = tool;
   if (a.model.precision != Precision::fp32)
     throw ConfigError("--precision", std::string(to_string(a.model.precision)) + ": " + what + ", in fp32");
 }
@@ -362,7 +368,7 @@ void check_preset_pipeline(const VectorizeArgs& a, const ModelInfo& model) {
 int cmd_vectorize(const VectorizeArgs& args, const CommandHooks& hooks) {
   VectorizeArgs a = with_preset(args);
   const ModelInfo model = read_model_info(a.model.path);
-  check_preset_pipeline(a, model);
+  apply_preset_pipeline(a, model);
   const Distribution& dist = current_distribution();
   const int cuda = cuda_device_count();
   const std::string route_origin = resolve_route(a, model, dist.active() ? dist.cpu_cores() : hardware_cores(), cuda);

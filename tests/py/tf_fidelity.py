@@ -14,7 +14,11 @@ TensorFlow beside vecbench on real photos, vecbench's model imported from that g
    two frameworks on TF's own resized input), too close to 1e-5 to tell a bug from round-off.
 2. --weights: the default model's state_dict -> make_tf_graph.py --weights -> --from-tf gives
    back the same tensors, exactly.
-3. TF's own decoder: the JPEG bytes fed to `DecodeJpeg/contents:0` against vecbench on the same
+3. `vecbench fid A B --like tf`: the graph found in $VECBENCH_MODELS, imported (--from-tf) and
+   run with TF's pipeline (JPEGs decoded as DecodeJpeg does), against TTUR's FID (SciPy's sqrtm)
+   of TensorFlow's own pool_3 on the JPEG bytes of two folders of 200 real-photo crops: equal
+   within 1e-4 relative.
+4. TF's own decoder: the JPEG bytes fed to `DecodeJpeg/contents:0` against vecbench on the same
    files; records how far vecbench's decode (libjpeg-turbo, accurate integer DCT, as PIL) is from
    TF's default (the fast integer DCT), and checks that TF with the accurate DCT decodes exactly
    PIL's pixels, so that the DCT method is all that differs; `vecbench vectorize --decode tf`
@@ -26,6 +30,8 @@ with torch for the export tool); it moves to the Python of tools/peers_setup.sh'
 
 import json
 import os
+import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -59,6 +65,37 @@ TOL_FP32 = 1e-4
 TOL_BF16 = 0.06
 # A mistake in the resize or a pool branch moves features by far more than this (see docs/engines.md).
 v1 = tf.compat.v1
+FID_N = 200  # images per side for the --like tf test (issue #46: "at least 200 fixed-size images")
+# TTUR's Frechet distance (its calculate_frechet_distance: SciPy's sqrtm of sigma1.sigma2, an
+# eps ridge only if that is not finite, the real part) on two .npy feature matrices, run by the
+# Python that has SciPy (VECBENCH_PYTHON: Debian's); prints the FID.
+TTUR_FID = """
+import sys, numpy as np, scipy.linalg
+a, b = (np.load(p).astype(np.float64) for p in sys.argv[1:3])
+mu1, mu2 = a.mean(0), b.mean(0)
+s1, s2 = np.cov(a, rowvar=False), np.cov(b, rowvar=False)
+covmean, _ = scipy.linalg.sqrtm(s1.dot(s2), disp=False)
+if not np.isfinite(covmean).all():
+    off = np.eye(s1.shape[0]) * 1e-6
+    covmean = scipy.linalg.sqrtm((s1 + off).dot(s2 + off))
+covmean = covmean.real
+d = mu1 - mu2
+print(repr(float(d.dot(d) + np.trace(s1) + np.trace(s2) - 2 * np.trace(covmean))))
+"""
+
+
+def make_jpeg_crops(out, names, n, side, seed):
+    """n square crops (20-100 % of the shorter side) of the photos `names`, Lanczos to side x side,
+    JPEG quality 90 (4:2:0, as a generator's samples saved by PIL)."""
+    os.makedirs(out)
+    rng = random.Random(seed)
+    srcs = [Image.open(os.path.join(PHOTOS_DIR, f)).convert("RGB") for f in names]
+    for i in range(n):
+        im = srcs[rng.randrange(len(srcs))]
+        s = int(min(im.size) * rng.uniform(0.2, 1.0))
+        x, y = rng.randrange(im.size[0] - s + 1), rng.randrange(im.size[1] - s + 1)
+        im.crop((x, y, x + s, y + s)).resize((side, side), Image.LANCZOS).save(
+            os.path.join(out, f"{i:04d}.jpg"), quality=90)
 
 
 def rel_l2(a, b):
@@ -167,6 +204,42 @@ class TFFidelity(unittest.TestCase):
                  "print(len(a), 'tensors', 'differ:', bad[:5])\n"
                  "sys.exit(1 if bad else 0)", MODEL, f"{t}/w.pt"])
         print("  " + r.stdout.strip())
+
+    def test_fid_like_tf(self):
+        """`vecbench fid A B --like tf` against TTUR's FID of TensorFlow's pool_3 on the JPEG bytes."""
+        t = self.tmp.name
+        models, home = f"{t}/models", f"{t}/fid-home"
+        os.makedirs(models)
+        shutil.copy(self.pb, f"{models}/classify_image_graph_def.pb")
+        photos = sorted(f for f in os.listdir(PHOTOS_DIR) if f.endswith(".jpg"))
+        sides = {"A": (photos[0::2], 256, 1), "B": (photos[1::2], 320, 2)}
+        for name, (names, side, seed) in sides.items():
+            make_jpeg_crops(f"{t}/{name}", names, FID_N, side, seed)
+            feats = []
+            for f in sorted(os.listdir(f"{t}/{name}")):
+                with open(f"{t}/{name}/{f}", "rb") as fh:
+                    feats.append(np.squeeze(self.session.run(self.pool3, {"DecodeJpeg/contents:0": fh.read()})))
+            np.save(f"{t}/{name}.npy", np.stack(feats))
+        ref = float(run([TORCH_PY, "-c", TTUR_FID, f"{t}/A.npy", f"{t}/B.npy"]).stdout)
+        env = dict(os.environ, VECBENCH_MODELS=models, TORCH_HOME=f"{home}/torch", VECBENCH_CACHE=f"{home}/cache")
+        r = run([VECBENCH, "fid", f"{t}/A", f"{t}/B", "--like", "tf", "--json", f"{t}/fid.json"], env=env)
+        with open(f"{t}/fid.json") as f:
+            got = json.load(f)
+        print(f"  TTUR on TensorFlow's pool_3: FID {ref!r}; vecbench fid --like tf {got['fid']!r} "
+              f"(rel {got['fid'] / ref - 1:.2e})")
+        said = [line for line in r.stderr.splitlines() if not line.startswith("vecbench: importing")]
+        self.assertIn("--like tf", said[0])  # the first line (after the one-time import) says which model and why
+        self.assertEqual(got["like"], "tf")
+        self.assertAlmostEqual(got["fid"] / ref, 1.0, delta=1e-4, msg=(got["fid"], ref))
+        # Without --like, the graph is found where it is kept and chosen (no PyTorch tool's weights here).
+        r = run([VECBENCH, "fid", f"{t}/A", f"{t}/B"], env=env)
+        self.assertIn("tf's preset", r.stderr.splitlines()[0])
+        # A decode other than TF's is refused for its stores, naming the setting.
+        r = subprocess.run([VECBENCH, "vectorize", "--images", f"{t}/A", "--out", f"{t}/exact", "--like", "tf",
+                            "--decode", "cpu"], capture_output=True, text=True, env=env)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("--decode", r.stderr)
+        self.assertFalse(os.path.exists(f"{t}/exact"))
 
     def test_tf_decoder(self):
         """JPEG bytes through TF's DecodeJpeg (the graph's own decoder) vs vecbench's decode."""

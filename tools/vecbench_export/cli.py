@@ -31,9 +31,9 @@ Weight sources (exactly one; default --seed 0)
                      scale_after_normalization=false (else ones); the node's
                      variance_epsilon, if present, sets the BN eps.
 
---like TOOL (pytorch-fid | torch-fidelity; with --arch tf2015 and --weights) gives the
-module that tool's input normalization (pytorch-fid: x/255, then 2x-1; torch-fidelity: (x-128)/128)
-and that tool's resize as resize_default (bilinear | tf-legacy), and records "like" in the
+--like TOOL (pytorch-fid | torch-fidelity with --weights, tf with --from-tf; --arch tf2015) gives
+the module that tool's input normalization (pytorch-fid: x/255, then 2x-1; torch-fidelity and tf:
+(x-128)/128) and that tool's resize as resize_default (bilinear | tf-legacy), and records "like" in the
 metadata: `vecbench vectorize/stats/fid --like TOOL` import the tool's weights file this way.
 
 The saved file carries an extra file "vecbench_meta.json" with keys
@@ -62,7 +62,7 @@ from typing import Dict
 import torch
 
 from .arch import make_features, probe_input
-from .common import (ARCH_INFO, FEATURE_DIM, INPUT_SIZE, LIKE_INFO, META_FORMAT_VERSION, META_NAME,
+from .common import (ARCH_INFO, FEATURE_DIM, INPUT_SIZE, LIKE_INFO, LIKE_SOURCE, META_FORMAT_VERSION, META_NAME,
                      NORM_BUFFERS, PROG, ExportError, file_sha256, state_dict_sha256)
 from .fused import fuse_prepacked
 from .weights import load_from_tf, load_weights_file, seeded_state_dict
@@ -76,9 +76,10 @@ def export(args) -> str:
         raise ExportError(f"{args.out}: output directory {out_dir} does not exist")
     bn_eps: Dict[str, float] = {}
     like = getattr(args, "like", None)
-    if like and (arch != "tf2015" or args.weights is None):
+    if like and (arch != "tf2015" or getattr(args, LIKE_SOURCE[like]) is None):
+        flag = "--" + LIKE_SOURCE[like].replace("_", "-")
         raise ExportError(f"--like {like}: the tool's network is tf2015 with its weights file: "
-                          "pass --arch tf2015 --weights FILE")
+                          f"pass --arch tf2015 {flag} FILE")
     if args.weights is not None:
         sd = load_weights_file(args.weights, arch)
         source = f"weights:{os.path.basename(args.weights)}"

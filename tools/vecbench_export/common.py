@@ -38,6 +38,7 @@ ARCH_INFO = {
 # applies to RGB 0..255 and the resize it runs before it (vecbench's resize modes).
 #   pytorch-fid     ToTensor (x/255), F.interpolate(bilinear, align_corners=False), then 2x-1
 #   torch-fidelity  uint8 -> float, TF1's ResizeBilinear (align_corners=False), then (x-128)/128
+#   tf              the seed's graph itself (--from-tf): the same as torch-fidelity after DecodeJpeg
 LIKE_INFO = {
     "pytorch-fid": {
         "div": 255.0,
@@ -48,7 +49,10 @@ LIKE_INFO = {
     },
     # TF's own pipeline, as tf2015's
     "torch-fidelity": {k: ARCH_INFO["tf2015"][k] for k in ("div", "mean", "std", "normalization", "resize_default")},
+    "tf": {k: ARCH_INFO["tf2015"][k] for k in ("div", "mean", "std", "normalization", "resize_default")},
 }
+# The weights file each tool's preset is imported from: a state_dict (--weights) or the TF graph (--from-tf).
+LIKE_SOURCE = {"pytorch-fid": "weights", "torch-fidelity": "weights", "tf": "from_tf"}
 
 # Buffers of the feature module that hold the input normalization.
 NORM_BUFFERS = ("input_div", "input_mean", "input_std")

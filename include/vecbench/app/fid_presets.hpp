@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "vecbench/input/jpeg_decoder.hpp"
 #include "vecbench/input/resize_formula.hpp"
 
 namespace vecbench {
@@ -18,13 +19,23 @@ namespace vecbench {
 enum class FidTool {
   pytorch_fid,     ///< pytorch-fid 0.3.0: PIL RGB, ToTensor, bilinear (align_corners=False), 2x-1, FIDInception
   torch_fidelity,  ///< torch-fidelity 0.4: PIL RGB uint8, TF1 ResizeBilinear, (x-128)/128, inception-v3-compat
+  tf,              ///< the seed's classify_image_graph_def.pb: DecodeJpeg (fast IDCT), ResizeBilinear, pool_3
+};
+
+/// Where a tool keeps its weights file (after $VECBENCH_MODELS, which comes first for every tool).
+enum class WeightsHome {
+  torch_hub,    ///< $TORCH_HOME/hub/checkpoints (torch.hub's download folder)
+  tf_tutorial,  ///< /tmp/imagenet, where TF's classify_image.py tutorial downloads its graph
 };
 
 struct FidPreset {
   FidTool tool;
   const char* name;          ///< the --like value
   const char* weights_file;  ///< the file name the tool downloads into $TORCH_HOME/hub/checkpoints/
+  WeightsHome home;          ///< where the tool keeps it
+  const char* import_flag;   ///< how tools/export_inception.py reads it: --weights (a state_dict) or --from-tf
   ResizeMode resize;         ///< the tool's resize, as vecbench's mode
+  JpegDecoder jpeg;          ///< the tool's JPEG arithmetic: exact (PIL's) or tf (DecodeJpeg's fast IDCT)
   const char* pipeline;      ///< decode, resize, scaling and layer, in words
 };
 
@@ -37,17 +48,18 @@ const FidPreset& find_fid_preset(const std::string& name);
 /// The preset a model file's metadata names ("" or unknown: null).
 const FidPreset* preset_of_model(const std::string& like);
 
-/// Where weights files are looked for, in order: $VECBENCH_MODELS, then
-/// $TORCH_HOME/hub/checkpoints (TORCH_HOME defaulting to $XDG_CACHE_HOME/torch, else
-/// ~/.cache/torch, as torch.hub does).
-std::vector<std::filesystem::path> weight_search_dirs();
+/// Where the preset's weights file is looked for, in order: $VECBENCH_MODELS, then the tool's own
+/// folder: $TORCH_HOME/hub/checkpoints (TORCH_HOME defaulting to $XDG_CACHE_HOME/torch, else
+/// ~/.cache/torch, as torch.hub does), or /tmp/imagenet for the TF graph.
+std::vector<std::filesystem::path> weight_search_dirs(const FidPreset& p);
 /// The preset's weights file in the first search folder that holds it.
 std::optional<std::filesystem::path> find_preset_weights(const FidPreset& p);
 
 /// The preset's TorchScript model for the weights file `weights`: the cache folder's
 /// models/<tool>-<sha256[:16]>.pt, imported first when absent (Debian's Python with
-/// tools/export_inception.py --arch tf2015 --weights FILE --like TOOL; a temp file renamed into
-/// place). A file the import refuses (not that tool's Inception weights) is an IoError naming it.
+/// tools/export_inception.py --arch tf2015 --weights FILE (--from-tf FILE for tf) --like TOOL; a
+/// temp file renamed into place). A file the import refuses (not that tool's Inception weights) is an IoError naming
+/// it.
 std::string preset_model(const FidPreset& p, const std::filesystem::path& weights);
 
 /// The model `stats` and `fid` vectorize images with, and why.
