@@ -143,6 +143,13 @@ ExperimentOutcome run_and_save(Experiment e, const std::string& origin, const st
   if (dist.active() && dist.comm().connected())  // every rank must name the same folder: rank 0's
     o.path = dist.comm().broadcast(o.path.string());
   if (trace) env.trace_dir = o.path.parent_path() / (o.path.stem().string() + ".traces");
+  // Saved after every step, as it stands (the runs not reached yet: skipped, kNotYetRun): a run
+  // killed mid-experiment (a deadline, a lost machine) keeps every repetition it finished.
+  env.on_progress = [&o](const ResultFile& partial) {
+    std::error_code ec;
+    fs::create_directories(o.path.parent_path(), ec);
+    atomic_write(o.path, nlohmann::json(partial).dump(2) + "\n");
+  };
   o.result = run_experiment(e, env);
   if (!dist.comm().leader()) {
     o.exit_code = std::stoi(dist.comm().broadcast(""));  // rank 0's exit status

@@ -471,6 +471,15 @@ ResultFile run_experiment(const Experiment& e, const ExperimentEnv& env) {
       p.result.reason = err.what();
       log << "error: " << err.what() << "\n";
     }
+    if (env.on_progress && (!comm || comm->rank() == 0)) {  // the result as it stands, for the caller to save
+      std::vector<PlannedRun> now = runs;
+      for (PlannedRun& q : now)
+        if (q.result.status == RunStatus::ok && q.result.samples.empty()) {
+          q.result.status = RunStatus::skipped;
+          q.result.reason = kNotYetRun;
+        }
+      env.on_progress(assemble(e, env, ex.dist(), now));
+    }
     return action;
   };
   for (const Step& st : order) run_step(st.run, st.rep, false);

@@ -206,6 +206,29 @@ TEST(ExperimentRunner, InterleavesRepetitionsAndSummarizesEachRun) {
   EXPECT_NE(result_table(f).find("| data-parallel | cpu/2 | 1 | 0 |"), std::string::npos) << result_table(f);
 }
 
+TEST(ExperimentRunner, EachStepHandsOverTheResultAsItStandsForTheCallerToSave) {
+  Env t;
+  const Experiment e = experiment({{"matrix", {{"strategy", {"sequential", "data-parallel"}}, {"devices", {"cpu/2"}}}},
+                                   {"repetitions", 2},
+                                   {"warmup_batches", 0}});
+  std::vector<ResultFile> saved;
+  t.env.on_progress = [&](const ResultFile& f) { saved.push_back(f); };
+  const ResultFile f = run_experiment(e, t.env);
+  ASSERT_EQ(saved.size(), 4u);  // one per step: A1 B1 A2 B2
+  // After the first step: A has its first sample, B is not run yet and says so.
+  ASSERT_EQ(saved[0].runs.size(), 2u);
+  EXPECT_EQ(saved[0].runs[0].status, RunStatus::ok);
+  EXPECT_EQ(saved[0].runs[0].samples.size(), 1u);
+  EXPECT_EQ(saved[0].runs[1].status, RunStatus::skipped);
+  EXPECT_EQ(saved[0].runs[1].reason, kNotYetRun);
+  EXPECT_TRUE(saved[0].runs[1].samples.empty());
+  EXPECT_EQ(saved[1].runs[1].samples.size(), 1u);
+  EXPECT_EQ(saved[2].runs[0].samples.size(), 2u);
+  for (const auto& s : saved) EXPECT_NO_THROW(result_from_json(nlohmann::json(s), "partial"));
+  // The last one is the result itself.
+  EXPECT_EQ(nlohmann::json(saved.back())["runs"], nlohmann::json(f)["runs"]);
+}
+
 TEST(ExperimentRunner, KeepReplicasMakesEachRunsReplicasOnce) {
   for (const bool keep : {false, true}) {
     Env t;

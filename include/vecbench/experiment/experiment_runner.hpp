@@ -47,7 +47,14 @@ struct ExperimentEnv {
   /// multi-process run); the sample records it as `trace_dir.filename()/run<I>.json`, i.e.
   /// relative to the result file when `trace_dir` is a sibling of it. Empty: tracing off.
   fs::path trace_dir;
+  /// Called after every step with the result as it stands (the runs done so far with their
+  /// samples; the others `skipped`, reason kNotYetRun), so that the caller can save it: a run
+  /// killed mid-experiment keeps what it measured. Null: no calls. Connected ranks: rank 0 only.
+  std::function<void(const ResultFile&)> on_progress;
 };
+
+/// The reason a partial result (ExperimentEnv::on_progress) gives the runs it has not reached.
+inline constexpr const char* kNotYetRun = "not run yet: this file was saved while the experiment ran";
 
 /// Runs the experiment; returns its result (schema_version 1). A verified run whose features are
 /// further from the reference than its engine and precision allow is `failed`.
