@@ -1,29 +1,37 @@
 #!/usr/bin/env bash
-# The CUDA build, linked and tested on a machine without a GPU (CI's `cuda-build` stage):
+# The CUDA build, linked and tested on a machine without a GPU (CI's `cuda-build` stage), in one
+# configuration: the GPU machine's (tools/device/gpu_env.sh), so that what it builds is the
+# prebuilt GPU binary that tools/device/gpu_check.sh carries there:
 #   1. a virtual environment with the PyTorch the GPU machine carries (torch 2.11.0, CUDA 13.0
 #      on PyPI) and its nvidia-* runtime wheels, nvJPEG included (cuda-toolkit[nvjpeg]), kept in
 #      $VECBENCH_VENVS/torch-cuda (default ~/.cache/vecbench/venvs) and reused while the pins match;
-#   2. vecbench configured against that LibTorch with CUDA (nvcc from $CUDA_HOME, default
-#      /usr/local/cuda) and nvJPEG; only what the tests below need is built: the CLI, its two
-#      plugins and the two test executables (no benchmarks, no header self-tests: the main build
+#   2. .gpu-deps/ packed (tools/device/pack_deps.sh: the header-only libraries, nvJPEG, the codecs,
+#      the photos), and vecbench configured as on the GPU machine: that LibTorch with CUDA (nvcc from
+#      $CUDA_HOME, default /usr/local/cuda), sm_90, nvJPEG and the codecs from .gpu-deps, no OpenCV,
+#      MPI, oneDNN or FID (the GPU machine has none of Debian's libraries); built: the CLI, its
+#      LibTorch plugin and the tests below (no benchmarks, no header self-tests: the main build
 #      compiles those), with the main build's exported models ($MAIN_BUILD/models, default
 #      build/models: the same python3-torch exports them either way) instead of exporting again;
 #   3. the tests whose code differs between the two builds (ctest label `cuda`, tests/CMakeLists.txt):
 #      - DeviceDecode.*, DecodeSetting.* (core tests): the nvJPEG decoder is built in here;
-#      - Cuda.*, DecodeGpu.*, DecodeGpuRouting.*: `vecbench devices`, --devices cuda and --decode
-#        gpu fail cleanly without a GPU (tests/torch/test_gpu_decode_cli.cpp);
+#      - Cuda.*, DecodeGpu.*: `vecbench devices`, --devices cuda and --decode gpu fail cleanly
+#        without a GPU (tests/torch/test_gpu_decode_cli.cpp);
 #      - Route.*: the route asks the CUDA driver, then LibTorch, for GPUs;
-#      - Model.*, Features.*, Strategies.*, Tune.*, Vectorize.*, OneDnn.*, EngineNone.*: LibTorch
-#        2.11 with CUDA runs the TorchScript engine, reads the weights for the oneDNN engine and
-#        builds the engines (src/engine/torch_plugin.cpp, engines.cpp are compiled with CUDA).
+#      - Model.*, Features.*, Strategies.*, Tune.*, Vectorize.*, EngineNone.*: LibTorch 2.11 with
+#        CUDA runs the TorchScript engine and builds the engines (src/engine/torch_plugin.cpp,
+#        engines.cpp are compiled with CUDA).
 #      Not here, because their code is the same in both builds (the main build's ctest runs them):
-#      the other core tests (no LibTorch), the store, host decoding, shards, progress, MPI and the
-#      Python tests.
-#   4. the GPU check's build (tools/device/gpu_check.sh --stage compile) against the same LibTorch:
-#      the GPU machine's settings find CUDA and nvJPEG, build vecbench, export the model.
+#      the other core tests (no LibTorch), the store, host decoding (DecodeGpuRouting.* included:
+#      header code), shards, progress, MPI, the oneDNN engine (OneDnn.*: not in the GPU binary,
+#      whose machine has no libdnnl) and the Python tests.
+#   4. the prebuilt binary (tools/device/prebuilt.sh): `vecbench` and `libvecbench_torch.so`
+#      stripped into .gpu-deps/prebuilt/, their needed libraries and the carried size checked, and
+#      started as the GPU machine will start it; then the GPU check's own command line in its
+#      dry-run mode (cpu devices) takes the GPU machine's path with it: the prebuilt binary
+#      started, the model exported by this venv's torch 2.11 (which has neither torchvision nor
+#      NumPy, as on the GPU machine), the smoke test run on both.
 #   tools/cuda_build.sh [BUILD_DIR]     (default build-cuda)
-#   CUDA_BUILD_TESTS=0 tools/cuda_build.sh     build and link only
-#   CUDA_BUILD_TESTS=all tools/cuda_build.sh   every target and the whole suite
+#   CUDA_BUILD_TESTS=0 tools/cuda_build.sh     build, link and the prebuilt binary; no tests
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build-cuda}
@@ -52,47 +60,51 @@ MODELS=()
 if [ -f "$MAIN_BUILD/models/inception_tf2015_seed0.pt" ] && [ -f "$MAIN_BUILD/models/inception_tf2015_seed0_fused.pt" ]; then
   MODELS=(-DVECBENCH_MODEL_DIR="$(cd "$MAIN_BUILD/models" && pwd)")
 fi
-# Only the test files that hold the tests above (all of them with CUDA_BUILD_TESTS=all).
-BENCH=OFF
+tools/device/pack_deps.sh
+# shellcheck source=tools/device/gpu_env.sh
+source tools/device/gpu_env.sh
+mapfile -t GPU_ARGS < <(gpu_cmake_args "$PWD" "$TORCH_CMAKE" "$CUDA_HOME/bin/nvcc" "$venv/bin/python")
+# Only the test files that hold the tests above.
 CORE_FILES="test_device_decode.cpp;test_resize_formula.cpp"
-TORCH_FILES="test_gpu_decode_cli.cpp;test_decode.cpp;test_route.cpp;test_onednn.cpp;test_vectorize.cpp;test_progress_cli.cpp"
-if [ "$TESTS" = all ]; then BENCH=ON CORE_FILES="" TORCH_FILES=""; fi
+TORCH_FILES="test_gpu_decode_cli.cpp;test_route.cpp;test_vectorize.cpp;test_progress_cli.cpp"
 log=$(mktemp)
-if ! cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$TORCH_CMAKE" \
-  -DCMAKE_CUDA_COMPILER="$CUDA_HOME/bin/nvcc" -DVECBENCH_HEADER_TESTS=OFF -DVECBENCH_BUILD_BENCH=$BENCH \
+export TORCH_CUDA_ARCH_LIST=9.0  # LibTorch's cmake would otherwise list old architectures
+# The tests' Python is Debian's (NumPy for the reference tests), not the venv's.
+if ! cmake -S . -B "$BUILD" "${GPU_ARGS[@]}" -DVECBENCH_BUILD_TESTS=ON -DVECBENCH_PYTHON=/usr/bin/python3 \
   -DVECBENCH_CORE_TEST_FILES="$CORE_FILES" -DVECBENCH_TORCH_TEST_FILES="$TORCH_FILES" \
   "${MODELS[@]}" > "$log" 2>&1; then
   cat "$log"
   exit 1
 fi
 grep -E "^-- vecbench" "$log" || true
-# The point of this build: refuse to pass if CUDA or nvJPEG silently dropped out.
+# The point of this build: refuse to pass if CUDA, nvJPEG or the codecs silently dropped out.
 grep -q "vecbench: LibTorch .*CUDA: ON" "$log" || { echo "cuda_build: CMake did not enable CUDA" >&2; exit 1; }
 grep -q "vecbench: nvJPEG: ON" "$log" || { echo "cuda_build: CMake did not find nvJPEG" >&2; exit 1; }
+grep -q "image decoding: JPEG+PNG" "$log" || { echo "cuda_build: CMake did not find the carried codecs" >&2; exit 1; }
 rm -f "$log"
-if [ "$TESTS" = all ]; then
-  cmake --build "$BUILD" -j"$JOBS"
-else
-  cmake --build "$BUILD" -j"$JOBS" --target vecbench vecbench_core_tests vecbench_torch_tests
-fi
+targets=(vecbench vecbench_torch)
+[ "$TESTS" = 0 ] || targets+=(vecbench_core_tests vecbench_torch_tests)
+cmake --build "$BUILD" -j"$JOBS" --target "${targets[@]}"
 "$BUILD/vecbench" devices
-# The GPU check's own build, rehearsed: the GPU machine's configure (no OpenCV, MPI off, sm_90,
-# the carried headers where .gpu-deps has them) against this venv's LibTorch must find CUDA and
-# nvJPEG, build `vecbench`, and export the plain model with this venv's torch 2.11, which has
-# neither torchvision nor NumPy (tools/device/gpu_check.sh --stage compile; no GPU needed).
-rehearsal=$(mktemp -d)
-if ! PYTHON="$venv/bin/python" CUDA_HOME="$CUDA_HOME" BUILD_CAP_S=1500 tools/device/gpu_check.sh --stage compile \
-  --deadline 1600 --build-dir "$rehearsal/build" --work "$rehearsal/work" "$rehearsal/out" > /dev/null; then
-  tail -n 60 "$rehearsal/out/gpu_check.log" "$rehearsal/work/logs/cmake.log" "$rehearsal/work/logs/build.log" 2>/dev/null
-  echo "cuda_build: the GPU check's build failed (above)" >&2
+tools/device/prebuilt.sh "$BUILD" "$venv/bin/python"
+# The hand-over, rehearsed: the GPU check's own command line in its dry-run mode (cpu devices),
+# without --vecbench, so that it takes the GPU machine's path: the prebuilt binary started with
+# gpu_lib_path, the model exported in the background by torch 2.11 (no torchvision, no NumPy),
+# the smoke test on that binary and model; the later stages while its 90 s last.
+scratch=$(mktemp -d)
+PYTHON="$venv/bin/python" tools/device/gpu_check.sh --devices cpu --deadline 90 --work "$scratch/work" "$scratch/out" \
+  > /dev/null || true
+if ! grep -q "^build	ok	.*prebuilt" "$scratch/work/stages.tsv" || ! grep -q "^smoke	ok" "$scratch/work/stages.tsv"; then
+  cat "$scratch/out/gpu_check.md" "$scratch/work/logs/export.txt" 2>/dev/null; tail -n 40 "$scratch/out/gpu_check.log"
+  echo "cuda_build: the GPU check's dry run did not start the prebuilt binary with a model exported by torch 2.11" >&2
   exit 1
 fi
-echo "cuda_build: the GPU check's build (GPU machine's configure) builds vecbench and the model"
-rm -rf "$rehearsal"
-case "$TESTS" in
-  0) echo "cuda_build: the CUDA build links" ;;
-  all) (cd "$BUILD" && ctest --output-on-failure -j"$JOBS")
-       echo "cuda_build: the CUDA build links and its whole suite passes" ;;
-  *) (cd "$BUILD" && ctest --output-on-failure -j"$JOBS" -L cuda)
-     echo "cuda_build: the CUDA build links and its tests (label cuda) pass" ;;
-esac
+cut -f1-3 "$scratch/work/stages.tsv" | tr '\t' ' ' | sed 's/^/cuda_build: gpu_check dry run: /'
+rm -rf "$scratch"
+echo "cuda_build: the prebuilt GPU binary is .gpu-deps/prebuilt (tools/device/gpu_check.sh starts it first)"
+if [ "$TESTS" = 0 ]; then
+  echo "cuda_build: the CUDA build links"
+else
+  (cd "$BUILD" && ctest --output-on-failure -j"$JOBS" -L cuda)
+  echo "cuda_build: the CUDA build links and its tests (label cuda) pass"
+fi

@@ -1,15 +1,22 @@
 #!/usr/bin/env python3
-"""The GPU check's dry run (tools/device/gpu_check.sh --devices cpu, no GPU, the build's own
-vecbench): what a lent GPU machine will run, in its stage order, on cpu and cpu/3 with a few images.
-  1. a whole run under a deadline: it ends in time, OUT holds at most 4 files (the device tool
-     returns 8), the report names every stage (run, or not run and why) and the targets, and the
-     archive is a valid tar.gz holding the result JSON;
+"""The GPU check's dry run: the device call's own command line (tools/device/gpu_check.sh
+--budget-left S OUT) with --devices cpu and this build's vecbench, no GPU: what a lent GPU machine
+will run, in its stage order, on cpu and cpu/3 with a few images, the model exported in the
+background by this Python's torch as the machine's torch will export it.
+  1. a whole run from a budget: it ends in time, OUT holds at most 4 files (the device tool
+     returns 8), the report names every stage (run, or not run and why) and the seed's question
+     with its ratios, and the archive is a valid tar.gz holding the result JSON;
   2. a deadline too short for the later stages, with the smoke test's steps hanging
      (VECBENCH_GPU_CHECK_TEST_HANG: `sleep` in place of each step): the step is killed by its
      timeout, the later stages are reported as not run for lack of time, and the check still
-     ends before its deadline with its 3 files.
+     ends before its deadline with its 3 files;
+  3. a SIGKILL of the whole check at a random point (no trap runs): OUT still holds at most 4
+     files, the archive is readable, every stage recorded as ok has its JSON in it, and the report
+     names the stages that ran and the one the kill stopped.
 VECBENCH_EXE: the vecbench to use (ctest sets it; default build/vecbench)."""
 import os
+import random
+import signal
 import subprocess
 import sys
 import tarfile
@@ -18,8 +25,11 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "tools", "device", "gpu_check.sh")
-STAGES = ["build", "smoke", "fp32", "verify_fp32", "decode", "fp16", "bf16", "verify_half", "fp32_more"]
+STAGES = ["probe", "build", "smoke", "seed", "decode", "verify_fp32", "fp16", "bf16", "verify_half", "more"]
 EXPECTED = {"gpu_check.log", "gpu_check.md", "gpu_check.tar.gz"}
+# What each stage leaves in the archive when it ends ok.
+STAGE_FILES = {"probe": "./probe.json", "smoke": "./smoke/smoke_model.json", "seed": "./results/check_seed/",
+               "decode": "./decode/decode_", "verify_fp32": "./results/verify_fp32/", "more": "./results/check_more/"}
 
 
 def check(cond, what):
@@ -27,53 +37,108 @@ def check(cond, what):
         raise AssertionError(what)
 
 
-def run_check(tmp, name, deadline, env_extra=None):
+def command(tmp, name, budget_args):
     out, work = os.path.join(tmp, name, "out"), os.path.join(tmp, name, "work")
-    env = dict(os.environ, **(env_extra or {}))
     exe = os.environ.get("VECBENCH_EXE", os.path.join(ROOT, "build", "vecbench"))
+    return [SCRIPT, *budget_args, "--devices", "cpu", "--vecbench", exe, "--work", work, out], out
+
+
+def env_for(extra=None):
+    # the background export runs this interpreter's torch, as the GPU machine's runs its own
+    return dict(os.environ, PYTHON=sys.executable, **(extra or {}))
+
+
+def read_outputs(name, out):
+    files = sorted(os.listdir(out))
+    check(len(files) <= 4, f"{name}: {len(files)} files in OUT (at most 4): {files}")
+    with open(os.path.join(out, "gpu_check.md")) as f:
+        report = f.read()
+    with tarfile.open(os.path.join(out, "gpu_check.tar.gz")) as t:
+        names = t.getnames()
+        tsv = t.extractfile("./stages.tsv").read().decode() if "./stages.tsv" in names else ""
+    stages = dict(line.split("\t")[:2] for line in tsv.splitlines() if "\t" in line)
+    return files, report, names, stages
+
+
+def row(report, stage):
+    return next(line for line in report.splitlines() if line.startswith(f"| {stage} |"))
+
+
+def run_check(tmp, name, budget_args, deadline, env_extra=None):
+    cmd, out = command(tmp, name, budget_args)
     t = time.monotonic()
-    p = subprocess.run([SCRIPT, "--devices", "cpu", "--vecbench", exe, "--work", work, "--deadline", str(deadline),
-                        out], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    p = subprocess.run(cmd, env=env_for(env_extra), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                        timeout=deadline + 60)
     took = time.monotonic() - t
     print(f"--- {name}: exit {p.returncode} after {took:.1f} s (deadline {deadline} s)\n{p.stdout}")
-    files = sorted(os.listdir(out))
-    check(len(files) <= 4, f"{name}: {len(files)} files in OUT (at most 4): {files}")
+    files, report, names, stages = read_outputs(name, out)
     check(set(files) == EXPECTED, f"{name}: OUT holds {files}, expected {sorted(EXPECTED)}")
     check(took <= deadline + 2, f"{name}: ended after {took:.1f} s, deadline {deadline} s")
     check(p.returncode == 0, f"{name}: exit {p.returncode}")
-    with open(os.path.join(out, "gpu_check.md")) as f:
-        report = f.read()
     for s in STAGES:
         check(f"| {s} |" in report, f"{name}: the report does not name stage {s}")
-    with tarfile.open(os.path.join(out, "gpu_check.tar.gz")) as t:
-        names = t.getnames()
-    return report, names
+    return report, names, took
+
+
+def killed_check(tmp, full_s):
+    """SIGKILL the check's whole process group at a random point after its first publication."""
+    cmd, out = command(tmp, "killed", ["--budget-left", "750"])
+    rng = random.Random()
+    p = subprocess.Popen(cmd, env=env_for(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+    t0 = time.monotonic()
+    while not os.path.exists(os.path.join(out, "gpu_check.tar.gz")) and p.poll() is None:
+        time.sleep(0.1)
+    wait = rng.uniform(0, 0.6 * max(full_s - (time.monotonic() - t0), 1))
+    time.sleep(wait)
+    ended_first = p.poll() is not None
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+    print(f"--- killed: SIGKILL {time.monotonic() - t0:.1f} s after the start "
+          f"({'it had already ended' if ended_first else 'mid-run'})")
+    files, report, names, stages = read_outputs("killed", out)
+    print(f"    OUT {files}; stages recorded {stages}")
+    check(EXPECTED - {"gpu_check.log"} <= set(files), f"killed: no report or archive in OUT: {files}")
+    for stage, status in stages.items():
+        want = STAGE_FILES.get(stage)
+        if status == "ok" and want:
+            check(any(n.startswith(want) for n in names), f"killed: stage {stage} ok but no {want}* in the archive")
+        check("| not run |" not in row(report, stage), f"killed: the report says {stage} did not run: {row(report, stage)}")
+    if "./running.txt" in names and not ended_first:
+        with tarfile.open(os.path.join(out, "gpu_check.tar.gz")) as t:
+            running = t.extractfile("./running.txt").read().decode().split("\t")[0]
+        check("| started |" in row(report, running), f"killed: the stopped stage {running}: {row(report, running)}")
 
 
 def main():
     with tempfile.TemporaryDirectory(prefix="gpu_check_dry.") as tmp:
-        # 1. The whole dry run: every stage that can run on a CPU runs.
-        report, names = run_check(tmp, "full", 240)
+        # 1. The whole dry run, from a budget (750 s left: a 240 s deadline): every stage that can
+        #    run on a CPU runs.
+        report, names, took = run_check(tmp, "full", ["--budget-left", "750"], 240)
+        check("deadline 240 s" in report, "full: --budget-left 750 did not give a 240 s deadline")
         results = [n for n in names if n.startswith("./results/") and n.endswith(".json")]
-        check(any("/check_fp32/" in n for n in results), f"full: no fp32 result JSON in the archive: {names}")
+        check(any("/check_seed/" in n for n in results), f"full: no seed result JSON in the archive: {names}")
         check(any("/verify_fp32/" in n for n in results), f"full: no verification result in the archive: {names}")
-        check("./stages.tsv" in names and "./check.json" in names, f"full: no stage records in the archive: {names}")
-        for s in ("smoke", "fp32", "verify_fp32", "fp32_more"):
-            row = next(line for line in report.splitlines() if line.startswith(f"| {s} |"))
-            check("| ok |" in row, f"full: stage {s} not ok: {row}")
+        for f in ("./stages.tsv", "./check.json", "./probe.json", "./logs/export.txt"):
+            check(f in names, f"full: no {f} in the archive: {names}")
+        for s in ("probe", "smoke", "seed", "verify_fp32", "more"):
+            check("| ok |" in row(report, s), f"full: stage {s} not ok: {row(report, s)}")
         check("not run: dry run on cpu: fp16 needs CUDA" in report, "full: fp16 not reported as not run")
-        check("data-parallel cpu/3 (best batch)" in report, "full: the data-parallel target has no ratio")
+        for target in ("split gain at equal batch 2", "(the control: one replica)", "the seed's mistake at batch 1",
+                       "batching alone"):
+            line = next((x for x in report.splitlines() if target in x), "")
+            check("**" in line, f"full: the target '{target}' has no ratio: {line!r}")
         check("fp32 against the CPU fp32 reference: largest relative difference" in report,
               "full: the fp32 verification target has no figure")
         # 2. Too short a deadline, and the smoke test hangs: killed, the rest not run, in time.
-        report, names = run_check(tmp, "short", 30, {"VECBENCH_GPU_CHECK_TEST_HANG": "smoke"})
-        smoke = next(line for line in report.splitlines() if line.startswith("| smoke |"))
-        check("| timeout |" in smoke, f"short: the hanging smoke stage is not a timeout: {smoke}")
-        for s in ("fp32", "verify_fp32", "decode", "fp32_more"):
-            row = next(line for line in report.splitlines() if line.startswith(f"| {s} |"))
-            check("| skipped |" in row and "not enough time" in row, f"short: stage {s} not skipped for time: {row}")
+        report, names, _ = run_check(tmp, "short", ["--deadline", "30"], 30, {"VECBENCH_GPU_CHECK_TEST_HANG": "smoke"})
+        check("| timeout |" in row(report, "smoke"), f"short: the hanging smoke stage is not a timeout: {row(report, 'smoke')}")
+        for s in ("seed", "decode", "verify_fp32", "more"):
+            r = row(report, s)
+            check("| skipped |" in r and "not enough time" in r, f"short: stage {s} not skipped for time: {r}")
         check("./stages.tsv" in names, "short: no stage records in the archive")
+        # 3. Killed at a random point.
+        killed_check(tmp, took)
     print("gpu_check dry run: ok")
 
 

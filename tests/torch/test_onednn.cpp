@@ -684,26 +684,3 @@ TEST(OneDnn, Bf16IsCloseButNotEqualOrRefusedWithTheReason) {
   EXPECT_THROW(run_engine(*src, od, "cpu", 1), Error);
   fs::remove_all(d);
 }
-
-TEST(EngineNone, MeasuresTheInputPipelineAloneOnRealPhotos) {
-  // the decode ceiling: real JPEGs decoded and resized, no network, zero features
-  const fs::path d = vecbench::testing::fresh_temp_dir("engine_none");
-  photos(4, d);
-  const std::string cmd = std::string(VECBENCH_EXE) + " vectorize --engine none --images " + (d / "list.txt").string() +
-                          " --format npy --out " + (d / "out").string() + " --devices cpu/2 > " +
-                          (d / "log.txt").string() + " 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  std::ifstream log(d / "log.txt");
-  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-  EXPECT_NE(text.find("ok=4 failed=0"), std::string::npos) << text;
-  std::size_t files = 0;
-  for (const auto& e : fs::recursive_directory_iterator(d / "out"))
-    if (e.path().extension() == ".npy") {
-      const auto v = npy::as_f32(npy::load(e.path()));
-      ASSERT_EQ(v.size(), 2048u);
-      EXPECT_EQ(*std::max_element(v.begin(), v.end()), 0.0f);
-      ++files;
-    }
-  EXPECT_EQ(files, 4u);
-  fs::remove_all(d);
-}

@@ -1,54 +1,71 @@
 #!/usr/bin/env bash
-# The prepared GPU check: one lent machine (an NVIDIA GPU, 16 cores, a pip PyTorch; 10 minutes a
-# command, 15 minutes of device time in all, at most 8 files back from $OUT). It cannot waste that
-# chance on its own account:
-#   - a deadline: it ends itself by DEADLINE_S (default 540) seconds after it started; every step
-#     runs under `timeout -k KILL <the time its stage has left>`; a stage that cannot get its
-#     minimum is skipped, and the log and the report say so;
-#   - at most 4 files in OUT: gpu_check.log (written directly, no pipe), gpu_check.md (the report,
-#     rewritten after every stage) and gpu_check.tar.gz (every result JSON, experiment file and
-#     stage record, rewritten after every stage), each by a dot-temp in OUT and a rename; all
-#     scratch (inputs, outputs, the work files) lives in a work folder outside OUT;
-#   - the most important measurements first: the smoke test, the fp32 model matrix (data-parallel
-#     on cuda:0/3 against the seed-style loop, sequential cuda:0 batch 1, and naive on cuda:0/3),
-#     fp32 verification on a small set, GPU against CPU decoding end to end, fp16 and bf16, their
-#     verification, then the rest of the fp32 matrix (sharded, mirrored, data-parallel on cuda:0).
-# Throughput is measured as throughput: ~2,000 inputs per run (synthetic for the model matrix;
-# distinct-name hard links of the carried photos for decoding), warm-up before the clock,
-# `"verify": false` in the throughput matrices; verification runs on a small separate set.
+# The prepared GPU check, in one device call: one lent machine (an NVIDIA GPU, 16 cores, a pip
+# PyTorch; 10 minutes a command, 15 minutes of device time in all, machine starts and idle waits
+# included, at most 8 files back from $OUT). It cannot waste that chance on its own account:
+#   - a deadline from the budget: --budget-left S (the device `status`'s budget_left_s) gives
+#     S - 210 s (the machine's start and the return) - 300 s (a rerun's margin): 390 s on a fresh
+#     budget; --deadline S sets it directly. Every step runs under `timeout -k KILL <the time its
+#     stage has left>`; a stage that cannot get its minimum is skipped, and the log and the
+#     report say so;
+#   - at most 4 files in OUT: gpu_check.log (written directly, no pipe), gpu_check.md (the report)
+#     and gpu_check.tar.gz (every result JSON, experiment file and stage record), the last two
+#     rewritten after every step (a dot-temp in OUT and a rename), so that a kill at any point
+#     keeps every finished step; all scratch (inputs, outputs, the work files) lives in a work
+#     folder outside OUT;
+#   - the binary prebuilt here (.gpu-deps/prebuilt, made by CI's cuda-build stage:
+#     tools/device/prebuilt.sh), started with the pip PyTorch's libraries; a build there
+#     (tools/device/gpu_env.sh's configuration) only when it does not start;
+#   - the seed's question first, at equal batch, then the rest in order of importance:
+#       probe    10 s: GPU, driver, torch/CUDA/cuDNN versions, the CUDA toolkit's headers and libraries
+#       export   the model, by the machine's torch, in the background from the start
+#       build    the prebuilt binary starts (else: configure and build `vecbench` there)
+#       smoke    one model run, one GPU-decode run
+#       seed     fp32, TF32 off: sequential cuda:0 at batch 1 and 32, data-parallel cuda:0 (the
+#                equal-batch control) and cuda:0/3 at 32, naive cuda:0/3 at 1; 1,920 inputs (20 x 3
+#                x 32: every batch full, so cuDNN's autotuning, on, sees in the warm-up every batch
+#                shape the run will see)
+#       decode   GPU against CPU decoding end to end on 1,920 photos (the decoder made in the warm-up)
+#       verify_fp32  fp32 against the CPU reference (64 photos)
+#       fp16, bf16, verify_half, more   while time remains
+# Throughput runs have warm-up before the clock and `"verify": false`; verification runs on a
+# small separate set.
 #
-#   tools/device/gpu_check.sh [--stage all|build|measure] [--devices cuda|cpu] [--deadline S]
-#                             [--vecbench PATH] [--model PATH] [--build-dir DIR] [--work DIR]
-#                             [--photos DIR] [--allow-no-nvjpeg] OUT
-#   --stage build    configure + build (only `vecbench` and the plain default model), smoke test
-#   --stage measure  the measurements, reusing the build of an earlier `--stage build` (same
-#                    machine: the build folder and its work folder are kept between calls)
-#   --stage all      both (default)
-#   --stage configure  the build's checks and its configure alone (a rehearsal: CUDA, nvJPEG, the
-#                    carried headers and codec found?), e.g. here against tools/cuda_build.sh's venv:
-#                    PYTHON=~/.cache/vecbench/venvs/torch-cuda/bin/python ... --stage configure
-#   --stage compile  configure and build as on the GPU machine, no GPU needed (CI's rehearsal:
-#                    tools/cuda_build.sh); BUILD_CAP_S overrides the build stage's cap (420 s)
+#   tools/device/gpu_check.sh [--budget-left S | --deadline S] [--devices cuda|cpu] [--vecbench PATH]
+#                             [--model PATH] [--build-dir DIR] [--work DIR] [--photos DIR]
+#                             [--allow-no-nvjpeg] [--stage all|compile] OUT
+#   --budget-left S  the device budget left (s): deadline S - 510 (default: --deadline 390)
 #   --devices cpu    the dry run: cpu and cpu/3 (--force) in place of cuda:0 and cuda:0/3, a few
-#                    images, fp32 only (fp16/bf16 need CUDA), host decoding only; with
-#                    --vecbench build/vecbench it builds nothing (CI runs it: tests/py/gpu_check_dry.py)
-#   --vecbench PATH  an existing vecbench (the build stage is skipped); --model PATH its model
+#                    images, fp32 only (fp16/bf16 need CUDA), host decoding only (CI runs it:
+#                    tests/py/gpu_check_dry.py, and tools/cuda_build.sh with the prebuilt binary)
+#   --vecbench PATH  this vecbench (neither the prebuilt binary nor a build); --model PATH its model
+#                    (default: exported by $PYTHON in the background)
 #   --photos DIR     the JPEGs to make inputs from (default .gpu-deps/jpegs from pack_deps.sh)
-# On the GPU machine, with .gpu-deps/ carried (tools/device/pack_deps.sh here): docs/gpu.md.
+#   --stage compile  configure and build as on the GPU machine, no GPU needed, then exit
+# On the GPU machine, with .gpu-deps/ carried (tools/device/pack_deps.sh and tools/cuda_build.sh
+# here): docs/gpu.md.
 set -uo pipefail
 T0=$(date +%s)
 SELF=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 cd "$(dirname "$0")/../.." || exit 1
 ROOT=$PWD
+# shellcheck source=tools/device/gpu_env.sh
+source "$ROOT/tools/device/gpu_env.sh"
 
 STAGE=all DEVICES=cuda VB="" MODEL="" BUILD="" WORK="" PHOTOS="" ALLOW_NO_NVJPEG=0 OUT=""
-DEADLINE_S=${DEADLINE_S:-540}
+DEADLINE_S=${DEADLINE_S:-390}
 usage() { sed -n '/^#   tools\/device\/gpu_check.sh/,/^# On the GPU/p' "$SELF" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --stage) STAGE=${2:?}; shift 2 ;;
     --devices) DEVICES=${2:?}; shift 2 ;;
     --deadline) DEADLINE_S=${2:?}; shift 2 ;;
+    --budget-left)
+      case "${2:-}" in ''|*[!0-9]*) echo "gpu_check: --budget-left takes whole seconds" >&2; exit 2 ;; esac
+      DEADLINE_S=$(($2 - 510)); shift 2
+      if [ "$DEADLINE_S" -lt 60 ]; then
+        echo "gpu_check: --budget-left leaves ${DEADLINE_S} s after the start, the return and a rerun's margin (510 s): not worth a start" >&2
+        exit 2
+      fi ;;
     --vecbench) VB=${2:?}; shift 2 ;;
     --model) MODEL=${2:?}; shift 2 ;;
     --build-dir) BUILD=${2:?}; shift 2 ;;
@@ -61,59 +78,55 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -n "$OUT" ] || usage
-case "$STAGE" in all|build|measure|configure|compile) ;; *) echo "gpu_check: --stage all|build|measure|configure|compile" >&2; exit 2 ;; esac
+case "$STAGE" in all|compile) ;; *) echo "gpu_check: --stage all|compile" >&2; exit 2 ;; esac
 case "$DEVICES" in cuda|cpu) ;; *) echo "gpu_check: --devices cuda|cpu" >&2; exit 2 ;; esac
 case "$DEADLINE_S" in ''|*[!0-9]*) echo "gpu_check: --deadline takes whole seconds" >&2; exit 2 ;; esac
 mkdir -p "$OUT" || exit 1
 OUT=$(cd "$OUT" && pwd)
 exec 3>&1  # the caller's stdout: one line per stage, and the report at the end
 exec >>"$OUT/gpu_check.log" 2>&1
+exec 4>&1  # the log, also where a step's own output goes elsewhere
 PY=${PYTHON:-python3}
 
 # ---- plan: the two modes --------------------------------------------------------------------
-# Batch sizes (JSON lists): B_ALL the seed-style loop (its first, 1), sequential and data-parallel;
-# B_NAIVE naive in the first matrix; B_MID the decode runs' batch; B_BIG the half precisions and
-# the rest of the matrix; B_LAST naive in the rest. MAXREP: repetitions added while the budget lasts.
+# B1 the seed-style loop's batch, B the equal batch of the seed's question, B_BIG the half
+# precisions and the rest. Input counts are multiples of 3 x B (every batch of every replica full).
 if [ "$DEVICES" = cuda ]; then
-  DEV1=cuda:0 DEV3=cuda:0/3 B_ALL="1, 32, 128" B_NAIVE="1, 32" B_MID=32 B_BIG="32, 128" B_LAST=128
-  N_MODEL=2000 N_DECODE=2000 N_VERIFY=64 ROUNDS=3 DTHREADS=12 WARMUP=5 MAXREP=3 KILL=10 FORCE=()
+  DEV1=cuda:0 DEV3=cuda:0/3 B1=1 B=32 B_BIG=128
+  N_MODEL=1920 N_BIG=1920 N_DECODE=1920 N_VERIFY=64 ROUNDS=3 DTHREADS=12 WARMUP=5 MAXREP=3 KILL=10 FORCE=()
   PRECISIONS="fp32 fp16 bf16" DECODES="gpu cpu"
 else
-  DEV1=cpu DEV3=cpu/3 B_ALL="1, 2" B_NAIVE="1" B_MID=2 B_BIG="2" B_LAST=2
-  N_MODEL=4 N_DECODE=12 N_VERIFY=3 ROUNDS=1 DTHREADS=1 WARMUP=0 MAXREP=1 KILL=5 FORCE=(--force)
+  DEV1=cpu DEV3=cpu/3 B1=1 B=2 B_BIG=2
+  N_MODEL=6 N_BIG=6 N_DECODE=12 N_VERIFY=3 ROUNDS=1 DTHREADS=1 WARMUP=0 MAXREP=1 KILL=5 FORCE=(--force)
   PRECISIONS="fp32" DECODES="cpu"
 fi
 RESERVE=$((KILL + 5))  # kept back for the last step's kill and the final report and archive
 # stage: cap_s(cuda) cap_s(cpu) min_s
-declare -A CAP_CUDA=([build]=${BUILD_CAP_S:-420} [smoke]=90 [fp32]=170 [verify_fp32]=60 [decode]=150 [fp16]=75 [bf16]=75
-                     [verify_half]=60 [fp32_more]=90)
-declare -A CAP_CPU=([build]=900 [smoke]=60 [fp32]=90 [verify_fp32]=60 [decode]=60 [fp16]=60 [bf16]=60
-                    [verify_half]=60 [fp32_more]=60)
-declare -A MIN_S=([build]=60 [smoke]=10 [fp32]=15 [verify_fp32]=10 [decode]=10 [fp16]=15 [bf16]=15
-                  [verify_half]=10 [fp32_more]=10)
+declare -A CAP_CUDA=([probe]=15 [build]=${BUILD_CAP_S:-300} [smoke]=60 [seed]=150 [decode]=120 [verify_fp32]=45
+                     [fp16]=60 [bf16]=60 [verify_half]=45 [more]=90)
+declare -A CAP_CPU=([probe]=30 [build]=900 [smoke]=60 [seed]=90 [decode]=60 [verify_fp32]=60 [fp16]=60 [bf16]=60
+                    [verify_half]=60 [more]=60)
+declare -A MIN_S=([probe]=5 [build]=60 [smoke]=10 [seed]=15 [decode]=10 [verify_fp32]=10 [fp16]=15 [bf16]=15
+                  [verify_half]=10 [more]=10)
 if [ "$DEVICES" = cuda ]; then
-  MIN_S[smoke]=20 MIN_S[fp32]=45 MIN_S[verify_fp32]=20 MIN_S[decode]=40 MIN_S[fp16]=30 MIN_S[bf16]=30
-  MIN_S[verify_half]=20 MIN_S[fp32_more]=30
+  MIN_S[smoke]=20 MIN_S[seed]=45 MIN_S[decode]=40 MIN_S[verify_fp32]=20 MIN_S[fp16]=30 MIN_S[bf16]=30
+  MIN_S[verify_half]=20 MIN_S[more]=30
 fi
 
+PREBUILT=$ROOT/.gpu-deps/prebuilt
 if [ -n "$VB" ]; then
   [ -x "$VB" ] || { echo "gpu_check: --vecbench $VB is not an executable" | tee /dev/fd/3; exit 1; }
   VB=$(cd "$(dirname "$VB")" && pwd)/$(basename "$VB")
-  [ -n "$WORK" ] || WORK=$(mktemp -d "${TMPDIR:-/tmp}/gpu_check.XXXXXX")
-else
-  BUILD=${BUILD:-build-gpu}
-  case "$BUILD" in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
-  VB=$BUILD/vecbench
-  [ -n "$WORK" ] || WORK=$BUILD/gpu_check.work  # kept between the build and the measure call
 fi
+BUILD=${BUILD:-build-gpu}
+case "$BUILD" in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
+[ -n "$WORK" ] || WORK=$(mktemp -d "${TMPDIR:-/tmp}/gpu_check.XXXXXX")
 mkdir -p "$WORK" && WORK=$(cd "$WORK" && pwd)
 case "$WORK/" in "$OUT"/*) echo "gpu_check: the work folder must be outside OUT" | tee /dev/fd/3; exit 2 ;; esac
 if [ -z "$PHOTOS" ]; then
   PHOTOS=.gpu-deps/jpegs
   [ "$DEVICES" = cpu ] && [ ! -d "$PHOTOS" ] && PHOTOS=/usr/share/doc/opencv-doc/examples/data
 fi
-MODEL_ARG=() MODEL_JSON=""
-if [ -n "$MODEL" ]; then MODEL_ARG=(--model "$MODEL"); MODEL_JSON="\"model\": \"$MODEL\","; fi
 
 # ---- records: stages.tsv (stage, status, seconds, note), the report and the archive ----------
 now() { date +%s; }
@@ -131,24 +144,26 @@ record() {  # stage status seconds note
 publish() {  # the report and the archive, each by a dot-temp in OUT and a rename
   local list
   list=$WORK/.archive.list
-  (cd "$WORK" && find . \( -path ./photos -o -path ./jpegs -o -path ./vec \) -prune -o \
+  (cd "$WORK" && find . \( -path ./photos -o -path ./jpegs -o -path ./vec -o -path ./build \) -prune -o \
      -type f \( -name '*.json' -o -name '*.tsv' -o -name '*.txt' -o -name '*.log' \) -print | sort) > "$list"
   if timeout 30 tar -czf "$OUT/.gpu_check.tar.gz.tmp" -C "$WORK" -T "$list"; then
     mv -f "$OUT/.gpu_check.tar.gz.tmp" "$OUT/gpu_check.tar.gz"
   else
     rm -f "$OUT/.gpu_check.tar.gz.tmp"; echo "gpu_check: the archive failed"
   fi
-  if timeout 30 "$PY" "$ROOT/tools/device/gpu_check_report.py" "$WORK" > "$OUT/.gpu_check.md.tmp"; then
+  if timeout 30 "$PY" "$ROOT/tools/device/gpu_check_report.py" "$WORK" > "$OUT/.gpu_check.md.tmp" 2> "$WORK/logs/report.txt"; then
     mv -f "$OUT/.gpu_check.md.tmp" "$OUT/gpu_check.md"
   else
-    rm -f "$OUT/.gpu_check.md.tmp"; echo "gpu_check: the report failed"
+    rm -f "$OUT/.gpu_check.md.tmp"; echo "gpu_check: the report failed: $(tail -n 1 "$WORK/logs/report.txt")"
   fi
 }
-STAGE_NAME="" STAGE_END=0 STAGE_T0=0 STAGE_RC=0 STAGE_NOTE="" STAGE_ACTIVE=0
+STAGE_NAME="" STAGE_END=0 STAGE_T0=0 STAGE_RC=0 STAGE_NOTE="" STAGE_ACTIVE=0 EXPORT_PID=""
 # shellcheck disable=SC2317  # called by the EXIT trap
 finish() {
   trap - EXIT TERM INT
   [ "$STAGE_ACTIVE" = 1 ] && record "$STAGE_NAME" failed $(($(now) - STAGE_T0)) "the check itself stopped in this stage (see the log)"
+  [ -n "$EXPORT_PID" ] && kill -- -"$EXPORT_PID" 2>/dev/null
+  rm -f "$WORK/running.txt"
   say "done: writing the report and the archive"
   publish
   cat "$OUT/gpu_check.md" >&3 2>/dev/null
@@ -158,7 +173,8 @@ trap finish EXIT
 trap 'echo "gpu_check: stopped by a signal"; exit 143' TERM INT
 
 # A stage: stage_begin NAME (returns 1 and records the skip when too little time is left), steps,
-# stage_end. Each step runs under `timeout -k KILL` with what the stage has left (at most its cap).
+# stage_end. Each step runs under `timeout -k KILL` with what the stage has left (at most its
+# cap), and the report and the archive are published after it: a kill keeps every finished step.
 stage_begin() {
   local name=$1 cap min avail
   if [ "$DEVICES" = cuda ]; then cap=${CAP_CUDA[$name]}; else cap=${CAP_CPU[$name]}; fi
@@ -170,6 +186,7 @@ stage_begin() {
   fi
   [ "$avail" -lt "$cap" ] && cap=$avail
   STAGE_NAME=$name STAGE_T0=$(now) STAGE_END=$(($(now) + cap)) STAGE_RC=0 STAGE_NOTE="" STAGE_ACTIVE=1
+  printf '%s\t%s\n' "$name" "$(date -u +%H:%M:%S)" > "$WORK/running.txt"  # the report: started, not ended
   say "$name: start (up to ${cap} s)"
   return 0
 }
@@ -183,7 +200,7 @@ step() {  # step [--cap S] CMD...: 0 ok, else the command's status (124/137: out
     [ "$STAGE_RC" -eq 0 ] && STAGE_RC=124
     return 124
   fi
-  echo "+ [timeout ${cap} s] $*"
+  echo "+ [timeout ${cap} s] $*" >&4
   t=$(now)
   if [ "${VECBENCH_GPU_CHECK_TEST_HANG:-}" = "$STAGE_NAME" ]; then
     timeout -k "$KILL" "$cap" sleep 100000  # tests only: a step that never ends
@@ -197,6 +214,7 @@ step() {  # step [--cap S] CMD...: 0 ok, else the command's status (124/137: out
     STAGE_NOTE="${STAGE_NOTE:+$STAGE_NOTE; }$(basename "$1") ${2:-}: $why"
     if [ "$STAGE_RC" -eq 0 ] || [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then STAGE_RC=$rc; fi
   fi
+  publish
   return "$rc"
 }
 stage_end() {
@@ -204,6 +222,7 @@ stage_end() {
   if [ "$STAGE_RC" -eq 124 ] || [ "$STAGE_RC" -eq 137 ]; then status=timeout
   elif [ "$STAGE_RC" -ne 0 ]; then status=failed; fi
   STAGE_ACTIVE=0
+  rm -f "$WORK/running.txt"
   record "$STAGE_NAME" "$status" $(($(now) - STAGE_T0)) "$STAGE_NOTE"
   publish
 }
@@ -211,14 +230,95 @@ stage_end() {
 # ---- the check's description (the report reads it) ----------------------------------------
 write_check_json() {
   cat > "$WORK/check.json" <<JSON
-{ "devices": "$DEVICES", "single": "$DEV1", "split": "$DEV3", "batches": [$B_ALL],
-  "decode_batch": $B_MID, "model_images": $N_MODEL, "decode_images": $N_DECODE,
-  "verify_images": $N_VERIFY, "deadline_s": $DEADLINE_S, "stage": "$STAGE", "vecbench": "$VB",
+{ "devices": "$DEVICES", "single": "$DEV1", "split": "$DEV3", "batch_seed": $B1, "batch": $B, "batch_big": $B_BIG,
+  "decode_batch": $B, "model_images": $N_MODEL, "decode_images": $N_DECODE,
+  "verify_images": $N_VERIFY, "deadline_s": $DEADLINE_S, "stage": "$STAGE",
   "started_utc": "$(date -u +%Y-%m-%dT%H:%M:%SZ)" }
 JSON
 }
 
-# ---- build: fails in seconds with the reason when CUDA, nvJPEG or the carried headers are missing
+# ---- probe: what the machine has, in seconds -------------------------------------------------
+stage_probe() {
+  stage_begin probe || return 0
+  if [ "$DEVICES" = cuda ]; then
+    step --cap 10 nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv > "$WORK/logs/nvidia-smi.txt" 2>&1
+    cat "$WORK/logs/nvidia-smi.txt"
+  fi
+  step --cap 20 "$PY" - "$WORK/probe.json" <<'PY'
+import json, os, platform, shutil, subprocess, sys
+p = {"python": sys.version.split()[0], "cpus": os.cpu_count(), "machine": platform.machine()}
+try:
+    import torch
+    p.update(torch=torch.__version__, torch_cuda=torch.version.cuda, cudnn=torch.backends.cudnn.version(),
+             cuda_available=torch.cuda.is_available(), devices=torch.cuda.device_count(),
+             device_name=torch.cuda.get_device_name(0) if torch.cuda.is_available() else None)
+except Exception as e:  # noqa: BLE001
+    p["torch_error"] = repr(e)
+cuda = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+p["cuda_home"] = cuda
+p["cuda_headers"] = {h: os.path.exists(os.path.join(cuda, "include", h)) for h in ("cuda_runtime.h", "nvjpeg.h")}
+p["cuda_libs"] = sorted(f for f in os.listdir(os.path.join(cuda, "lib64")) if f.startswith(("libcudart.so", "libnvjpeg.so"))) \
+    if os.path.isdir(os.path.join(cuda, "lib64")) else []
+p["tools"] = {t: shutil.which(t) for t in ("cmake", "ninja", "g++", "nvcc")}
+try:
+    p["glibc"] = os.confstr("CS_GNU_LIBC_VERSION")
+except (ValueError, OSError):
+    pass
+p["disk_free_gib"] = round(shutil.disk_usage(".").free / 2**30, 1)
+json.dump(p, open(sys.argv[1], "w"), indent=1)
+print(json.dumps(p))
+PY
+  stage_end
+}
+
+# ---- export: the model by the machine's own torch, in the background from the start ----------
+start_export() {
+  [ -n "$MODEL" ] && return 0
+  MODEL=$WORK/model/inception_tf2015_seed0.pt
+  mkdir -p "$WORK/model"
+  echo "+ [background] export_inception.py --arch tf2015 --seed 0 (logs/export.txt)"
+  setsid timeout -k 5 300 "$PY" "$ROOT/tools/export_inception.py" --arch tf2015 --seed 0 --out "$MODEL" \
+    > "$WORK/logs/export.txt" 2>&1 &
+  EXPORT_PID=$!
+}
+wait_export() {  # 0 when the model is there; waits at most what the stage has left
+  [ -z "$EXPORT_PID" ] && return 0
+  local t=$(now)
+  while kill -0 "$EXPORT_PID" 2>/dev/null && [ "$(stage_left)" -gt 2 ]; do sleep 0.5; done
+  if kill -0 "$EXPORT_PID" 2>/dev/null; then
+    STAGE_NOTE="${STAGE_NOTE:+$STAGE_NOTE; }the model export still running after $(($(now) - t)) s of waiting"
+    STAGE_RC=124
+    return 1
+  fi
+  wait "$EXPORT_PID"
+  local rc=$?
+  EXPORT_PID=""
+  if [ "$rc" -ne 0 ] || [ ! -s "$MODEL" ]; then
+    STAGE_NOTE="${STAGE_NOTE:+$STAGE_NOTE; }the model export failed (exit $rc): $(tail -n 1 "$WORK/logs/export.txt")"
+    STAGE_RC=1
+    return 1
+  fi
+  echo "gpu_check: model exported: $(tail -n 1 "$WORK/logs/export.txt")"
+  return 0
+}
+
+# ---- build: the prebuilt binary if it starts, else a build here ------------------------------
+prebuilt_starts() {  # sets VB and the library path when .gpu-deps/prebuilt's binary starts here
+  [ -x "$PREBUILT/vecbench" ] || { STAGE_NOTE="no prebuilt binary in .gpu-deps/prebuilt"; return 1; }
+  local libpath
+  libpath=$(gpu_lib_path "$ROOT" "$PY")
+  [ -n "$libpath" ] || { STAGE_NOTE="$PY has no torch: the prebuilt binary has no LibTorch to load"; return 1; }
+  cat "$PREBUILT/prebuilt.json" 2>/dev/null
+  if LD_LIBRARY_PATH=$libpath step --cap 30 "$PREBUILT/vecbench" devices > "$WORK/logs/prebuilt_start.txt" 2>&1 \
+     && grep -q "CUDA: .* build" "$WORK/logs/prebuilt_start.txt"; then
+    export LD_LIBRARY_PATH=$libpath
+    VB=$PREBUILT/vecbench
+    STAGE_RC=0 STAGE_NOTE="prebuilt: $(sed -n 's/.*"commit": "\([0-9a-f]\{10\}\).*/\1/p' "$PREBUILT/prebuilt.json") started"
+    return 0
+  fi
+  STAGE_RC=0 STAGE_NOTE="the prebuilt binary did not start: $(grep -v '^+' "$WORK/logs/prebuilt_start.txt" | tail -n 1)"
+  return 1
+}
 find_nvcc() {
   local c
   for c in "${CUDA_HOME:-}/bin/nvcc" /usr/local/cuda/bin/nvcc "$(command -v nvcc 2>/dev/null)"; do
@@ -226,80 +326,73 @@ find_nvcc() {
   done
   return 1
 }
-NVCC="" TORCH_PREFIX="" WHY=""
-build_preflight() {  # sets NVCC and TORCH_PREFIX, or WHY and returns 1: the build cannot give a CUDA vecbench
-  local h
+build_here() {  # configure and build `vecbench` with gpu_env.sh's settings: 0 when it is there
+  local log=$WORK/logs/cmake.log gen=() nvcc torch h
   for h in nlohmann/json.hpp CLI/CLI.hpp xxhash.h; do
     if [ ! -f ".gpu-deps/include/$h" ] && [ ! -f "/usr/include/$h" ]; then
-      WHY="no $h in .gpu-deps/include or /usr/include: run tools/device/pack_deps.sh here and carry .gpu-deps"
+      STAGE_RC=1 STAGE_NOTE="${STAGE_NOTE:+$STAGE_NOTE; }no $h in .gpu-deps/include: run tools/device/pack_deps.sh here and carry .gpu-deps"
       return 1
     fi
   done
-  if ! command -v cmake >/dev/null; then WHY="no cmake"; return 1; fi
-  if ! NVCC=$(find_nvcc); then WHY="no nvcc (CUDA_HOME, /usr/local/cuda, PATH): nvJPEG decoding cannot build"; return 1; fi
+  command -v cmake >/dev/null || { STAGE_RC=1 STAGE_NOTE="${STAGE_NOTE:+$STAGE_NOTE; }no cmake"; return 1; }
+  nvcc=$(find_nvcc) || { STAGE_RC=1 STAGE_NOTE="${STAGE_NOTE:+$STAGE_NOTE; }no nvcc (CUDA_HOME, /usr/local/cuda, PATH)"; return 1; }
   # stdout alone: torch's import warnings (no NumPy, ...) go to stderr and must not reach the path.
-  if ! TORCH_PREFIX=$(timeout 60 "$PY" -c 'import torch; assert torch.version.cuda, "torch without CUDA"; print(torch.utils.cmake_prefix_path)' 2> "$WORK/logs/python.txt"); then
-    WHY="$PY has no CUDA PyTorch: $(tail -n 1 "$WORK/logs/python.txt")"; return 1
+  if ! torch=$(timeout 60 "$PY" -c 'import torch; assert torch.version.cuda, "torch without CUDA"; print(torch.utils.cmake_prefix_path)' 2> "$WORK/logs/python.txt"); then
+    STAGE_RC=1 STAGE_NOTE="${STAGE_NOTE:+$STAGE_NOTE; }$PY has no CUDA PyTorch: $(tail -n 1 "$WORK/logs/python.txt")"; return 1
   fi
-  TORCH_PREFIX=$(echo "$TORCH_PREFIX" | tail -n 1)
-  return 0
-}
-stage_build() {
-  local log=$WORK/logs/cmake.log gen=() nvj=() codec=()
-  mkdir -p "$WORK/logs"
-  stage_begin build || return 1
-  if ! build_preflight; then
-    STAGE_RC=1 STAGE_NOTE="preflight: $WHY"; stage_end; return 1
-  fi
-  timeout 30 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$WORK/logs/nvidia-smi.txt" 2>&1
-  cat "$WORK/logs/nvidia-smi.txt"
+  torch=$(echo "$torch" | tail -n 1)
   command -v ninja >/dev/null && gen=(-G Ninja)
-  [ -f .gpu-deps/nvjpeg/include/nvjpeg.h ] && nvj=(-DVECBENCH_NVJPEG_ROOT="$ROOT/.gpu-deps/nvjpeg")
-  [ -d .gpu-deps/codec ] && codec=(-DVECBENCH_CODEC_ROOT="$ROOT/.gpu-deps/codec")
-  # TORCH_CUDA_ARCH_LIST: LibTorch's cmake would otherwise probe the GPU or list old architectures.
-  export TORCH_CUDA_ARCH_LIST=9.0
-  step --cap 180 cmake -S . -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_PREFIX_PATH="$TORCH_PREFIX" -DCMAKE_CUDA_COMPILER="$NVCC" -DVECBENCH_CUDA_ARCHITECTURES=90 \
-    "${nvj[@]}" "${codec[@]}" -DVECBENCH_DEPS_INCLUDE="$ROOT/.gpu-deps/include" \
-    -DVECBENCH_PYTHON="$(command -v "$PY")" -DVECBENCH_WITH_MPI=OFF -DVECBENCH_WITH_OPENCV=OFF \
-    -DVECBENCH_BUILD_TESTS=OFF -DVECBENCH_BUILD_BENCH=OFF -DVECBENCH_HEADER_TESTS=OFF > "$log" 2>&1
+  local args
+  mapfile -t args < <(gpu_cmake_args "$ROOT" "$torch" "$nvcc" "$(command -v "$PY")")
+  export TORCH_CUDA_ARCH_LIST=9.0  # LibTorch's cmake would otherwise probe the GPU or list old architectures
+  step --cap 120 cmake -S . -B "$BUILD" "${gen[@]}" "${args[@]}" -DVECBENCH_BUILD_TESTS=OFF > "$log" 2>&1
   local rc=$?
   grep -E "^-- vecbench|Error|error:" "$log"
-  if [ "$rc" -ne 0 ]; then STAGE_NOTE="configure failed (exit $rc): see logs/cmake.log"; stage_end; return 1; fi
+  [ "$rc" -eq 0 ] || { STAGE_NOTE="${STAGE_NOTE:+$STAGE_NOTE; }configure failed (exit $rc): see logs/cmake.log"; return 1; }
   if ! grep -q "vecbench: LibTorch .*CUDA: ON" "$log"; then
-    STAGE_RC=1 STAGE_NOTE="CMake did not enable CUDA (LibTorch without CUDA?)"; stage_end; return 1
+    STAGE_RC=1 STAGE_NOTE="${STAGE_NOTE:+$STAGE_NOTE; }CMake did not enable CUDA (LibTorch without CUDA?)"; return 1
   fi
   if ! grep -q "vecbench: nvJPEG: ON" "$log" && [ "$ALLOW_NO_NVJPEG" = 0 ]; then
-    STAGE_RC=1 STAGE_NOTE="CMake did not find nvJPEG (carry .gpu-deps with nvjpeg/, or --allow-no-nvjpeg)"
-    stage_end; return 1
-  fi
-  if ! grep -q "vecbench: python with torch: /" "$log"; then
-    STAGE_RC=1 STAGE_NOTE="no python with torch for the model export"; stage_end; return 1
+    STAGE_RC=1 STAGE_NOTE="${STAGE_NOTE:+$STAGE_NOTE; }CMake did not find nvJPEG (carry .gpu-deps with nvjpeg/, or --allow-no-nvjpeg)"
+    return 1
   fi
   grep -q "image decoding: JPEG+PNG" "$log" || echo "gpu_check: this build cannot read JPEG files: decode runs will fail"
-  if [ "$STAGE" = configure ]; then STAGE_NOTE="configured (--stage configure: not built)"; stage_end; return 1; fi
-  step cmake --build "$BUILD" -j"$(nproc)" --target vecbench default_model_plain > "$WORK/logs/build.log" 2>&1 \
-    || tail -n 40 "$WORK/logs/build.log"
-  stage_end
+  step cmake --build "$BUILD" -j"$(nproc)" --target vecbench > "$WORK/logs/build.log" 2>&1 \
+    || { tail -n 40 "$WORK/logs/build.log"; return 1; }
+  VB=$BUILD/vecbench
+  # the pip PyTorch's libraries are in the build's RPATH; the carried codecs and nvJPEG may not be
+  export LD_LIBRARY_PATH=$(gpu_lib_path "$ROOT" "$PY")
   [ -x "$VB" ]
 }
+stage_build() {
+  if [ -n "$VB" ]; then record build skipped 0 "given: --vecbench $VB"; return 0; fi
+  stage_begin build || return 1
+  if [ "$STAGE" = compile ] || ! prebuilt_starts; then
+    build_here
+  fi
+  stage_end
+  [ -n "$VB" ] && [ -x "$VB" ]
+}
 
-# ---- smoke: the build answers, one model run and one decode run on the devices ---------------
+# ---- smoke: the binary answers, one model run and one decode run on the devices --------------
 stage_smoke() {
   stage_begin smoke || return 1
   mkdir -p "$WORK/smoke"
   step --cap 30 "$VB" devices "$DEV1" "$DEV3" > "$WORK/smoke/devices.txt" 2>&1; cat "$WORK/smoke/devices.txt"
+  if ! wait_export; then stage_end; return 1; fi
+  MODEL_ARG=(--model "$MODEL") MODEL_JSON="\"model\": \"$MODEL\","
   step --cap 30 "$VB" model info "${MODEL_ARG[@]}" > "$WORK/smoke/model_info.txt" 2>&1; head -n 20 "$WORK/smoke/model_info.txt"
   rm -rf "$WORK/vec"
   step "$VB" vectorize --images "synthetic:$N_VERIFY" --out "$WORK/vec/smoke_model" "${MODEL_ARG[@]}" --format none \
-    --devices "$DEV1" --strategy sequential --batch "$B_MID" --engine torchscript --no-profile \
+    --devices "$DEV1" --strategy sequential --batch "$B" --engine torchscript --no-profile \
     --progress 0 --json "$WORK/smoke/smoke_model.json" "${FORCE[@]}"
   local d
   for d in $DECODES; do
     [ -s "$WORK/verify_list.txt" ] || break
     step "$VB" vectorize --images "$WORK/verify_list.txt" --out "$WORK/vec/smoke_decode_$d" "${MODEL_ARG[@]}" \
-      --format none --devices "$DEV3" --strategy data-parallel --batch "$B_MID" --engine torchscript --decode "$d" \
+      --format none --devices "$DEV3" --strategy data-parallel --batch "$B" --engine torchscript --decode "$d" \
       --no-profile --progress 0 --json "$WORK/smoke/smoke_decode_$d.json" "${FORCE[@]}"
+    break  # one decode run: the GPU's where there is one
   done
   rm -rf "$WORK/vec"
   stage_end
@@ -338,30 +431,32 @@ write_exp() {  # name precision images-json verify budget_s matrix-json
   "decode_threads": 4, "prefetch_batches": 8, "time_budget_s": $5 }
 JSON
 }
-run_exp() {  # stage name precision images verify matrix: one `vecbench run`, budget inside the stage's time
+run_exp() {  # name precision images verify matrix: one `vecbench run`, budget inside the stage's time
   local budget
   budget=$(($(stage_left) - KILL - 15))
   [ "$budget" -lt 5 ] && budget=5
-  write_exp "$2" "$3" "$4" "$5" "$budget" "$6"
-  step "$VB" run "$WORK/exp/$2.json" --results "$WORK/results" --no-trace
+  write_exp "$1" "$2" "$3" "$4" "$budget" "$5"
+  # `vecbench run` saves its result after every run of the matrix (runs not reached: "not run yet"),
+  # so a step killed by its timeout still leaves what it measured for the archive.
+  step "$VB" run "$WORK/exp/$1.json" --results "$WORK/results" --no-trace
 }
 verify_images() {
   if [ -s "$WORK/verify_list.txt" ]; then echo "{\"list\": \"$WORK/verify_list.txt\"}"
   else echo "{\"synthetic\": $N_VERIFY}"; fi
 }
-stage_fp32() {
-  stage_begin fp32 || return 0
-  run_exp fp32 check_fp32 fp32 "{\"synthetic\": $N_MODEL}" false "[
-    { \"strategy\": [\"sequential\"], \"devices\": [\"$DEV1\"], \"batch\": [$B_ALL] },
-    { \"strategy\": [\"data-parallel\"], \"devices\": [\"$DEV3\"], \"batch\": [$B_ALL] },
-    { \"strategy\": [\"naive\"], \"devices\": [\"$DEV3\"], \"batch\": [$B_NAIVE] } ]"
+stage_seed() {  # the seed's question at equal batch
+  stage_begin seed || return 0
+  run_exp check_seed fp32 "{\"synthetic\": $N_MODEL}" false "[
+    { \"strategy\": [\"sequential\"], \"devices\": [\"$DEV1\"], \"batch\": [$B1, $B] },
+    { \"strategy\": [\"data-parallel\"], \"devices\": [\"$DEV1\", \"$DEV3\"], \"batch\": [$B] },
+    { \"strategy\": [\"naive\"], \"devices\": [\"$DEV3\"], \"batch\": [$B1] } ]"
   stage_end
 }
 stage_verify_fp32() {
   stage_begin verify_fp32 || return 0
-  run_exp verify_fp32 verify_fp32 fp32 "$(verify_images)" true "[
-    { \"strategy\": [\"sequential\"], \"devices\": [\"$DEV1\"], \"batch\": [1, $B_MID] },
-    { \"strategy\": [\"data-parallel\"], \"devices\": [\"$DEV3\"], \"batch\": [$B_MID] } ]"
+  run_exp verify_fp32 fp32 "$(verify_images)" true "[
+    { \"strategy\": [\"sequential\"], \"devices\": [\"$DEV1\"], \"batch\": [$B1, $B] },
+    { \"strategy\": [\"data-parallel\"], \"devices\": [\"$DEV3\"], \"batch\": [$B] } ]"
   stage_end
 }
 stage_decode() {  # vectorize on the decode inputs: per round each decoder with the model and without
@@ -375,8 +470,9 @@ stage_decode() {  # vectorize on the decode inputs: per round each decoder with 
         [ "$(stage_left)" -ge 5 ] || break 3
         name=decode_${d}_${eng}_r$r
         rm -rf "$WORK/vec"
+        # --warmup 3: the first batches, the nvJPEG decoder's creation among them, before the clock
         step --cap 60 "$VB" vectorize --images "$WORK/jpegs" --out "$WORK/vec/$name" "${MODEL_ARG[@]}" --format none \
-          --devices "$DEV3" --strategy data-parallel --batch "$B_MID" --decode-threads "$DTHREADS" --engine "$eng" \
+          --devices "$DEV3" --strategy data-parallel --batch "$B" --decode-threads "$DTHREADS" --engine "$eng" \
           --decode "$d" --warmup 3 --no-profile --progress 0 --json "$WORK/decode/$name.json" "${FORCE[@]}"
       done
     done
@@ -392,9 +488,9 @@ stage_half() {  # fp16 | bf16: throughput only
     *) record "$p" skipped 0 "dry run on cpu: $p needs CUDA"; return 0 ;;
   esac
   stage_begin "$p" || return 0
-  run_exp "$p" "check_$p" "$p" "{\"synthetic\": $N_MODEL}" false "[
-    { \"strategy\": [\"sequential\"], \"devices\": [\"$DEV1\"], \"batch\": [$B_BIG] },
-    { \"strategy\": [\"data-parallel\"], \"devices\": [\"$DEV3\"], \"batch\": [$B_BIG] } ]"
+  run_exp "check_$p" "$p" "{\"synthetic\": $N_BIG}" false "[
+    { \"strategy\": [\"sequential\"], \"devices\": [\"$DEV1\"], \"batch\": [$B, $B_BIG] },
+    { \"strategy\": [\"data-parallel\"], \"devices\": [\"$DEV3\"], \"batch\": [$B, $B_BIG] } ]"
   stage_end
 }
 stage_verify_half() {
@@ -403,74 +499,48 @@ stage_verify_half() {
   local p
   for p in fp16 bf16; do
     [ "$(stage_left)" -ge 10 ] || break
-    run_exp verify_half "verify_$p" "$p" "$(verify_images)" true "[
-      { \"strategy\": [\"data-parallel\"], \"devices\": [\"$DEV3\"], \"batch\": [$B_MID] } ]"
+    run_exp "verify_$p" "$p" "$(verify_images)" true "[
+      { \"strategy\": [\"data-parallel\"], \"devices\": [\"$DEV3\"], \"batch\": [$B] } ]"
   done
   stage_end
 }
-stage_fp32_more() {
-  stage_begin fp32_more || return 0
-  run_exp fp32_more check_fp32_more fp32 "{\"synthetic\": $N_MODEL}" false "[
-    { \"strategy\": [\"sharded\", \"mirrored\"], \"devices\": [\"$DEV3\"], \"batch\": [$B_BIG] },
-    { \"strategy\": [\"data-parallel\"], \"devices\": [\"$DEV1\"], \"batch\": [$B_BIG] },
-    { \"strategy\": [\"naive\"], \"devices\": [\"$DEV3\"], \"batch\": [$B_LAST] } ]"
+stage_more() {
+  stage_begin more || return 0
+  run_exp check_more fp32 "{\"synthetic\": $N_BIG}" false "[
+    { \"strategy\": [\"sequential\", \"data-parallel\"], \"devices\": [\"$DEV1\"], \"batch\": [$B_BIG] },
+    { \"strategy\": [\"data-parallel\", \"sharded\", \"mirrored\", \"naive\"], \"devices\": [\"$DEV3\"], \"batch\": [$B_BIG] } ]"
   stage_end
 }
 
 # ---- the plan -------------------------------------------------------------------------------
-say "gpu_check: stage $STAGE, devices $DEVICES, deadline ${DEADLINE_S} s, work $WORK, out $OUT"
+say "gpu_check: devices $DEVICES, deadline ${DEADLINE_S} s, work $WORK, out $OUT"
 mkdir -p "$WORK/exp" "$WORK/results" "$WORK/logs"
-if [ "$STAGE" = configure ] || [ "$STAGE" = compile ]; then
-  if [ "$DEVICES" != cuda ] || [ -z "$BUILD" ]; then
-    echo "gpu_check: --stage $STAGE is for --devices cuda without --vecbench" >&3
+rm -f "$WORK/stages.tsv" "$WORK/running.txt"
+MODEL_ARG=() MODEL_JSON=""
+write_check_json
+if [ "$STAGE" = compile ]; then
+  if [ "$DEVICES" != cuda ] || [ -n "$VB" ]; then
+    echo "gpu_check: --stage compile is for --devices cuda without --vecbench" >&3
     exit 2
   fi
-  rm -f "$WORK/stages.tsv"
-  write_check_json
-  stage_build
-  grep -q "^build	ok	" "$WORK/stages.tsv" || exit 1
-  [ "$STAGE" = configure ] && exit 0
-  # compile: the binary starts, and the model made with this PyTorch is there and readable
-  timeout -k 5 60 "$VB" devices && timeout -k 5 60 "$VB" model info
+  stage_build || exit 1
+  timeout -k 5 60 "$VB" devices
   exit $?
 fi
-if [ "$STAGE" = measure ]; then  # keep the build call's records, drop an earlier measurement's
-  rm -rf "$WORK/exp" "$WORK/results" "$WORK/decode" && mkdir -p "$WORK/exp" "$WORK/results"
-  if [ -f "$WORK/stages.tsv" ]; then
-    grep -E '^(build|smoke)	' "$WORK/stages.tsv" > "$WORK/stages.tsv.tmp"
-    mv -f "$WORK/stages.tsv.tmp" "$WORK/stages.tsv"
-  fi
-else
-  rm -f "$WORK/stages.tsv"
-fi
-write_check_json
+start_export
+stage_probe
 prepare_inputs
-if [ "$STAGE" != measure ]; then
-  if [ -n "$BUILD" ] && [ "$DEVICES" = cuda ]; then
-    stage_build
-  elif [ -n "$BUILD" ]; then
-    record build skipped 0 "dry run: give --vecbench PATH (build here with tools/setup.sh and cmake; the dry run does not configure)"
-  else
-    record build skipped 0 "prebuilt: $VB"
-  fi
-  if [ ! -x "$VB" ]; then
-    record smoke skipped 0 "no vecbench at $VB"
-    exit 1
-  fi
-  stage_smoke
-  publish
-  [ "$STAGE" = build ] && exit 0
-fi
-if [ ! -x "$VB" ]; then
-  record fp32 skipped 0 "no vecbench at $VB: run --stage build first"
+publish
+if ! stage_build; then
+  record smoke skipped 0 "no vecbench: the prebuilt binary did not start and the build failed (see the build row)"
   exit 1
 fi
-[ "$STAGE" = measure ] && { timeout -k 5 30 "$VB" devices "$DEV1" "$DEV3" || true; }
-stage_fp32
-stage_verify_fp32
+stage_smoke || exit 1
+stage_seed
 stage_decode
+stage_verify_fp32
 stage_half fp16
 stage_half bf16
 stage_verify_half
-stage_fp32_more
+stage_more
 exit 0

@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """The GPU check's markdown report, from its work folder or its archive (tools/device/gpu_check.sh
-writes both; it runs this after every stage, so the report is there however far the check got):
-  - every stage of the plan: ok / failed / timeout with its seconds and why, or "not run: <why>";
+writes both; it runs this after every step, so the report is there however far the check got, a
+kill included):
+  - every stage of the plan: ok / failed / timeout with its seconds and why, "started, did not
+    end" for the one a kill stopped, or "not run: <why>";
   - one table row per run of every `vecbench run` result (median img/s, repetitions,
-    verification), the smoke test and the `vectorize` decode runs (decode cpu / gpu, with the
-    model and with --engine none, the decode ceiling);
-  - the issue's targets, each with the ratio measured within this check, or why it was not:
-    data-parallel on the split device (cuda:0/3) >= 1.5x the seed-style loop (sequential on the
-    single device, batch 1); naive on the split device shows the seed's slowdown; end to end with
-    GPU decoding >= 80 % of min(decode ceiling, model ceiling); fp32 within 1e-4 of the CPU fp32
-    reference (fp16 2e-2, bf16 1e-1).
+    verification; runs not reached yet say so), the smoke test and the `vectorize` decode runs
+    (decode cpu / gpu, with the model and with --engine none, the decode ceiling);
+  - the seed's question as ratios within this check, each at equal batch: data-parallel on the
+    split device (cuda:0/3) against sequential on cuda:0 and against data-parallel on cuda:0 (one
+    replica: the equal-batch control), naive on the split device against sequential at batch 1
+    (the seed's slowdown), batching alone (sequential at batch 32 against 1); GPU against CPU
+    decoding end to end (and against min(decode ceiling, model ceiling)); fp32 within 1e-4 of the
+    CPU fp32 reference (fp16 2e-2, bf16 1e-1).
 Standard library only (the GPU machine has no registry).
   gpu_check_report.py WORK_DIR | gpu_check.tar.gz > gpu_check.md"""
 import io
@@ -20,15 +23,16 @@ import sys
 import tarfile
 
 STAGES = [
-    ("build", "configure and build `vecbench` and the plain default model"),
-    ("smoke", "the build answers: devices, model info, one model run, one decode run"),
-    ("fp32", "fp32 model matrix (throughput): seed-style loop, data-parallel and naive on the split device"),
-    ("verify_fp32", "fp32 against the CPU fp32 reference, small set"),
+    ("probe", "GPU, driver, torch/CUDA/cuDNN versions, the CUDA toolkit's files (probe.json)"),
+    ("build", "the prebuilt binary starts (else: configure and build `vecbench` here)"),
+    ("smoke", "the binary answers: devices, the exported model, one model run, one decode run"),
+    ("seed", "the seed's question at equal batch (fp32, TF32 off): sequential, data-parallel and naive"),
     ("decode", "end to end: GPU against CPU decoding, with the model and without (the decode ceiling)"),
-    ("fp16", "fp16 model matrix (throughput)"),
-    ("bf16", "bf16 model matrix (throughput)"),
-    ("verify_half", "fp16 and bf16 against the CPU fp32 reference, small set"),
-    ("fp32_more", "the rest of the fp32 matrix: sharded, mirrored, data-parallel on the single device"),
+    ("verify_fp32", "fp32 against the CPU fp32 reference, photos"),
+    ("fp16", "fp16 model runs (throughput)"),
+    ("bf16", "bf16 model runs (throughput)"),
+    ("verify_half", "fp16 and bf16 against the CPU fp32 reference, photos"),
+    ("more", "the rest of fp32 at the big batch: sharded, mirrored, naive, data-parallel"),
 ]
 
 
@@ -113,16 +117,18 @@ def median_rate(runs):
     return statistics.median(rates) if rates else None
 
 
-def print_stages(stages, check):
+def print_stages(stages, running):
     print("## Stages (in the order they run)\n")
     print("| stage | what | status | seconds | notes |")
     print("|---|---|---|---:|---|")
     for name, what in STAGES:
         st = stages.get(name)
-        if st is None:
+        if st is None and running and running[0] == name:
+            status, secs = "started", "-"
+            note = (f"started at {running[1]} UTC and not ended: the check was stopped in this stage, or is "
+                    "still in it; its finished steps are in the tables")
+        elif st is None:
             status, secs, note = "not run", "-", "not reached (the check ended before it, or it is still running)"
-            if name in ("build", "smoke") and check.get("stage") == "measure":
-                note = "not run: no record of the build call in this work folder"
         else:
             status, secs = st["status"], st["seconds"]
             note = ("not run: " if status == "skipped" else "") + st["note"]
@@ -188,37 +194,46 @@ def why_not(stages, *names):
     return "no runs with figures (see the tables and the log)"
 
 
+def ratio_line(what, a, a_name, b, b_name, stages, stage, verdict=None):
+    """One target: a against b, both measured in this check, or why not."""
+    if a and b:
+        r = a / b
+        tail = f" ({verdict(r)})" if verdict else ""
+        print(f"- {what}: {a_name} {a:.1f} img/s vs {b_name} {b:.1f}: **{r:.2f}x**{tail}")
+    else:
+        print(f"- {what}: not measured ({why_not(stages, stage)})")
+
+
 def print_targets(rows, dec, stages, check):
     one, split = check.get("single", "cuda:0"), check.get("split", "cuda:0/3")
-    b = check.get("batches", [1, 32, 128])
-    print("## Targets (ratios within this check)\n")
+    b1, b = check.get("batch_seed", 1), check.get("batch", 32)
+    print("## The seed's question (ratios within this check, fp32, TF32 off)\n")
     if check.get("devices") == "cpu":
         print(f"Dry run: `{one}` stands for cuda:0 and `{split}` for cuda:0/3; the figures say nothing about a GPU.\n")
-    seed, dp = best(rows, "fp32", "sequential", one, b[0]), best(rows, "fp32", "data-parallel", split)
-    if seed and dp:
-        print(f"- data-parallel {split} (best batch) {dp:.1f} img/s vs the seed-style loop (sequential {one} batch "
-              f"{b[0]}) {seed:.1f}: **{dp / seed:.2f}x** (target >= 1.5x: {'met' if dp / seed >= 1.5 else 'NOT met'})")
-    else:
-        print(f"- data-parallel {split} >= 1.5x the seed-style loop: not measured ({why_not(stages, 'fp32')})")
-    shown = False
-    for batch in b:
-        nv, sq = best(rows, "fp32", "naive", split, batch), best(rows, "fp32", "sequential", one, batch)
-        if nv and sq:
-            shown = True
-            print(f"- batch {batch}: naive {split} {nv:.1f} img/s vs sequential {one} {sq:.1f}: **{nv / sq:.2f}x** "
-                  f"({'the seed slowdown shows' if nv < sq else 'no slowdown'})")
-    if not shown:
-        print(f"- naive {split} shows the seed's slowdown: not measured ({why_not(stages, 'fp32')})")
+    seq_b, dp_split, dp_one = (best(rows, "fp32", "sequential", one, b), best(rows, "fp32", "data-parallel", split, b),
+                               best(rows, "fp32", "data-parallel", one, b))
+    ratio_line(f"split gain at equal batch {b}", dp_split, f"data-parallel {split}", seq_b, f"sequential {one}",
+               stages, "seed", lambda r: "faster" if r > 1 else "not faster")
+    ratio_line(f"replicas on one device at equal batch {b} (the control: one replica)", dp_split,
+               f"data-parallel {split}", dp_one, f"data-parallel {one}", stages, "seed")
+    seq_1, naive_1 = best(rows, "fp32", "sequential", one, b1), best(rows, "fp32", "naive", split, b1)
+    ratio_line(f"the seed's mistake at batch {b1}", naive_1, f"naive {split}", seq_1, f"sequential {one}", stages,
+               "seed", lambda r: "the seed's slowdown shows" if r < 1 else "no slowdown")
+    ratio_line(f"batching alone ({b} against {b1})", seq_b, f"sequential {one} batch {b}", seq_1,
+               f"sequential {one} batch {b1}", stages, "seed")
     dk = "gpu" if check.get("devices", "cuda") == "cuda" else "cpu"
+    gpu_e2e, cpu_e2e = median_rate(dec.get("gpu_torchscript", [])), median_rate(dec.get("cpu_torchscript", []))
+    if dk == "gpu":
+        ratio_line("decoding on the GPU end to end", gpu_e2e, "--decode gpu", cpu_e2e, "--decode cpu", stages, "decode")
     e2e, ceiling = median_rate(dec.get(f"{dk}_torchscript", [])), median_rate(dec.get(f"{dk}_none", []))
-    model = best(rows, "fp32", "data-parallel", split, check.get("decode_batch", 32))
+    model = best(rows, "fp32", "data-parallel", split, check.get("decode_batch", b))
     if e2e and ceiling and model:
         lim = min(ceiling, model)
         print(f"- end to end with {dk} decoding {e2e:.1f} img/s vs min(decode ceiling {ceiling:.1f}, model ceiling "
               f"{model:.1f}) = {lim:.1f}: **{e2e / lim:.0%}** (target >= 80 %: {'met' if e2e >= 0.8 * lim else 'NOT met'})")
     else:
         print(f"- end to end >= 80 % of min(decode ceiling, model ceiling): not measured "
-              f"({why_not(stages, 'fp32', 'decode')})")
+              f"({why_not(stages, 'seed', 'decode')})")
     for prec, stage in (("fp32", "verify_fp32"), ("fp16", "verify_half"), ("bf16", "verify_half")):
         v = [r for r in rows if r["precision"] == prec and r["rel"] is not None]
         if v:
@@ -233,6 +248,21 @@ def print_targets(rows, dec, stages, check):
     print()
 
 
+def print_probe(files):
+    p = files.json("probe.json")
+    smi = files.texts.get("logs/nvidia-smi.txt")
+    if not p and not smi:
+        return
+    print("## Machine\n")
+    if p:
+        print(f"torch {p.get('torch', '-')} (CUDA {p.get('torch_cuda', '-')}, cuDNN {p.get('cudnn', '-')}), "
+              f"{p.get('devices', 0)} device(s) {p.get('device_name') or ''}, {p.get('cpus', '?')} CPUs, "
+              f"{p.get('glibc', '')}; CUDA toolkit {p.get('cuda_home', '?')}: headers {p.get('cuda_headers', {})}, "
+              f"tools {p.get('tools', {})}\n")
+    if smi:
+        print("```\n" + smi.strip() + "\n```\n")
+
+
 def main(src):
     files = Files(src)
     check = files.json("check.json") or {}
@@ -241,18 +271,17 @@ def main(src):
     if not files.texts:
         print(f"Nothing to report: no files in {src}.")
         return
-    print(f"`tools/device/gpu_check.sh --stage {check.get('stage', '?')} --devices {check.get('devices', '?')}` "
+    print(f"`tools/device/gpu_check.sh --devices {check.get('devices', '?')}` "
           f"(deadline {check.get('deadline_s', '?')} s, started {check.get('started_utc', '?')}; "
           f"{check.get('model_images', '?')} images per model run, {check.get('decode_images', '?')} per decode run, "
           f"{check.get('verify_images', '?')} verified). The log is gpu_check.log, every file behind these tables "
           "is in gpu_check.tar.gz.\n")
+    running = files.texts.get("running.txt", "").strip().split("\t")
     print_targets(rows, dec, stages, check)
-    print_stages(stages, check)
+    print_stages(stages, running if len(running) == 2 else None)
     print_runs(rows)
     print_decode(dec, files, check)
-    smi = files.texts.get("logs/nvidia-smi.txt")
-    if smi:
-        print("## Machine\n\n```\n" + smi.strip() + "\n```")
+    print_probe(files)
 
 
 if __name__ == "__main__":

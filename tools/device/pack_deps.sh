@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Run HERE (the Debian machine, a fresh clone will do) before tools/device/gpu_check.sh: packs
-# into .gpu-deps/ (ignored by git; every device call must name it in carry: [".gpu-deps"]; ~15 MB,
-# and with the tree under the 64 MiB a call may send) what a GPU machine with only a pip PyTorch
-# lacks:
+# Run HERE (the Debian machine, a fresh clone will do) before tools/device/gpu_check.sh; CI's
+# cuda-build stage (tools/cuda_build.sh) runs it, then adds .gpu-deps/prebuilt/ (the prebuilt GPU
+# binary, tools/device/prebuilt.sh). Packs into .gpu-deps/ (ignored by git; every device call must
+# name it in carry: [".gpu-deps"]; ~16 MB with the binary, and with the tree under the 48 MiB
+# checked there, of the 64 MiB a call may send) what a GPU machine with only a pip PyTorch lacks:
 #   - include/: the header-only libraries (nlohmann/json, CLI11, xxHash; Debian's, tools/setup.sh);
 #   - nvjpeg/: nvjpeg.h and libnvjpeg.so.13 from the nvidia-nvjpeg wheel of tools/cuda_build.sh's
 #     venv, in case the machine's CUDA and PyTorch wheels do not bring it;

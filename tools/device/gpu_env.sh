@@ -1,0 +1,49 @@
+# shellcheck shell=bash
+# The GPU machine's build and run settings, in one place (sourced, not run):
+#   - tools/cuda_build.sh (CI's cuda-build stage) configures with them and makes the prebuilt GPU
+#     binary, .gpu-deps/prebuilt/ (tools/device/prebuilt.sh);
+#   - tools/device/gpu_check.sh runs that binary on the GPU machine, and builds with the same
+#     settings there only when it does not start.
+# The GPU machine has a pip PyTorch (torch 2.11.0+cu130 and its nvidia-* wheels), nvcc, CMake and
+# GCC, and nothing of Debian's -dev packages: no OpenCV, MPI, oneDNN, OpenBLAS/LAPACKE or libxxhash.
+# What the build needs beyond that travels in .gpu-deps (tools/device/pack_deps.sh): the header-only
+# libraries, nvJPEG, libjpeg/libpng/libdeflate.
+
+# gpu_cmake_args ROOT TORCH_PREFIX NVCC PYTHON: the configure arguments, one a line
+#   (mapfile -t args < <(gpu_cmake_args ...)). sm_90 (H100/H200) only: the lent machines' kind.
+gpu_cmake_args() {
+  local root=$1 torch=$2 nvcc=$3 py=$4
+  printf '%s\n' -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=$torch" "-DCMAKE_CUDA_COMPILER=$nvcc" \
+    -DVECBENCH_CUDA_ARCHITECTURES=90 "-DVECBENCH_DEPS_INCLUDE=$root/.gpu-deps/include" "-DVECBENCH_PYTHON=$py" \
+    -DVECBENCH_WITH_MPI=OFF -DVECBENCH_WITH_OPENCV=OFF -DVECBENCH_WITH_ONEDNN=OFF -DVECBENCH_WITH_FID=OFF \
+    -DVECBENCH_WITH_XXH_DISPATCH=OFF -DVECBENCH_BUILD_BENCH=OFF -DVECBENCH_HEADER_TESTS=OFF
+  if [ -f "$root/.gpu-deps/nvjpeg/include/nvjpeg.h" ]; then echo "-DVECBENCH_NVJPEG_ROOT=$root/.gpu-deps/nvjpeg"; fi
+  if [ -d "$root/.gpu-deps/codec" ]; then echo "-DVECBENCH_CODEC_ROOT=$root/.gpu-deps/codec"; fi
+}
+
+# gpu_lib_path ROOT PYTHON: the LD_LIBRARY_PATH that the prebuilt binary runs with: the pip
+# PyTorch's own libraries (libtorch*, libc10*), its nvidia-* wheels' (libcudart, cuDNN, cuBLAS, ...),
+# then the carried nvJPEG and codecs. Empty when PYTHON has no torch.
+gpu_lib_path() {
+  local root=$1 py=$2 dirs
+  dirs=$(timeout 60 "$py" - 2>/dev/null <<'PY'
+import glob, os, torch
+sp = os.path.dirname(os.path.dirname(torch.__file__))
+dirs = [os.path.join(os.path.dirname(torch.__file__), "lib")]
+dirs += sorted(d for d in glob.glob(os.path.join(sp, "nvidia", "*", "lib")) if os.path.isdir(d))
+print(":".join(dirs))
+PY
+) || return 0
+  [ -n "$dirs" ] || return 0
+  local d
+  for d in "$root/.gpu-deps/nvjpeg/lib" "$root/.gpu-deps/codec/lib"; do
+    [ -d "$d" ] && dirs="$dirs:$d"
+  done
+  echo "$dirs"
+}
+
+# The libraries the prebuilt binary and its LibTorch plugin may need (readelf -d): the C/C++
+# runtime, the carried codecs and nvJPEG, zlib, and the pip PyTorch's CUDA 13 libraries.
+GPU_ALLOWED_NEEDED="libc.so.6 libm.so.6 libstdc++.so.6 libgcc_s.so.1 libdl.so.2 libpthread.so.0 librt.so.1
+  ld-linux-x86-64.so.2 libz.so.1 libjpeg.so.62 libpng16.so.16 libdeflate.so.0 libnvjpeg.so.13 libcudart.so.13
+  libtorch.so libtorch_cpu.so libtorch_cuda.so libc10.so libc10_cuda.so"
