@@ -191,12 +191,14 @@ stage_begin() {
   return 0
 }
 stage_left() { echo $((STAGE_END - $(now))); }
+note() { STAGE_NOTE="${STAGE_NOTE:+$STAGE_NOTE; }$1"; }  # note TEXT: one more remark on this stage's row
+fail() { STAGE_RC=$1; note "$2"; }                          # fail RC TEXT: the stage fails with RC, saying why
 step() {  # step [--cap S] CMD...: 0 ok, else the command's status (124/137: out of time)
   local cap t rc
   cap=$(stage_left)
   if [ "$1" = --cap ]; then [ "$2" -lt "$cap" ] && cap=$2; shift 2; fi
   if [ "$cap" -lt 2 ]; then
-    STAGE_NOTE="${STAGE_NOTE:+$STAGE_NOTE; }out of time before: $(basename "$1") ${2:-}"
+    note "out of time before: $(basename "$1") ${2:-}"
     [ "$STAGE_RC" -eq 0 ] && STAGE_RC=124
     return 124
   fi
@@ -211,7 +213,7 @@ step() {  # step [--cap S] CMD...: 0 ok, else the command's status (124/137: out
   if [ "$rc" -ne 0 ]; then
     local why="exit $rc"
     { [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; } && why="timed out after $(($(now) - t)) s"
-    STAGE_NOTE="${STAGE_NOTE:+$STAGE_NOTE; }$(basename "$1") ${2:-}: $why"
+    note "$(basename "$1") ${2:-}: $why"
     if [ "$STAGE_RC" -eq 0 ] || [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then STAGE_RC=$rc; fi
   fi
   publish
@@ -231,7 +233,7 @@ stage_end() {
 write_check_json() {
   cat > "$WORK/check.json" <<JSON
 { "devices": "$DEVICES", "single": "$DEV1", "split": "$DEV3", "batch_seed": $B1, "batch": $B, "batch_big": $B_BIG,
-  "decode_batch": $B, "model_images": $N_MODEL, "decode_images": $N_DECODE,
+  "model_images": $N_MODEL, "decode_images": $N_DECODE,
   "verify_images": $N_VERIFY, "deadline_s": $DEADLINE_S, "stage": "$STAGE",
   "started_utc": "$(date -u +%Y-%m-%dT%H:%M:%SZ)" }
 JSON
@@ -245,7 +247,7 @@ stage_probe() {
     cat "$WORK/logs/nvidia-smi.txt"
   fi
   step --cap 20 "$PY" - "$WORK/probe.json" <<'PY'
-import json, os, platform, shutil, subprocess, sys
+import json, os, platform, shutil, sys
 p = {"python": sys.version.split()[0], "cpus": os.cpu_count(), "machine": platform.machine()}
 try:
     import torch
@@ -286,16 +288,14 @@ wait_export() {  # 0 when the model is there; waits at most what the stage has l
   local t=$(now)
   while kill -0 "$EXPORT_PID" 2>/dev/null && [ "$(stage_left)" -gt 2 ]; do sleep 0.5; done
   if kill -0 "$EXPORT_PID" 2>/dev/null; then
-    STAGE_NOTE="${STAGE_NOTE:+$STAGE_NOTE; }the model export still running after $(($(now) - t)) s of waiting"
-    STAGE_RC=124
+    fail 124 "the model export still running after $(($(now) - t)) s of waiting"
     return 1
   fi
   wait "$EXPORT_PID"
   local rc=$?
   EXPORT_PID=""
   if [ "$rc" -ne 0 ] || [ ! -s "$MODEL" ]; then
-    STAGE_NOTE="${STAGE_NOTE:+$STAGE_NOTE; }the model export failed (exit $rc): $(tail -n 1 "$WORK/logs/export.txt")"
-    STAGE_RC=1
+    fail 1 "the model export failed (exit $rc): $(tail -n 1 "$WORK/logs/export.txt")"
     return 1
   fi
   echo "gpu_check: model exported: $(tail -n 1 "$WORK/logs/export.txt")"
@@ -330,15 +330,15 @@ build_here() {  # configure and build `vecbench` with gpu_env.sh's settings: 0 w
   local log=$WORK/logs/cmake.log gen=() nvcc torch h
   for h in nlohmann/json.hpp CLI/CLI.hpp xxhash.h; do
     if [ ! -f ".gpu-deps/include/$h" ] && [ ! -f "/usr/include/$h" ]; then
-      STAGE_RC=1 STAGE_NOTE="${STAGE_NOTE:+$STAGE_NOTE; }no $h in .gpu-deps/include: run tools/device/pack_deps.sh here and carry .gpu-deps"
+      fail 1 "no $h in .gpu-deps/include: run tools/device/pack_deps.sh here and carry .gpu-deps"
       return 1
     fi
   done
-  command -v cmake >/dev/null || { STAGE_RC=1 STAGE_NOTE="${STAGE_NOTE:+$STAGE_NOTE; }no cmake"; return 1; }
-  nvcc=$(find_nvcc) || { STAGE_RC=1 STAGE_NOTE="${STAGE_NOTE:+$STAGE_NOTE; }no nvcc (CUDA_HOME, /usr/local/cuda, PATH)"; return 1; }
+  command -v cmake >/dev/null || { fail 1 "no cmake"; return 1; }
+  nvcc=$(find_nvcc) || { fail 1 "no nvcc (CUDA_HOME, /usr/local/cuda, PATH)"; return 1; }
   # stdout alone: torch's import warnings (no NumPy, ...) go to stderr and must not reach the path.
   if ! torch=$(timeout 60 "$PY" -c 'import torch; assert torch.version.cuda, "torch without CUDA"; print(torch.utils.cmake_prefix_path)' 2> "$WORK/logs/python.txt"); then
-    STAGE_RC=1 STAGE_NOTE="${STAGE_NOTE:+$STAGE_NOTE; }$PY has no CUDA PyTorch: $(tail -n 1 "$WORK/logs/python.txt")"; return 1
+    fail 1 "$PY has no CUDA PyTorch: $(tail -n 1 "$WORK/logs/python.txt")"; return 1
   fi
   torch=$(echo "$torch" | tail -n 1)
   command -v ninja >/dev/null && gen=(-G Ninja)
@@ -348,12 +348,12 @@ build_here() {  # configure and build `vecbench` with gpu_env.sh's settings: 0 w
   step --cap 120 cmake -S . -B "$BUILD" "${gen[@]}" "${args[@]}" -DVECBENCH_BUILD_TESTS=OFF > "$log" 2>&1
   local rc=$?
   grep -E "^-- vecbench|Error|error:" "$log"
-  [ "$rc" -eq 0 ] || { STAGE_NOTE="${STAGE_NOTE:+$STAGE_NOTE; }configure failed (exit $rc): see logs/cmake.log"; return 1; }
+  [ "$rc" -eq 0 ] || { note "configure failed (exit $rc): see logs/cmake.log"; return 1; }
   if ! grep -q "vecbench: LibTorch .*CUDA: ON" "$log"; then
-    STAGE_RC=1 STAGE_NOTE="${STAGE_NOTE:+$STAGE_NOTE; }CMake did not enable CUDA (LibTorch without CUDA?)"; return 1
+    fail 1 "CMake did not enable CUDA (LibTorch without CUDA?)"; return 1
   fi
   if ! grep -q "vecbench: nvJPEG: ON" "$log" && [ "$ALLOW_NO_NVJPEG" = 0 ]; then
-    STAGE_RC=1 STAGE_NOTE="${STAGE_NOTE:+$STAGE_NOTE; }CMake did not find nvJPEG (carry .gpu-deps with nvjpeg/, or --allow-no-nvjpeg)"
+    fail 1 "CMake did not find nvJPEG (carry .gpu-deps with nvjpeg/, or --allow-no-nvjpeg)"
     return 1
   fi
   grep -q "image decoding: JPEG+PNG" "$log" || echo "gpu_check: this build cannot read JPEG files: decode runs will fail"
@@ -478,7 +478,7 @@ stage_decode() {  # vectorize on the decode inputs: per round each decoder with 
     done
   done
   rm -rf "$WORK/vec"
-  [ "$DEVICES" = cpu ] && STAGE_NOTE="${STAGE_NOTE:+$STAGE_NOTE; }dry run: host decoding only (--decode gpu needs CUDA)"
+  [ "$DEVICES" = cpu ] && note "dry run: host decoding only (--decode gpu needs CUDA)"
   stage_end
 }
 stage_half() {  # fp16 | bf16: throughput only

@@ -165,7 +165,7 @@ def print_decode(dec, files, check):
     if not dec:
         return
     print(f"## Decoding {check.get('decode_images', '?')} photos end to end (`vectorize`, data-parallel on "
-          f"{check.get('split', '?')}, batch {check.get('decode_batch', '?')})\n")
+          f"{check.get('split', '?')}, batch {check.get('batch', '?')})\n")
     print("| decode | engine | rounds | img/s (median) | on device | host fallbacks |")
     print("|---|---|---:|---:|---:|---:|")
     for k in sorted(dec):
@@ -226,7 +226,7 @@ def print_targets(rows, dec, stages, check):
     if dk == "gpu":
         ratio_line("decoding on the GPU end to end", gpu_e2e, "--decode gpu", cpu_e2e, "--decode cpu", stages, "decode")
     e2e, ceiling = median_rate(dec.get(f"{dk}_torchscript", [])), median_rate(dec.get(f"{dk}_none", []))
-    model = best(rows, "fp32", "data-parallel", split, check.get("decode_batch", b))
+    model = best(rows, "fp32", "data-parallel", split, b)
     if e2e and ceiling and model:
         lim = min(ceiling, model)
         print(f"- end to end with {dk} decoding {e2e:.1f} img/s vs min(decode ceiling {ceiling:.1f}, model ceiling "
