@@ -29,7 +29,8 @@
 #      started as the GPU machine will start it; then the GPU check's own command line in its
 #      dry-run mode (cpu devices) takes the GPU machine's path with it: the prebuilt binary
 #      started, the model exported by this venv's torch 2.11 (which has neither torchvision nor
-#      NumPy, as on the GPU machine), the smoke test run on both.
+#      NumPy, as on the GPU machine), the smoke test run on both (--stage smoke: the later stages
+#      are py.gpu_check_dry's; a 240 s deadline, as the main suite may run beside it: tools/test.sh).
 #   tools/cuda_build.sh [BUILD_DIR]     (default build-cuda)
 #   CUDA_BUILD_TESTS=0 tools/cuda_build.sh     build, link and the prebuilt binary; no tests
 set -euo pipefail
@@ -90,9 +91,9 @@ tools/device/prebuilt.sh "$BUILD" "$venv/bin/python"
 # The hand-over, rehearsed: the GPU check's own command line in its dry-run mode (cpu devices),
 # without --vecbench, so that it takes the GPU machine's path: the prebuilt binary started with
 # gpu_lib_path, the model exported in the background by torch 2.11 (no torchvision, no NumPy),
-# the smoke test on that binary and model; the later stages while its 90 s last.
+# the smoke test on that binary and model (the later stages: tests/py/gpu_check_dry.py).
 scratch=$(mktemp -d)
-PYTHON="$venv/bin/python" tools/device/gpu_check.sh --devices cpu --deadline 90 --work "$scratch/work" "$scratch/out" \
+PYTHON="$venv/bin/python" tools/device/gpu_check.sh --devices cpu --stage smoke --deadline 240 --work "$scratch/work" "$scratch/out" \
   > /dev/null || true
 if ! grep -q "^build	ok	.*prebuilt" "$scratch/work/stages.tsv" || ! grep -q "^smoke	ok" "$scratch/work/stages.tsv"; then
   cat "$scratch/out/gpu_check.md" "$scratch/work/logs/export.txt" 2>/dev/null; tail -n 40 "$scratch/out/gpu_check.log"

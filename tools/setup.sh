@@ -20,6 +20,7 @@ PACKAGES=(
   python3-venv                  # the PyPI peers and the TF fidelity test (tools/peers_setup.sh)
   libopenmpi-dev openmpi-bin    # MPI: mpirun -np R vecbench ... (optional: without it, --shard-index)
   clang-format
+  ccache                        # compiles cached between runs (CMakeLists.txt VECBENCH_CCACHE, tools/test.sh)
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 
+#include "build_paths.hpp"
 #include "vecbench/results/compare.hpp"
 
 namespace fs = std::filesystem;

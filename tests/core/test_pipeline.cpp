@@ -8,6 +8,7 @@
 #include <random>
 #include <thread>
 
+#include "build_paths.hpp"
 #include "vecbench/core/queue.hpp"
 #include "vecbench/experiment/experiment.hpp"
 #include "vecbench/output/writer.hpp"

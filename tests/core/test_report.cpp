@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "build_paths.hpp"
 #include "vecbench/results/report.hpp"
 #include "vecbench/results/trace_json.hpp"
 #include "vecbench/strategies/runner.hpp"

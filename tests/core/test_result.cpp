@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 
+#include "build_paths.hpp"
 #include "vecbench/results/result.hpp"
 #include "vecbench/testing/temp_dir.hpp"
 

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "build_paths.hpp"
 #include "vecbench/core/npy.hpp"
 #include "vecbench/core/subprocess.hpp"
 #include "vecbench/output/writer.hpp"

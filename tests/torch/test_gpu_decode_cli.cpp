@@ -6,6 +6,7 @@
 
 #include <fstream>
 
+#include "build_paths.hpp"
 #include "vecbench/core/subprocess.hpp"
 #include "vecbench/engine/engines.hpp"
 #include "vecbench/input/inputs.hpp"

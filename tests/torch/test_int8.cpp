@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "build_paths.hpp"
 #include "vecbench/core/checksum.hpp"
 #include "vecbench/engine/engines.hpp"
 #include "vecbench/engine/first_conv.hpp"

@@ -13,6 +13,7 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "build_paths.hpp"
 #include "vecbench/core/checksum.hpp"
 #include "vecbench/core/npy.hpp"
 #include "vecbench/engine/engines.hpp"
@@ -571,7 +572,7 @@ TEST(OneDnn, VectorizeCommandLine) {
 // blocks and vecbench's AVX2 Winograd kernels, the code an AVX2-only CPU (AMD Zen 3) runs, and
 // gives TorchScript's features.
 TEST(OneDnn, TheAvx2RouteSeenThroughAMaskedCpuidEqualsTorchScript) {
-#ifndef VECBENCH_CPUID_MASK
+#ifndef VECBENCH_HAS_CPUID_MASK
   GTEST_SKIP() << "not an x86-64 build";
 #else
   if (!have_onednn()) GTEST_SKIP() << "built without libdnnl-dev";
@@ -582,8 +583,8 @@ TEST(OneDnn, TheAvx2RouteSeenThroughAMaskedCpuidEqualsTorchScript) {
     std::ifstream in(d / "log");
     return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   };
-  const int rc = std::system(("CPUID_MASK=avx2 LD_AUDIT=" VECBENCH_CPUID_MASK " ONEDNN_VERBOSE=1 " + args +
-                              (d / "a").string() + " --engine onednn --devices cpu/2" + log)
+  const int rc = std::system((std::string("CPUID_MASK=avx2 LD_AUDIT=") + VECBENCH_CPUID_MASK + " ONEDNN_VERBOSE=1 " +
+                              args + (d / "a").string() + " --engine onednn --devices cpu/2" + log)
                                  .c_str());
   if (WEXITSTATUS(rc) == 125 && read_log().find("cannot fault CPUID") != std::string::npos) GTEST_SKIP() << read_log();
   ASSERT_EQ(WEXITSTATUS(rc), 0) << read_log();

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "build_paths.hpp"
 #include "vecbench/app/route.hpp"
 #include "vecbench/core/npy.hpp"
 #include "vecbench/core/subprocess.hpp"

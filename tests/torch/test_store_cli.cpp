@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "build_paths.hpp"
 #include "dist_util.hpp"
 #include "vecbench/output/fingerprint.hpp"
 #include "vecbench/output/manifest.hpp"

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "build_paths.hpp"
 #include "vecbench/core/subprocess.hpp"
 #include "vecbench/engine/engines.hpp"
 #include "vecbench/input/inputs.hpp"
