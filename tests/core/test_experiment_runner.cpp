@@ -3,6 +3,7 @@
 // through run_experiment (interleaving, budget, errors, external commands, summaries).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <memory>
@@ -12,6 +13,7 @@
 #include "vecbench/experiment/experiment_runner.hpp"
 #include "vecbench/experiment/plan.hpp"
 #include "vecbench/experiment/schedule.hpp"
+#include "vecbench/experiment/validity.hpp"
 #include "vecbench/experiment/verify.hpp"
 #include "vecbench/testing/stub_model.hpp"
 #include "vecbench/testing/temp_dir.hpp"
@@ -181,10 +183,22 @@ TEST(ExperimentRunner, InterleavesRepetitionsAndSummarizesEachRun) {
     ASSERT_TRUE(r.verification);
     EXPECT_EQ(r.verification->compared_images, 12);
     EXPECT_LT(r.verification->max_rel_diff, 1e-6);
-    // Each run has its validity verdict, each repetition the machine's load while it ran.
+    // Each run has its validity verdict, each repetition the machine's load while it ran, and the
+    // verdict is what those figures give against the limits (docs/experiments.md "Validity"):
+    // noisy exactly when one is over its limit, naming each (2 repetitions: the spread is the range).
     ASSERT_TRUE(r.validity);
-    EXPECT_TRUE(r.validity->verdict == "valid" || r.validity->verdict == "noisy") << r.validity->verdict;
-    EXPECT_EQ(r.validity->verdict == "noisy", !r.validity->causes.empty());
+    const ValidityLimits lim;
+    double foreign = 0, steal = 0;
+    for (const auto& s : r.samples) {
+      foreign = std::max(foreign, s.foreign_cpu_share.value_or(0.0));
+      steal = std::max(steal, s.steal_share.value_or(0.0));
+    }
+    std::vector<std::string> over;
+    if (r.summary.images_per_s.rel_spread > lim.max_rel_spread) over.emplace_back("spread");
+    if (foreign > lim.max_foreign_cpu) over.emplace_back("foreign_cpu");
+    if (steal > lim.max_steal) over.emplace_back("steal");
+    EXPECT_EQ(r.validity->causes, over) << r.validity->reason;
+    EXPECT_EQ(r.validity->verdict, over.empty() ? "valid" : "noisy");
     if (read_cpu_times())
       for (const auto& s : r.samples) {
         ASSERT_TRUE(s.foreign_cpu_share && s.steal_share);

@@ -77,11 +77,7 @@ class FidTools(unittest.TestCase):
         torch.save(tool_weights(7), os.path.join(cls.ckpt, "pt_inception-2015-12-05-6726825d.pth"))
         torch.save(tool_weights(8), os.path.join(cls.ckpt, "weights-inception-2015-12-05-6726825d.pth"))
         cls.env = dict(os.environ, TORCH_HOME=cls.torch_home, VECBENCH_CACHE=os.path.join(t, "cache"))
-        # The tools' PyTorch on one thread: this test holds one core for minutes while the rest of
-        # the suite (and, in CI, the CUDA and sanitizer builds: tools/test.sh) use the other; two
-        # OpenMP threads there only wait on each other. Their FID does not depend on it (1e-4).
         cls.env.pop("VECBENCH_MODELS", None)
-        cls.tool_env = dict(cls.env, OMP_NUM_THREADS="1")
 
     @classmethod
     def tearDownClass(cls):
@@ -94,7 +90,7 @@ class FidTools(unittest.TestCase):
         return r
 
     def tool(self, code, *args):
-        r = subprocess.run([PY, "-c", code, *args], capture_output=True, text=True, env=self.tool_env)
+        r = subprocess.run([PY, "-c", code, *args], capture_output=True, text=True, env=self.env)
         if r.returncode != 0:
             raise AssertionError(f"the tool failed: exit {r.returncode}\n{r.stdout}\n{r.stderr}")
         return r.stdout
@@ -108,7 +104,7 @@ class FidTools(unittest.TestCase):
     def test_pytorch_fid(self):
         # The tool's own command line, as a user runs it (weights from $TORCH_HOME, no download).
         r = subprocess.run([PY, "-m", "pytorch_fid", self.a, self.b, "--device", "cpu", "--num-workers", "0"],
-                           capture_output=True, text=True, env=self.tool_env)
+                           capture_output=True, text=True, env=self.env)
         self.assertEqual(r.returncode, 0, r.stderr)
         theirs = float(re.search(r"FID:\s+(\S+)", r.stdout).group(1))
         ours, run = self.vecbench_fid("pytorch-fid")
