@@ -13,7 +13,8 @@ within 1e-4 relative; KID (torch-fidelity's and clean-fid's, over the whole sets
 their subset sizes) within 1e-3 (their kernel matrices are float32). Also: the preset is imported once and found again by its hash, and a
 weights file of the right name but the wrong content is refused naming it.
 
-Run by ctest (environment VECBENCH_EXE) with Debian's Python (torch 1.13). Exit 77 (skipped) when
+Run by ctest (environment VECBENCH_EXE) with Debian's Python (torch 1.13), one test per tool
+(py.fid_tools.pytorch_fid, .torch_fidelity, .clean_fid: the test names as arguments). Exit 77 (skipped) when
 the venv is missing.
 """
 import json
