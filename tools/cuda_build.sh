@@ -30,7 +30,7 @@
 #      dry-run mode (cpu devices) takes the GPU machine's path with it: the prebuilt binary
 #      started, the model exported by this venv's torch 2.11 (which has neither torchvision nor
 #      NumPy, as on the GPU machine), the smoke test run on both (--stage smoke: the later stages
-#      are py.gpu_check_dry's; a 240 s deadline, as the main suite may run beside it: tools/test.sh).
+#      are py.gpu_check_dry's; the 240 s deadline only bounds a hang: the check ends after smoke).
 #   tools/cuda_build.sh [BUILD_DIR]     (default build-cuda)
 #   CUDA_BUILD_TESTS=0 tools/cuda_build.sh     build, link and the prebuilt binary; no tests
 set -euo pipefail

@@ -24,7 +24,6 @@ ccache_counts() {  # "HITS MISSES" of ccache's statistics (nothing without ccach
   ccache --print-stats 2>/dev/null | awk '$1 ~ /^(direct|preprocessed)_cache_hit$/ {h += $2}
     $1 == "cache_miss" {m = $2} END {print h + 0, m + 0}'
 }
-ccache_start=""
 t0=$(date +%s)
 times=()
 current="" t_stage=$t0
