@@ -352,7 +352,7 @@ def main(argv=None):
             print(f"{PROG}: error: {args.weights}: unexpected keys {left[:6]}", file=sys.stderr)
             return 2
     mean = check_runs(tf, gd)
-    data = gd.SerializeToString()
+    data = gd.SerializeToString(deterministic=True)  # map fields in key order: the same bytes every run
     tmp = f"{args.out}.tmp{os.getpid()}"
     with open(tmp, "wb") as f:
         f.write(data)

@@ -34,12 +34,22 @@ from PIL import Image
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
 from vecbench_export.weights import seeded_state_dict  # noqa: E402
+from reference_cache import Key, cached  # noqa: E402
 
 EXE = os.environ.get("VECBENCH_EXE", "build/vecbench")
 VENV = os.path.join(os.environ.get("VECBENCH_VENVS", os.path.expanduser("~/.cache/vecbench/venvs")), "fid-tools")
 PY = os.path.join(VENV, "bin", "python")
 PHOTOS = "/usr/share/doc/opencv-doc/examples/data"
 N = 200  # per side: the issue's "at least 200 fixed-size images"
+# What the tools' numbers depend on besides their inputs (reference_cache.py's key).
+VERSIONS = ("import importlib.metadata as m, sys\n"
+            "def v(p):\n"
+            "    try:\n"
+            "        return m.version(p)\n"
+            "    except m.PackageNotFoundError:\n"
+            "        return None\n"
+            "print(sys.version, [(p, v(p)) for p in ('pytorch-fid', 'torch-fidelity', 'clean-fid', 'torch',\n"
+            "      'torchvision', 'numpy', 'scipy', 'pillow')])\n")
 
 
 def make_crops(out, names, n, side, seed):
@@ -79,6 +89,12 @@ class FidTools(unittest.TestCase):
         torch.save(tool_weights(8), os.path.join(cls.ckpt, "weights-inception-2015-12-05-6726825d.pth"))
         cls.env = dict(os.environ, TORCH_HOME=cls.torch_home, VECBENCH_CACHE=os.path.join(t, "cache"))
         cls.env.pop("VECBENCH_MODELS", None)
+        cls.versions = subprocess.run([PY, "-c", VERSIONS], capture_output=True, text=True, check=True).stdout
+
+    def key(self, name, weights, *code):
+        """The key of a tool's result: its code, the versions, both folders and the weights file it reads."""
+        k = Key(name).text("versions", self.versions).text("code", "\n".join(code))
+        return k.folder("A", self.a).folder("B", self.b).file("weights", os.path.join(self.ckpt, weights))
 
     @classmethod
     def tearDownClass(cls):
@@ -104,10 +120,14 @@ class FidTools(unittest.TestCase):
 
     def test_pytorch_fid(self):
         # The tool's own command line, as a user runs it (weights from $TORCH_HOME, no download).
-        r = subprocess.run([PY, "-m", "pytorch_fid", self.a, self.b, "--device", "cpu", "--num-workers", "0"],
-                           capture_output=True, text=True, env=self.env)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        theirs = float(re.search(r"FID:\s+(\S+)", r.stdout).group(1))
+        def run_tool():
+            r = subprocess.run([PY, "-m", "pytorch_fid", self.a, self.b, "--device", "cpu", "--num-workers", "0"],
+                               capture_output=True, text=True, env=self.env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            return float(re.search(r"FID:\s+(\S+)", r.stdout).group(1))
+
+        theirs = cached(self.key("pytorch-fid", "pt_inception-2015-12-05-6726825d.pth",
+                                 "python -m pytorch_fid A B --device cpu --num-workers 0"), run_tool)
         ours, run = self.vecbench_fid("pytorch-fid")
         self.assertAlmostEqual(ours["fid"] / theirs, 1.0, delta=1e-4, msg=(ours["fid"], theirs))
         self.assertEqual(ours["like"], "pytorch-fid")
@@ -125,7 +145,8 @@ class FidTools(unittest.TestCase):
                 "m = tf.calculate_metrics(input1=sys.argv[1], input2=sys.argv[2], cuda=False, fid=True, kid=True,\n"
                 "    kid_subsets=1, kid_subset_size=int(sys.argv[3]), cache=False, verbose=False)\n"
                 "print(json.dumps(m))\n")
-        theirs = json.loads(self.tool(code, self.a, self.b, str(N)).strip().splitlines()[-1])
+        theirs = cached(self.key("torch-fidelity", "weights-inception-2015-12-05-6726825d.pth", code, str(N)),
+                        lambda: json.loads(self.tool(code, self.a, self.b, str(N)).strip().splitlines()[-1]))
         ours, _ = self.vecbench_fid("torch-fidelity", "--kid", "--kid-subsets", "1", "--kid-subset-size", str(N))
         fid, kid = theirs["frechet_inception_distance"], theirs["kernel_inception_distance_mean"]
         self.assertAlmostEqual(ours["fid"] / fid, 1.0, delta=1e-4, msg=(ours["fid"], fid))
@@ -143,7 +164,8 @@ class FidTools(unittest.TestCase):
                 "f = [fid.get_folder_features(d, m, num_workers=0, batch_size=50, device=torch.device('cpu'),\n"
                 "     mode='legacy_pytorch', verbose=False) for d in sys.argv[1:3]]\n"
                 "print(json.dumps({'fid': fid.fid_from_feats(f[0], f[1]), 'kid': fid.kernel_distance(f[0], f[1])}))\n")
-        theirs = json.loads(self.tool(code, self.a, self.b).strip().splitlines()[-1])
+        theirs = cached(self.key("clean-fid-legacy-pytorch", "pt_inception-2015-12-05-6726825d.pth", code),
+                        lambda: json.loads(self.tool(code, self.a, self.b).strip().splitlines()[-1]))
         ours, _ = self.vecbench_fid("clean-fid-legacy-pytorch", "--kid")
         self.assertAlmostEqual(ours["fid"] / theirs["fid"], 1.0, delta=1e-4, msg=(ours["fid"], theirs))
         self.assertAlmostEqual(ours["kid"] / theirs["kid"], 1.0, delta=1e-3, msg=(ours["kid"], theirs))

@@ -53,6 +53,8 @@ except ImportError as e:
     sys.exit(SKIP)
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reference_cache import Key, cached  # noqa: E402
 PHOTOS_DIR = "/usr/share/doc/opencv-doc/examples/data"
 # RGB JPEGs of several sizes, a gray JPEG, an RGBA PNG, a gray PNG
 PHOTOS = ["fruits.jpg", "baboon.jpg", "HappyFish.jpg", "messi5.jpg", "left01.jpg", "chicky_512.png", "box.png"]
@@ -215,12 +217,22 @@ class TFFidelity(unittest.TestCase):
         sides = {"A": (photos[0::2], 256, 1), "B": (photos[1::2], 320, 2)}
         for name, (names, side, seed) in sides.items():
             make_jpeg_crops(f"{t}/{name}", names, FID_N, side, seed)
-            feats = []
-            for f in sorted(os.listdir(f"{t}/{name}")):
-                with open(f"{t}/{name}/{f}", "rb") as fh:
-                    feats.append(np.squeeze(self.session.run(self.pool3, {"DecodeJpeg/contents:0": fh.read()})))
-            np.save(f"{t}/{name}.npy", np.stack(feats))
-        ref = float(run([TORCH_PY, "-c", TTUR_FID, f"{t}/A.npy", f"{t}/B.npy"]).stdout)
+
+        def reference():
+            for name in sides:
+                feats = []
+                for f in sorted(os.listdir(f"{t}/{name}")):
+                    with open(f"{t}/{name}/{f}", "rb") as fh:
+                        feats.append(np.squeeze(self.session.run(self.pool3, {"DecodeJpeg/contents:0": fh.read()})))
+                np.save(f"{t}/{name}.npy", np.stack(feats))
+            return float(run([TORCH_PY, "-c", TTUR_FID, f"{t}/A.npy", f"{t}/B.npy"]).stdout)
+
+        # TensorFlow's side (400 Session.runs) kept between runs by the hash of what it reads (reference_cache.py)
+        scipy = run([TORCH_PY, "-c", "import sys, numpy, scipy; print(sys.version, numpy.__version__, "
+                     "scipy.__version__)"]).stdout
+        key = Key("tf-ttur-fid").text("versions", f"{sys.version} tf {tf.__version__} numpy {np.__version__}; {scipy}")
+        key.text("code", TTUR_FID).file("graph", self.pb).folder("A", f"{t}/A").folder("B", f"{t}/B")
+        ref = cached(key, reference)
         env = dict(os.environ, VECBENCH_MODELS=models, TORCH_HOME=f"{home}/torch", VECBENCH_CACHE=f"{home}/cache")
         r = run([VECBENCH, "fid", f"{t}/A", f"{t}/B", "--like", "tf", "--json", f"{t}/fid.json"], env=env)
         with open(f"{t}/fid.json") as f:
