@@ -157,9 +157,8 @@ TEST(ReplicaPool, WarmUpIsPerRunBeforeTheClockAndLoadingOnlyOnce) {
   const RunStats first = run_strategy("sharded", src, all_indices(src.size()), pool, a, settings(1, 3), 16);
   const RunStats second = run_strategy("sharded", src, all_indices(src.size()), pool, b, settings(1, 3), 16);
   run_strategy("sharded", src, all_indices(src.size()), pool, c, settings(1, 0), 16);  // vectorize: no warm-up
-  EXPECT_EQ(made, 2);
-  EXPECT_GE(first.setup_s, 0.2);                                        // loading counts as setup, before the clock
-  EXPECT_LT(second.setup_s, 0.2);                                       // the replicas were kept
+  EXPECT_EQ(made, 2);             // the replicas were kept: loaded once
+  EXPECT_GE(first.setup_s, 0.2);  // loading (a 0.2 s sleep, never shorter) counts as setup, before the clock
   for (int d = 0; d < 2; ++d) EXPECT_EQ(j.events[d], "WFFWFFFF") << d;  // 2 inputs per device per run
 }
 

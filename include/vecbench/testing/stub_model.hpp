@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <thread>
 
@@ -34,6 +35,7 @@ struct StubOptions {
   double prepare_s = 0.0;                     ///< Model::prepare sleeps this long (a replica that takes time to build)
   bool fail_in_prepare = false;               ///< Model::prepare throws (after prepare_s)
   std::shared_ptr<ConcurrencyGauge> gauge{};  ///< counts the forwards in flight (null: not counted)
+  std::function<void()> on_prepare{};         ///< called by prepare() after prepare_s: a test orders events by it
 };
 
 /// features[j] = sum over pixels p of input[p] * w(j, p), computed per image in a fixed order,
@@ -73,12 +75,10 @@ class StubModel : public Model {
   }
   void prepare(int) override {
     if (o_.prepare_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(o_.prepare_s));
-    prepared_at_ = std::chrono::steady_clock::now();
+    if (o_.on_prepare) o_.on_prepare();
     if (o_.fail_in_prepare && (o_.fail_device < 0 || o_.fail_device == dev_.virtual_index))
       throw ReplicaError("stub replica " + dev_.name() + " failed to build");
   }
-  /// When prepare() last returned.
-  std::chrono::steady_clock::time_point prepared_at() const { return prepared_at_; }
   /// Warm-up does nothing here, so `fail_after_calls` counts timed calls only.
   void warmup(int, int) override {}
   int calls() const { return calls_; }
@@ -87,7 +87,6 @@ class StubModel : public Model {
   VirtualDevice dev_;
   StubOptions o_;
   int calls_ = 0;
-  std::chrono::steady_clock::time_point prepared_at_{};
 };
 
 /// A factory of stub replicas; counts how many were made.
