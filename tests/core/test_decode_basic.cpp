@@ -234,6 +234,10 @@ TEST(DecodeBasic, PngFastPathAgreesWithLibpngOnBrokenFiles) {
   EXPECT_GT(fast, 0);
   EXPECT_GT(failed, 0);
   EXPECT_GT(left, 0);
+}
+
+TEST(DecodeBasic, PngFastPathAgreesWithLibpngOnAncillaryChunksAndOddStreams) {
+  using namespace vecbench::testing;
   // Ancillary chunks, valid and not (libpng reads some with warnings it prefixes with the chunk's
   // name, which are dropped, and some, such as tIME's and tRNS's range checks, without), empty IDAT
   // chunks, a small zlib window: decode_png says what libpng alone says, fast path or not.

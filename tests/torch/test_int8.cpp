@@ -87,61 +87,39 @@ int run_vecbench(const std::string& args, const fs::path& log, const std::string
 
 }  // namespace
 
-TEST(Int8, CloseToFp32OnRealPhotosAndTheSameBitsAtEveryBatchSizeThreadCountAndStrategy) {
-  if (!has_engine(EngineKind::onednn)) GTEST_SKIP() << "built without libdnnl-dev";
-  if (!int8_runs_here()) GTEST_SKIP() << "no VNNI on this CPU (Int8.RefusedWithTheReason checks the refusal)";
-  const fs::path d = vecbench::testing::fresh_temp_dir("int8_photos");
-  ::setenv("VECBENCH_WEIGHTS_DIR", (d / "w").string().c_str(), 1);  // its own packed-weights file
-  // calibrated on some photos, checked on others
-  const auto cal_src = make_source(photo_list(4, d, 0).string(), InputOptions{});
-  const auto src = make_source(photo_list(5, d, 4).string(), InputOptions{});
-  ASSERT_GE(src->size(), 3u) << "opencv-doc photos missing (apt-get install opencv-doc)";
-  ModelSettings fp32;
-  fp32.path = kModel;
-  fp32.engine = EngineKind::onednn;
-  const auto ref = run_on(*src, fp32, "sequential", "cpu", 1, 0);
+namespace {
+// Int8.CloseToFp32...'s parts (below), each checking one thing of the int8 route.
 
+/// The int8 calibration of the fp32 network `fp32` on `cal_src`, saved as d/cal.json (its path).
+std::string calibrate(const ImageSource& cal_src, const ModelSettings& fp32, const fs::path& d) {
   ModelSettings observe = fp32;
   observe.observe = std::make_shared<ActivationRanges>();
-  run_on(*cal_src, observe, "sequential", "cpu", 1, 0);
+  run_on(cal_src, observe, "sequential", "cpu", 1, 0);
   Int8Calibration cal;
   cal.model_sha256 = read_model_info(kModel).identity();
-  cal.images = cal_src->size();
+  cal.images = cal_src.size();
   cal.images_sha256 = "test";
   cal.resize = "tf-legacy";
   cal.ranges = observe.observe->ranges(CalibrationMethod::max);
   EXPECT_EQ(cal.ranges.size(), 61u) << "5 stem layers, 11 blocks' concatenations and 45 inner layers";
   for (const auto& [point, r] : cal.ranges) EXPECT_GT(r, 0.0f) << point;
   save_int8_calibration(cal, (d / "cal.json").string());
+  return (d / "cal.json").string();
+}
 
-  ModelSettings q = fp32;
-  q.precision = Precision::int8;
-  q.calibration = (d / "cal.json").string();
-  const std::size_t own_before = onednn_counters().own_first_layers, pools_before = onednn_counters().own_poolings;
-  const auto one = run_on(*src, q, "sequential", "cpu", 1, 1);
-  // the first layer by vecbench's kernel straight into u8 where the CPU runs it (AVX-512)
-  EXPECT_EQ(onednn_counters().own_first_layers - own_before, first_conv::available(first_conv::Output::u8) ? 1u : 0u);
-  // and the poolings by its kernels (engine/pool_kernels.hpp): 4 max pools (the stem's 2, Mixed_6a's
-  // and 7a's), Mixed_7c's max-pool branch, 8 average-pool branches and the last pool
-  EXPECT_EQ(onednn_counters().own_poolings - pools_before, pool_kernels::available(pool_kernels::Type::u8) ? 14u : 0u);
-  double sum = 0;
-  for (std::size_t i = 0; i < src->size(); ++i) {
-    ASSERT_EQ(one->features(i).size(), 2048u) << one->error(i);
-    const double e = vecbench::testing::rel_l2(one->features(i).data(), ref->features(i).data(), 2048);
-    EXPECT_LE(e, kInt8RelTolerance) << "image " << i;
-    EXPECT_GE(e, 1e-4) << "image " << i << ": as close as fp32, so int8 did not run";
-    sum += e;
-  }
-  // 8.5 % at the median on 100 photos (results/int8/README.md); a wrong scale anywhere is far off
-  EXPECT_LE(sum / static_cast<double>(src->size()), 0.15) << "mean relative L2 over the photos";
-  // s32 sums are exact: nothing depends on how the batch or the threads split them
+/// s32 sums are exact: nothing depends on how the batch or the threads split them (`one`: batch 1).
+void expect_the_same_bits_for_every_split(const ImageSource& src, const ModelSettings& q, const MemorySink& one) {
   for (const auto& [strategy, devices, batch, threads] : std::vector<std::tuple<std::string, std::string, int, int>>{
            {"sequential", "cpu", 3, 2}, {"sequential", "cpu", 2, 1}, {"data-parallel", "cpu/2", 2, 1}}) {
-    const auto got = run_on(*src, q, strategy, devices, batch, threads);
-    for (std::size_t i = 0; i < src->size(); ++i)
-      EXPECT_EQ(got->features(i), one->features(i))
+    const auto got = run_on(src, q, strategy, devices, batch, threads);
+    for (std::size_t i = 0; i < src.size(); ++i)
+      EXPECT_EQ(got->features(i), one.features(i))
           << strategy << " " << devices << " batch " << batch << ", image " << i << ": not the bits of batch 1";
   }
+}
+
+/// oneDNN's first layer and poolings in place of vecbench's kernels: as close to `one` as int8 allows.
+void expect_onednns_layers_close(const ImageSource& src, const ModelSettings& q, const MemorySink& one) {
   // oneDNN's f32 first layer and a reorder instead of the kernel: the same quantization of the
   // same layer, the 27 products summed in another order, so a u8 step apart at a rare position
   // (FirstConv.IsOneDnnsLayerAndReorderButForARareStep). One step anywhere moves this synthetic
@@ -150,10 +128,10 @@ TEST(Int8, CloseToFp32OnRealPhotosAndTheSameBitsAtEveryBatchSizeThreadCountAndSt
   ModelSettings q_dnnl = q;
   q_dnnl.own_first_layer = false;
   const std::size_t own_mid = onednn_counters().own_first_layers;
-  const auto via_dnnl = run_on(*src, q_dnnl, "sequential", "cpu", 1, 1);
+  const auto via_dnnl = run_on(src, q_dnnl, "sequential", "cpu", 1, 1);
   EXPECT_EQ(onednn_counters().own_first_layers, own_mid) << "own_first_layer off, yet the kernel ran";
-  for (std::size_t i = 0; i < src->size(); ++i)
-    EXPECT_LE(vecbench::testing::rel_l2(via_dnnl->features(i).data(), one->features(i).data(), 2048), kInt8RelTolerance)
+  for (std::size_t i = 0; i < src.size(); ++i)
+    EXPECT_LE(vecbench::testing::rel_l2(via_dnnl->features(i).data(), one.features(i).data(), 2048), kInt8RelTolerance)
         << i;
   // oneDNN's poolings instead of vecbench's: its pool branches average u8 values before their 1x1
   // layer (two roundings where the kernels' order, the layer first into f32, has one), its max
@@ -161,15 +139,20 @@ TEST(Int8, CloseToFp32OnRealPhotosAndTheSameBitsAtEveryBatchSizeThreadCountAndSt
   ModelSettings q_pool = q;
   q_pool.own_pooling = false;
   const std::size_t pools_mid = onednn_counters().own_poolings;
-  const auto via_pool = run_on(*src, q_pool, "sequential", "cpu", 1, 1);
+  const auto via_pool = run_on(src, q_pool, "sequential", "cpu", 1, 1);
   EXPECT_EQ(onednn_counters().own_poolings, pools_mid) << "own_pooling off, yet the kernels ran";
-  for (std::size_t i = 0; i < src->size(); ++i) {
-    const double e = vecbench::testing::rel_l2(via_pool->features(i).data(), one->features(i).data(), 2048);
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    const double e = vecbench::testing::rel_l2(via_pool->features(i).data(), one.features(i).data(), 2048);
     EXPECT_LE(e, kInt8RelTolerance) << i;
     if (pool_kernels::available(pool_kernels::Type::u8)) {
       EXPECT_GT(e, 0.0) << i << ": the same bits, so the pool branches did not change order";
     }
   }
+}
+
+/// The s8 weights kept in the packed-weights file under their floats' and scales' checksum.
+void expect_s8_weights_kept_packed(const ImageSource& src, const ModelSettings& q, const MemorySink& one,
+                                   const fs::path& d) {
   // The s8 weights (scaled per output channel by vecbench's own arithmetic) are kept in the
   // packed-weights file under a checksum of their floats and their scales: the first int8 start
   // in a fresh cache writes the file, the next one packs nothing and gives the same bits. An
@@ -177,7 +160,7 @@ TEST(Int8, CloseToFp32OnRealPhotosAndTheSameBitsAtEveryBatchSizeThreadCountAndSt
   // changed, the header resealed) is packed again, never taken.
   ::setenv("VECBENCH_WEIGHTS_DIR", (d / "w2").string().c_str(), 1);
   std::size_t before = onednn_counters().weight_packs;
-  const auto first = run_on(*src, q, "sequential", "cpu", 1, 1);
+  const auto first = run_on(src, q, "sequential", "cpu", 1, 1);
   EXPECT_GE(onednn_counters().weight_packs - before, 93u) << "a fresh cache: every layer packed";
   const fs::path packed = vecbench::testing::packed_file_in(d / "w2");
   ASSERT_FALSE(packed.empty()) << "no packed-weights file written for the s8 weights";
@@ -216,19 +199,61 @@ TEST(Int8, CloseToFp32OnRealPhotosAndTheSameBitsAtEveryBatchSizeThreadCountAndSt
     EXPECT_NE(got, floats.hex());
   }
   before = onednn_counters().weight_packs;
-  const auto again = run_on(*src, q, "sequential", "cpu", 1, 1);
+  const auto again = run_on(src, q, "sequential", "cpu", 1, 1);
   EXPECT_EQ(onednn_counters().weight_packs - before, 0u) << "packed again although the file holds the s8 weights";
   EXPECT_EQ(inode(), written) << "an int8 start that packed nothing rewrote the packed-weights file";
-  for (std::size_t i = 0; i < src->size(); ++i) {
-    EXPECT_EQ(again->features(i), one->features(i)) << i;
-    EXPECT_EQ(first->features(i), one->features(i)) << i;
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    EXPECT_EQ(again->features(i), one.features(i)) << i;
+    EXPECT_EQ(first->features(i), one.features(i)) << i;
   }
   vecbench::testing::patch_header(packed, scaled_key + entry_src,
                                   scaled_key + std::string(16, entry_src[0] == '0' ? '1' : '0'), true);
   before = onednn_counters().weight_packs;
-  const auto other = run_on(*src, q, "sequential", "cpu", 1, 1);
+  const auto other = run_on(src, q, "sequential", "cpu", 1, 1);
   EXPECT_EQ(onednn_counters().weight_packs - before, 1u) << "an entry packed under other scales was taken";
-  for (std::size_t i = 0; i < src->size(); ++i) EXPECT_EQ(other->features(i), one->features(i)) << i;
+  for (std::size_t i = 0; i < src.size(); ++i) EXPECT_EQ(other->features(i), one.features(i)) << i;
+}
+}  // namespace
+
+TEST(Int8, CloseToFp32OnRealPhotosAndTheSameBitsAtEveryBatchSizeThreadCountAndStrategy) {
+  if (!has_engine(EngineKind::onednn)) GTEST_SKIP() << "built without libdnnl-dev";
+  if (!int8_runs_here()) GTEST_SKIP() << "no VNNI on this CPU (Int8.RefusedWithTheReason checks the refusal)";
+  const fs::path d = vecbench::testing::fresh_temp_dir("int8_photos");
+  ::setenv("VECBENCH_WEIGHTS_DIR", (d / "w").string().c_str(), 1);  // its own packed-weights file
+  // calibrated on some photos, checked on others
+  const auto cal_src = make_source(photo_list(4, d, 0).string(), InputOptions{});
+  const auto src = make_source(photo_list(5, d, 4).string(), InputOptions{});
+  ASSERT_GE(src->size(), 3u) << "opencv-doc photos missing (apt-get install opencv-doc)";
+  ModelSettings fp32;
+  fp32.path = kModel;
+  fp32.engine = EngineKind::onednn;
+  const auto ref = run_on(*src, fp32, "sequential", "cpu", 1, 0);
+
+  const std::string calibration = calibrate(*cal_src, fp32, d);
+
+  ModelSettings q = fp32;
+  q.precision = Precision::int8;
+  q.calibration = calibration;
+  const std::size_t own_before = onednn_counters().own_first_layers, pools_before = onednn_counters().own_poolings;
+  const auto one = run_on(*src, q, "sequential", "cpu", 1, 1);
+  // the first layer by vecbench's kernel straight into u8 where the CPU runs it (AVX-512)
+  EXPECT_EQ(onednn_counters().own_first_layers - own_before, first_conv::available(first_conv::Output::u8) ? 1u : 0u);
+  // and the poolings by its kernels (engine/pool_kernels.hpp): 4 max pools (the stem's 2, Mixed_6a's
+  // and 7a's), Mixed_7c's max-pool branch, 8 average-pool branches and the last pool
+  EXPECT_EQ(onednn_counters().own_poolings - pools_before, pool_kernels::available(pool_kernels::Type::u8) ? 14u : 0u);
+  double sum = 0;
+  for (std::size_t i = 0; i < src->size(); ++i) {
+    ASSERT_EQ(one->features(i).size(), 2048u) << one->error(i);
+    const double e = vecbench::testing::rel_l2(one->features(i).data(), ref->features(i).data(), 2048);
+    EXPECT_LE(e, kInt8RelTolerance) << "image " << i;
+    EXPECT_GE(e, 1e-4) << "image " << i << ": as close as fp32, so int8 did not run";
+    sum += e;
+  }
+  // 8.5 % at the median on 100 photos (results/int8/README.md); a wrong scale anywhere is far off
+  EXPECT_LE(sum / static_cast<double>(src->size()), 0.15) << "mean relative L2 over the photos";
+  expect_the_same_bits_for_every_split(*src, q, *one);
+  expect_onednns_layers_close(*src, q, *one);
+  expect_s8_weights_kept_packed(*src, q, *one, d);
   ::unsetenv("VECBENCH_WEIGHTS_DIR");
   fs::remove_all(d);
 }
