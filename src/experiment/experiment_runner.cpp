@@ -94,6 +94,15 @@ class Executor {
   ResizeMode resolve_resize(const std::string& r) const {
     return r == "default" ? env_.model_resize : parse_resize_mode(r);
   }
+  /// A matrix run's devices on this machine (`threads` per replica; 0: the cores split).
+  std::vector<VirtualDevice> expand(const std::string& spec, int threads) const {
+    DeviceOptions o;
+    o.threads_per_replica = threads;
+    o.cuda_devices = env_.cuda_devices;
+    o.cpu_cores = env_.cpu_cores;
+    o.memory_cap_gb = e_.memory_cap_gb;
+    return expand_devices(spec, o);
+  }
   const Distribution* dist() const { return dist_; }
   bool talk() const { return dist_ && dist_->comm().connected(); }
 
@@ -107,7 +116,7 @@ class Executor {
   /// The figures of a repetition's trace; the first repetition's is written to env.trace_dir.
   TraceFigures record_trace(const Trace& t, std::size_t index, int rep, int rank) const;
   const MemorySink& reference(ResizeMode m, const MemorySink& got);
-  bool is_reference_run(const nlohmann::json& p) const;
+  bool is_reference_run(const RunParams& p) const;
 
   const Experiment& e_;
   const ExperimentEnv& env_;
@@ -127,9 +136,9 @@ class Executor {
 /// sequential on one CPU device at batch 1, the TorchScript engine in fp32 as exported. Any
 /// other engine or precision (a oneDNN or bf16 experiment) is checked against the reference
 /// pass, never against its own sequential run.
-bool Executor::is_reference_run(const nlohmann::json& p) const {
-  return p["strategy"] == "sequential" && p["devices"] == "cpu" && p["batch"] == 1 && p["threads"] == 0 &&
-         e_.model.engine == EngineKind::torchscript && e_.model.precision == Precision::fp32 &&
+bool Executor::is_reference_run(const RunParams& p) const {
+  return p.strategy->first_device_only && p.devices.size() == 1 && !p.devices[0].is_cuda() && p.batch == 1 &&
+         p.threads == 0 && e_.model.engine == EngineKind::torchscript && e_.model.precision == Precision::fp32 &&
          !e_.model.channels_last && !e_.model.cuda_graphs;
 }
 
@@ -198,17 +207,12 @@ TraceFigures Executor::record_trace(const Trace& t, std::size_t index, int rep, 
 
 LocalOutcome Executor::run_local(PlannedRun& p, std::size_t index, int rep) {
   LocalOutcome out;
-  const auto& params = p.result.params;
-  const ResizeMode rm = parse_resize_mode(params["resize"].get<std::string>());
+  const RunParams& params = *p.matrix;
+  const ResizeMode rm = params.resize;
   const ImageSource& src = source_for(rm);
-  DeviceOptions dopt;
-  dopt.threads_per_replica = params["threads"].get<int>();
-  dopt.cuda_devices = env_.cuda_devices;
-  dopt.cpu_cores = env_.cpu_cores;
-  dopt.memory_cap_gb = e_.memory_cap_gb;
-  const auto devs = expand_devices(params["devices"].get<std::string>(), dopt);
+  const auto& devs = params.devices;
   RunSettings s;
-  s.batch_size = params["batch"].get<int>();
+  s.batch_size = params.batch;
   s.warmup_batches = e_.warmup_batches;
   s.decode_threads = e_.decode_threads;
   s.prefetch_batches = e_.prefetch_batches;
@@ -228,7 +232,7 @@ LocalOutcome Executor::run_local(PlannedRun& p, std::size_t index, int rep) {
     sinks.push_back(writer.get());
   }
   TeeSink tee(sinks);
-  const StrategyEntry& strategy = find_strategy(params["strategy"].get<std::string>());
+  const StrategyEntry& strategy = *params.strategy;
   std::vector<std::size_t> todo = all_indices(src.size());
   if (dist_ && !talk()) todo = strided_share(todo, dist_->rank(), dist_->size());
   const int rank = dist_ ? dist_->rank() : 0;
@@ -279,7 +283,7 @@ void Executor::run_matrix(PlannedRun& p, std::size_t index, int rep) {
     if (!dist_) throw;
     local.error = ex.what();  // reported by rank 0 after the samples are gathered
   }
-  const int batch = p.result.params["batch"].get<int>();
+  const int batch = p.matrix->batch;
   Sample sample;
   std::optional<Verification> verification = local.verification;
   if (!dist_) {
@@ -309,9 +313,8 @@ void Executor::run_matrix(PlannedRun& p, std::size_t index, int rep) {
        << "\n";
   if (e_.seed_timing_lines)
     std::printf("seed-style: %lld images vectorized in %.2f s (%.2f img/s) [%s on %s, batch %d]\n",
-                static_cast<long long>(sample.images), sample.wall_s, sample.images_per_s,
-                p.result.params["strategy"].get<std::string>().c_str(),
-                p.result.params["devices"].get<std::string>().c_str(), batch);
+                static_cast<long long>(sample.images), sample.wall_s, sample.images_per_s, p.matrix->strategy->name,
+                p.matrix->devices_spec.c_str(), batch);
 }
 
 /// config.effective: what the runner resolved (model resize, cores, device expansions, ranks).
@@ -436,6 +439,7 @@ ResultFile run_experiment(const Experiment& e, const ExperimentEnv& env) {
   PlanInputs in;
   in.resolve_resize = [&](const std::string& r) { return ex.resolve_resize(r); };
   in.input_kind = [&](ResizeMode m) { return ex.source_for(m).kind(); };
+  in.expand = [&](const std::string& spec, int threads) { return ex.expand(spec, threads); };
   std::vector<PlannedRun> runs = plan_runs(e, in);
   const auto order = run_order(runs.size(), e.repetitions, e.interleave);
   const Scheduler sched(e.time_budget_s, env.stop, env.elapsed_s ? env.elapsed_s : std::function<double()>([t_begin] {

@@ -97,6 +97,54 @@ TEST(Planner, ExpandsMatricesDropsDuplicatesAndAppendsExternals) {
   EXPECT_EQ(runs[4].result.id, "strategy=external:peer");
 }
 
+// The planner hands the executor typed settings (RunParams), the result file their JSON.
+TEST(Planner, EachMatrixRunCarriesItsTypedSettingsAndTheirJson) {
+  const Experiment e = experiment(
+      {{"matrix", {{"strategy", {"data-parallel"}}, {"devices", {"cpu/2"}}, {"batch", {4}}, {"threads", {1}}}}});
+  PlanInputs in;
+  in.resolve_resize = [](const std::string&) { return ResizeMode::bilinear; };
+  in.input_kind = [](ResizeMode) { return std::string("synthetic"); };
+  const auto runs = plan_runs(e, in);
+  ASSERT_EQ(runs.size(), 1u);
+  ASSERT_TRUE(runs[0].matrix);
+  const RunParams& p = *runs[0].matrix;
+  EXPECT_EQ(p.strategy, &find_strategy("data-parallel"));
+  ASSERT_EQ(p.devices.size(), 2u);
+  EXPECT_EQ(p.devices[1].name(), "cpu/2#1");
+  EXPECT_EQ(p.devices[0].threads, 1);
+  EXPECT_EQ(p.batch, 4);
+  EXPECT_EQ(p.resize, ResizeMode::bilinear);
+  EXPECT_EQ(runs[0].result.params, p.to_json());
+  EXPECT_EQ(param_string(runs[0].result.params, "devices"), "cpu/2");
+}
+
+// A devices spec that cannot run fails the experiment before any run took its time: a bad
+// spelling when the file is read (naming its place), a device this machine lacks when the plan
+// is made (naming the run), never half-way through.
+TEST(ExperimentRunner, ABadDevicesSpecFailsBeforeAnyRun) {
+  try {
+    experiment({{"matrix", {{"devices", {"cpu", "cpu/x"}}}}});
+    FAIL() << "a bad devices spec was read";
+  } catch (const ConfigError& err) {
+    EXPECT_NE(std::string(err.what()).find("matrix.devices[1]"), std::string::npos) << err.what();
+    EXPECT_NE(std::string(err.what()).find("cpu/x"), std::string::npos) << err.what();
+  }
+  std::atomic<int> made{0};
+  Env env;
+  env.env.make_factory = [&made] { return stub_factory(StubOptions{}, &made); };
+  env.env.cuda_devices = 0;
+  const Experiment e = experiment({{"matrix", {{"strategy", {"sequential"}}, {"devices", {"cpu", "cuda:0"}}}}});
+  try {
+    run_experiment(e, env.env);
+    FAIL() << "cuda:0 planned on a machine without CUDA";
+  } catch (const ConfigError& err) {
+    EXPECT_NE(std::string(err.what()).find("devices=cuda:0"), std::string::npos) << err.what();
+    EXPECT_NE(std::string(err.what()).find("no such CUDA device"), std::string::npos) << err.what();
+  }
+  EXPECT_EQ(made, 0) << "a run started before the bad spec was found";
+  EXPECT_EQ(env.log.str().find("rep 1"), std::string::npos) << env.log.str();
+}
+
 TEST(Planner, OrderInterleavesRepetitionsOrGroupsThem) {
   const auto a = run_order(2, 3, true), b = run_order(2, 3, false);
   ASSERT_EQ(a.size(), 6u);

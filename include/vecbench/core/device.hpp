@@ -127,4 +127,14 @@ inline std::vector<VirtualDevice> expand_devices(const std::string& spec, const 
   return out;
 }
 
+/// The spec's syntax alone (device names, CUDA indices of up to 3 digits, counts), not what this
+/// machine has: an experiment file's devices are checked so when it is loaded, and the planner
+/// expands each on the machine (expand_devices) before any run. ConfigError for a bad spec.
+inline void check_device_spec(const std::string& spec) {
+  DeviceOptions any;
+  any.cuda_devices = 1000;  // every index the syntax allows
+  any.cpu_cores = 1;
+  expand_devices(spec, any);
+}
+
 }  // namespace vecbench

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "vecbench/core/device.hpp"
 #include "vecbench/core/error.hpp"
 #include "vecbench/engine/engine_kind.hpp"
 #include "vecbench/engine/model_settings.hpp"
@@ -154,6 +155,13 @@ inline Experiment::Matrix parse_matrix(const nlohmann::json& m, const std::strin
   for (std::size_t i = 0; i < x.strategies.size(); ++i)
     if (std::none_of(reg.begin(), reg.end(), [&](const StrategyEntry& s) { return x.strategies[i] == s.name; }))
       throw ConfigError(at("strategy", i), "unknown strategy '" + x.strategies[i] + "' (use " + strategy_list() + ")");
+  for (std::size_t i = 0; i < x.devices.size(); ++i) {
+    try {
+      check_device_spec(x.devices[i]);
+    } catch (const ConfigError& e) {
+      throw ConfigError(at("devices", i), e.what());
+    }
+  }
   for (std::size_t i = 0; i < x.batch_sizes.size(); ++i)
     if (x.batch_sizes[i] < 1 || x.batch_sizes[i] > 4096) throw ConfigError(at("batch", i), "must be in 1..4096");
   for (std::size_t i = 0; i < x.threads.size(); ++i)

@@ -8,14 +8,34 @@
 #include <string>
 #include <vector>
 
+#include "vecbench/core/device.hpp"
+#include "vecbench/core/error.hpp"
 #include "vecbench/experiment/experiment.hpp"
 #include "vecbench/results/result.hpp"
 
 namespace vecbench {
 
+/// A matrix run's settings, typed from the experiment file to the executor: RunResult::params
+/// is their JSON (to_json()), made once by the planner for the result file and its id.
+struct RunParams {
+  const StrategyEntry* strategy = nullptr;  ///< the registry's entry (parse_matrix checked the name)
+  std::string devices_spec;                 ///< the devices as the experiment file wrote them
+  std::vector<VirtualDevice> devices;       ///< expanded on this machine, with `threads`
+  int batch = 1;
+  int threads = 0;  ///< intra-op threads per replica; 0: the cores split between the replicas
+  ResizeMode resize = ResizeMode::tf_legacy;
+  std::string input;  ///< the kind of input its source gives ("photos", "synthetic", ...)
+
+  nlohmann::json to_json() const {
+    return {{"strategy", strategy->name}, {"devices", devices_spec},     {"batch", batch},
+            {"threads", threads},         {"resize", to_string(resize)}, {"input", input}};
+  }
+};
+
 /// One run of the plan: the result it fills as its repetitions run.
 struct PlannedRun {
   RunResult result;                     ///< id and params set by the planner; the rest as it runs
+  std::optional<RunParams> matrix;      ///< a matrix run's settings (none for a peer command)
   std::optional<std::size_t> external;  ///< index into Experiment::external for a peer command
 };
 
@@ -25,6 +45,9 @@ struct PlanInputs {
   std::function<ResizeMode(const std::string&)> resolve_resize;
   /// The kind of input the source of a resize mode gives ("photos", "synthetic", ...).
   std::function<std::string(ResizeMode)> input_kind;
+  /// A devices spec expanded on this machine for `threads` per replica (0: cores split); a spec
+  /// it cannot run throws. Unset: expand_devices with its defaults (no CUDA device).
+  std::function<std::vector<VirtualDevice>(const std::string& spec, int threads)> expand;
 };
 
 /// "strategy=... devices=... batch=..." over the params a matrix run has.
@@ -38,8 +61,15 @@ inline std::string run_id(const nlohmann::json& p) {
 }
 
 /// Every combination of each matrix's lists (in file order, a run that two matrices share once),
-/// then one run per external command.
+/// then one run per external command. Every run's devices are expanded here, so that a spec the
+/// machine cannot run (a CUDA index it lacks) fails before any run, naming the matrix run.
 inline std::vector<PlannedRun> plan_runs(const Experiment& e, const PlanInputs& in) {
+  const auto expand = [&](const std::string& spec, int threads) {
+    if (in.expand) return in.expand(spec, threads);
+    DeviceOptions o;
+    o.threads_per_replica = threads;
+    return expand_devices(spec, o);
+  };
   std::vector<PlannedRun> runs;
   std::set<std::string> ids;
   for (const auto& mx : e.matrices)
@@ -48,16 +78,24 @@ inline std::vector<PlannedRun> plan_runs(const Experiment& e, const PlanInputs& 
         for (int b : mx.batch_sizes)
           for (int t : mx.threads)
             for (const auto& r : mx.resize) {
-              const ResizeMode mode = in.resolve_resize(r);
+              RunParams rp;
+              rp.strategy = &find_strategy(s);
+              rp.devices_spec = d;
+              rp.batch = b;
+              rp.threads = t;
+              rp.resize = in.resolve_resize(r);
+              rp.input = in.input_kind(rp.resize);
               PlannedRun p;
-              p.result.params = {{"strategy", s},
-                                 {"devices", d},
-                                 {"batch", b},
-                                 {"threads", t},
-                                 {"resize", to_string(mode)},
-                                 {"input", in.input_kind(mode)}};
+              p.result.params = rp.to_json();
               p.result.id = run_id(p.result.params);
-              if (ids.insert(p.result.id).second) runs.push_back(std::move(p));
+              if (!ids.insert(p.result.id).second) continue;
+              try {
+                rp.devices = expand(d, t);
+              } catch (const Error& err) {
+                throw ConfigError("matrix run '" + p.result.id + "'", err.what());
+              }
+              p.matrix = std::move(rp);
+              runs.push_back(std::move(p));
             }
   for (std::size_t i = 0; i < e.external.size(); ++i) {
     PlannedRun p;
