@@ -129,6 +129,16 @@ struct ResultReader {
       expected(p, "an integer", v);
     o = v.get<std::int64_t>();
   }
+  /// A closed set's name (core/enum_names.hpp), refused naming the set's names otherwise.
+  template <class E, class = decltype(EnumNames<E>::names)>
+  void read(const json& v, const std::string& p, E& o) const {
+    std::string s;
+    read(v, p, s);
+    if (const auto e = find_enum<E>(s))
+      o = *e;
+    else
+      fail(p, "'" + s + "' is not one of " + enum_list<E>());
+  }
   template <class T>
   void read(const json& v, const std::string& p, std::map<std::string, T>& o) const {
     object(v, p);

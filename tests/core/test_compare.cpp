@@ -101,39 +101,44 @@ TEST(CompareResults, VerdictsOnGoldenFiles) {
 // A run judged noisy (experiment/validity.hpp) supports no verdict: UNKNOWN with the reason, and
 // exit status 3 when nothing is SLOWER. Recorded samples (the golden files) with verdicts set.
 TEST(CompareResults, ANoisyRunIsUnknownWithItsReasonAndItsOwnExitStatus) {
-  auto with_verdict = [](ResultFile f, const std::string& id, std::vector<std::string> causes) {
+  auto with_verdict = [](ResultFile f, const std::string& id, std::vector<NoiseCause> causes) {
     for (auto& r : f.runs)
-      if (r.id == id) r.validity = Validity{"noisy", "made noisy by the test", std::move(causes)};
+      if (r.id == id) r.validity = Validity{ValidityVerdict::noisy, "made noisy by the test", std::move(causes)};
     return f;
   };
   CompareOptions o;
   // The same file on both sides, its data-parallel run measured on a busy machine in the new one:
   // UNKNOWN, not SAME, and exit 3.
-  const auto busy = compare_results(golden("base"), with_verdict(golden("base"), kDp2, {"foreign_cpu"}), o);
+  const auto busy = compare_results(golden("base"), with_verdict(golden("base"), kDp2, {NoiseCause::foreign_cpu}), o);
   EXPECT_EQ(row(busy, kDp2).verdict, Verdict::unknown);
   EXPECT_TRUE(row(busy, kDp2).noisy);
   EXPECT_EQ(row(busy, kDp2).note, "new run noisy: made noisy by the test");
   EXPECT_EQ(row(busy, kSeq).verdict, Verdict::same);
   EXPECT_EQ(compare_exit_code(busy), kCompareNoisy);
   // An injected slowdown elsewhere is still SLOWER, and that decides the exit status.
-  const auto slower = compare_results(golden("base"), with_verdict(golden("new_slower"), kPipe, {"foreign_cpu"}), o);
+  const auto slower =
+      compare_results(golden("base"), with_verdict(golden("new_slower"), kPipe, {NoiseCause::foreign_cpu}), o);
   EXPECT_EQ(row(slower, kDp2).verdict, Verdict::slower);
   EXPECT_EQ(row(slower, kPipe).verdict, Verdict::unknown);
   EXPECT_EQ(compare_exit_code(slower), kCompareRegression);
   // The noisy run itself, slowed down: UNKNOWN, never SLOWER (a busy machine cannot say).
-  const auto noisy_slow = compare_results(golden("base"), with_verdict(golden("new_slower"), kDp2, {"steal"}), o);
+  const auto noisy_slow =
+      compare_results(golden("base"), with_verdict(golden("new_slower"), kDp2, {NoiseCause::steal}), o);
   EXPECT_EQ(row(noisy_slow, kDp2).verdict, Verdict::unknown);
   // Normalized within each file, the spread alone is weighed by the U test (the ratios'), a busy
   // machine still is UNKNOWN, on the run or on its reference.
   o.normalize_by = "strategy=sequential";
-  const auto spread = compare_results(golden("base"), with_verdict(golden("new_slower"), kDp2, {"spread"}), o);
+  const auto spread =
+      compare_results(golden("base"), with_verdict(golden("new_slower"), kDp2, {NoiseCause::spread}), o);
   EXPECT_EQ(row(spread, kDp2).verdict, Verdict::slower);
-  const auto ref = compare_results(with_verdict(golden("base"), kSeq, {"foreign_cpu"}), golden("new_slower"), o);
+  const auto ref =
+      compare_results(with_verdict(golden("base"), kSeq, {NoiseCause::foreign_cpu}), golden("new_slower"), o);
   EXPECT_EQ(row(ref, kDp2).verdict, Verdict::unknown);
   EXPECT_EQ(row(ref, kDp2).note, "base reference run noisy: made noisy by the test");
   o.normalize_by.clear();
-  EXPECT_EQ(row(compare_results(golden("base"), with_verdict(golden("base"), kDp2, {"spread"}), o), kDp2).verdict,
-            Verdict::unknown);
+  EXPECT_EQ(
+      row(compare_results(golden("base"), with_verdict(golden("base"), kDp2, {NoiseCause::spread}), o), kDp2).verdict,
+      Verdict::unknown);
 }
 
 TEST(CompareResults, ChangeSpreadAndPValue) {

@@ -265,7 +265,7 @@ TEST(Report, EnvironmentLinesSayTheBuildTheKernelsAndTheLoad) {
   e.load_avg_before = {0.25, 0.5, 1.0};
   e.engine_isa = {{"torchscript", "AVX2"}, {"onednn", "avx512_core"}, {"onednn_winograd", "onednn"}};
   f.meta.environment = e;
-  f.runs[0].validity = Validity{"noisy", "spread 20 %", {"spread"}};
+  f.runs[0].validity = Validity{ValidityVerdict::noisy, "spread 20 %", {NoiseCause::spread}};
   f.runs[0].samples[0].foreign_cpu_share = 0.125;
   const std::string md = detail::environment_markdown(f);
   EXPECT_NE(md.find("- build: Release (-O3), binary abc123; CPU ISA: avx2, avx512f; kernels: onednn avx512_core, "

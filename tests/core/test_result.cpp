@@ -269,7 +269,9 @@ TEST(ResultIo, EnvironmentValidityAndLoadRoundTripAndOlderFilesStillRead) {
                                              "abc123def456",      true,
                                              {"avx2", "avx512f"}, {0.5, 0.25, 0.125},
                                              {1.5, 0.5, 0.25},    {{"torchscript", "AVX2"}, {"onednn", "avx512_core"}}};
-  f.runs[0].validity = vecbench::Validity{"noisy", "other processes took 30.0 % of the CPU > 10.0 %", {"foreign_cpu"}};
+  f.runs[0].validity = vecbench::Validity{vecbench::ValidityVerdict::noisy,
+                                          "other processes took 30.0 % of the CPU > 10.0 %",
+                                          {vecbench::NoiseCause::foreign_cpu}};
   f.runs[0].samples[0].foreign_cpu_share = 0.3;
   f.runs[0].samples[0].steal_share = 0.0;
   f.runs[0].stopping = vecbench::Stopping{"max_repetitions", 3, 9, 0.03};

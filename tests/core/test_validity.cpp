@@ -88,29 +88,29 @@ TEST(MachineLoad, AProbeOnThisMachineGivesSharesBetweenZeroAndOne) {
 TEST(Validity, QuietRepetitionsAreValidAndEachCauseMakesARunNoisy) {
   const auto quiet = judge_validity(run_with({10.0, 10.2, 9.9}, 0.01));
   ASSERT_TRUE(quiet);
-  EXPECT_EQ(quiet->verdict, "valid");
+  EXPECT_EQ(quiet->verdict, ValidityVerdict::valid);
   EXPECT_EQ(quiet->reason, "spread 3.0 %, other processes up to 1.0 % of the CPU, steal up to 0.0 %");
   EXPECT_TRUE(quiet->causes.empty());
 
   const auto spread = judge_validity(run_with({10.0, 12.0, 8.0}));
-  EXPECT_EQ(spread->verdict, "noisy");
-  EXPECT_EQ(spread->causes, std::vector<std::string>{"spread"});
+  EXPECT_EQ(spread->verdict, ValidityVerdict::noisy);
+  EXPECT_EQ(spread->causes, std::vector<NoiseCause>{NoiseCause::spread});
   EXPECT_EQ(spread->reason, "repetitions spread 40.0 % > 10.0 %");
 
   const auto busy = judge_validity(run_with({10.0, 10.1, 10.0}, 0.3, 0.08));
-  EXPECT_EQ(busy->verdict, "noisy");
-  EXPECT_EQ(busy->causes, (std::vector<std::string>{"foreign_cpu", "steal"}));
+  EXPECT_EQ(busy->verdict, ValidityVerdict::noisy);
+  EXPECT_EQ(busy->causes, (std::vector<NoiseCause>{NoiseCause::foreign_cpu, NoiseCause::steal}));
   EXPECT_NE(busy->reason.find("other processes took 30.0 % of the CPU > 10.0 %"), std::string::npos) << busy->reason;
   EXPECT_NE(busy->reason.find("steal 8.0 % > 5.0 %"), std::string::npos) << busy->reason;
 
   const auto one = judge_validity(run_with({10.0}));  // one repetition: no spread to judge
-  EXPECT_EQ(one->verdict, "valid");
+  EXPECT_EQ(one->verdict, ValidityVerdict::valid);
   RunResult skipped = run_with({10.0});
   skipped.status = RunStatus::skipped;
   EXPECT_FALSE(judge_validity(skipped));
   ValidityLimits strict;
   strict.max_rel_spread = 0.01;
-  EXPECT_EQ(judge_validity(run_with({10.0, 10.2, 9.9}), strict)->verdict, "noisy");
+  EXPECT_EQ(judge_validity(run_with({10.0, 10.2, 9.9}), strict)->verdict, ValidityVerdict::noisy);
 }
 
 // The spread judged is the width of the median's confidence interval: the whole range up to 8
@@ -122,11 +122,11 @@ TEST(Validity, FromNineRepetitionsTheSpreadIsTheMedianIntervalNotTheRange) {
     v.insert(v.end(), extra);
     return judge_validity(run_with(v));
   };
-  EXPECT_EQ(with(tight, {13.0})->verdict, "valid") << "9 reps: one outlier is outside the 96 % interval";
-  EXPECT_EQ(with({10.0, 10.1, 9.9, 10.05, 9.95, 10.02, 10.0}, {13.0})->verdict, "noisy")
+  EXPECT_EQ(with(tight, {13.0})->verdict, ValidityVerdict::valid) << "9 reps: one outlier is outside the 96 % interval";
+  EXPECT_EQ(with({10.0, 10.1, 9.9, 10.05, 9.95, 10.02, 10.0}, {13.0})->verdict, ValidityVerdict::noisy)
       << "8 reps: the interval is the whole range, outlier included";
-  EXPECT_EQ(with(tight, {7.0, 13.0, 7.5})->verdict, "noisy") << with(tight, {7.0, 13.0, 7.5})->reason;
+  EXPECT_EQ(with(tight, {7.0, 13.0, 7.5})->verdict, ValidityVerdict::noisy) << with(tight, {7.0, 13.0, 7.5})->reason;
   RunResult old = run_with({10.0, 10.1, 9.9, 10.05, 9.95, 10.02, 9.98, 10.0, 13.0});
   old.summary.images_per_s_median_ci.reset();  // a file written before the interval: the range
-  EXPECT_EQ(judge_validity(old)->verdict, "noisy");
+  EXPECT_EQ(judge_validity(old)->verdict, ValidityVerdict::noisy);
 }

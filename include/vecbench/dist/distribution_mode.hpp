@@ -3,6 +3,7 @@
 #pragma once
 #include <string>
 
+#include "vecbench/core/enum_names.hpp"
 #include "vecbench/core/error.hpp"
 
 namespace vecbench {
@@ -12,14 +13,17 @@ namespace vecbench {
 enum class DistributionMode { static_share, dynamic_chunks };
 
 /// "static" or "dynamic", as on the command line and in result files.
-inline const char* to_string(DistributionMode m) {
-  return m == DistributionMode::dynamic_chunks ? "dynamic" : "static";
-}
+template <>
+struct EnumNames<DistributionMode> {
+  static constexpr const char* what = "mode";
+  static constexpr std::array<std::pair<DistributionMode, const char*>, 2> names = {
+      {{DistributionMode::static_share, "static"}, {DistributionMode::dynamic_chunks, "dynamic"}}};
+};
+
+inline const char* to_string(DistributionMode m) { return enum_name(m); }
 
 inline DistributionMode parse_distribution_mode(const std::string& s) {
-  if (s == "static") return DistributionMode::static_share;
-  if (s == "dynamic") return DistributionMode::dynamic_chunks;
-  throw ConfigError("--distribution", "unknown mode '" + s + "' (use static or dynamic)");
+  return parse_enum<DistributionMode>(s, "--distribution");
 }
 
 }  // namespace vecbench

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "vecbench/core/enum_names.hpp"
 #include "vecbench/core/error.hpp"
 
 namespace vecbench {
@@ -23,44 +24,30 @@ enum class Precision {
   int8,  ///< 8-bit integers with calibrated scales (oneDNN on CPUs with VNNI; opt-in, not for FID)
 };
 
-inline const char* to_string(EngineKind k) {
-  switch (k) {
-    case EngineKind::torchscript:
-      return "torchscript";
-    case EngineKind::onednn:
-      return "onednn";
-    case EngineKind::none:
-      return "none";
-  }
-  return "torchscript";
-}
+template <>
+struct EnumNames<EngineKind> {
+  static constexpr const char* what = "engine";
+  static constexpr std::array<std::pair<EngineKind, const char*>, 3> names = {
+      {{EngineKind::torchscript, "torchscript"}, {EngineKind::onednn, "onednn"}, {EngineKind::none, "none"}}};
+};
+template <>
+struct EnumNames<Precision> {
+  static constexpr const char* what = "precision";
+  static constexpr std::array<std::pair<Precision, const char*>, 4> names = {
+      {{Precision::fp32, "fp32"}, {Precision::fp16, "fp16"}, {Precision::bf16, "bf16"}, {Precision::int8, "int8"}}};
+};
 
-inline const char* to_string(Precision p) {
-  switch (p) {
-    case Precision::fp32:
-      return "fp32";
-    case Precision::fp16:
-      return "fp16";
-    case Precision::bf16:
-      return "bf16";
-    case Precision::int8:
-      return "int8";
-  }
-  return "fp32";
-}
+inline const char* to_string(EngineKind k) { return enum_name(k); }
+inline const char* to_string(Precision p) { return enum_name(p); }
 
 /// ConfigError naming `key` for an unknown name.
 inline EngineKind parse_engine(const std::string& s, const std::string& key = "engine") {
-  for (EngineKind k : {EngineKind::torchscript, EngineKind::onednn, EngineKind::none})
-    if (s == to_string(k)) return k;
-  throw ConfigError(key, "unknown engine '" + s + "' (use torchscript, onednn, none)");
+  return parse_enum<EngineKind>(s, key);
 }
 
 /// ConfigError naming `key` for an unknown name.
 inline Precision parse_precision(const std::string& s, const std::string& key = "precision") {
-  for (Precision p : {Precision::fp32, Precision::fp16, Precision::bf16, Precision::int8})
-    if (s == to_string(p)) return p;
-  throw ConfigError(key, "unknown precision '" + s + "' (use fp32, fp16, bf16, int8)");
+  return parse_enum<Precision>(s, key);
 }
 
 }  // namespace vecbench

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string>
 
+#include "vecbench/core/enum_names.hpp"
 #include "vecbench/core/error.hpp"
 #include "vecbench/results/result.hpp"
 
@@ -19,26 +20,19 @@ enum class StepAction {
   budget,       ///< the time budget is spent: the run is skipped
 };
 
-inline const char* to_string(StepAction a) {
-  switch (a) {
-    case StepAction::go:
-      return "go";
-    case StepAction::pass:
-      return "pass";
-    case StepAction::interrupted:
-      return "interrupted";
-    case StepAction::budget:
-      return "budget";
-  }
-  return "pass";
-}
+template <>
+struct EnumNames<StepAction> {
+  static constexpr const char* what = "schedule action";
+  static constexpr std::array<std::pair<StepAction, const char*>, 4> names = {{{StepAction::go, "go"},
+                                                                               {StepAction::pass, "pass"},
+                                                                               {StepAction::interrupted, "interrupted"},
+                                                                               {StepAction::budget, "budget"}}};
+};
+
+inline const char* to_string(StepAction a) { return enum_name(a); }
 
 /// The action named `s` (what rank 0 broadcasts to the other ranks).
-inline StepAction parse_step_action(const std::string& s) {
-  for (StepAction a : {StepAction::go, StepAction::pass, StepAction::interrupted, StepAction::budget})
-    if (s == to_string(a)) return a;
-  throw Error("unknown schedule action '" + s + "'");
-}
+inline StepAction parse_step_action(const std::string& s) { return parse_enum<StepAction>(s, "schedule"); }
 
 /// Decides each step from the run's status, the stop flag and the time spent so far.
 class Scheduler {

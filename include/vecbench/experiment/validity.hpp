@@ -40,20 +40,20 @@ inline std::optional<Validity> judge_validity(const RunResult& run, const Validi
     std::snprintf(b, sizeof b, "%.1f %%", 100.0 * x);
     return std::string(b);
   };
-  std::vector<std::string> causes;
+  std::vector<NoiseCause> causes;
   std::string over, figures = "spread " + (run.samples.size() > 1 ? pct(spread) : std::string("n/a (1 rep)"));
   if (foreign >= 0) figures += ", other processes up to " + pct(foreign) + " of the CPU";
   if (steal >= 0) figures += ", steal up to " + pct(steal);
-  auto add = [&](const char* cause, const std::string& s) {
-    causes.emplace_back(cause);
+  auto add = [&](NoiseCause cause, const std::string& s) {
+    causes.push_back(cause);
     over += (over.empty() ? "" : "; ") + s;
   };
   if (run.samples.size() > 1 && !(spread <= lim.max_rel_spread))
-    add("spread", "repetitions spread " + pct(spread) + " > " + pct(lim.max_rel_spread));
+    add(NoiseCause::spread, "repetitions spread " + pct(spread) + " > " + pct(lim.max_rel_spread));
   if (foreign > lim.max_foreign_cpu)
-    add("foreign_cpu", "other processes took " + pct(foreign) + " of the CPU > " + pct(lim.max_foreign_cpu));
-  if (steal > lim.max_steal) add("steal", "steal " + pct(steal) + " > " + pct(lim.max_steal));
-  return over.empty() ? Validity{"valid", figures, {}} : Validity{"noisy", over, causes};
+    add(NoiseCause::foreign_cpu, "other processes took " + pct(foreign) + " of the CPU > " + pct(lim.max_foreign_cpu));
+  if (steal > lim.max_steal) add(NoiseCause::steal, "steal " + pct(steal) + " > " + pct(lim.max_steal));
+  return over.empty() ? Validity{ValidityVerdict::valid, figures, {}} : Validity{ValidityVerdict::noisy, over, causes};
 }
 
 }  // namespace vecbench

@@ -3,6 +3,7 @@
 #pragma once
 #include <string>
 
+#include "vecbench/core/enum_names.hpp"
 #include "vecbench/core/error.hpp"
 
 namespace vecbench {
@@ -11,12 +12,15 @@ namespace vecbench {
 /// flip as the tag says, as OpenCV does.
 enum class ExifPolicy { ignore, apply };
 
-inline const char* to_string(ExifPolicy p) { return p == ExifPolicy::apply ? "apply" : "ignore"; }
+template <>
+struct EnumNames<ExifPolicy> {
+  static constexpr const char* what = "EXIF policy";
+  static constexpr std::array<std::pair<ExifPolicy, const char*>, 2> names = {
+      {{ExifPolicy::ignore, "ignore"}, {ExifPolicy::apply, "apply"}}};
+};
 
-inline ExifPolicy parse_exif_policy(const std::string& s) {
-  if (s == "ignore") return ExifPolicy::ignore;
-  if (s == "apply") return ExifPolicy::apply;
-  throw ConfigError("exif", "unknown EXIF policy '" + s + "' (use ignore or apply)");
-}
+inline const char* to_string(ExifPolicy p) { return enum_name(p); }
+
+inline ExifPolicy parse_exif_policy(const std::string& s) { return parse_enum<ExifPolicy>(s, "exif"); }
 
 }  // namespace vecbench

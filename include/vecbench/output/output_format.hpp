@@ -2,6 +2,7 @@
 #pragma once
 #include <string>
 
+#include "vecbench/core/enum_names.hpp"
 #include "vecbench/core/error.hpp"
 
 namespace vecbench {
@@ -14,25 +15,20 @@ enum class OutputFormat {
   none,    ///< nothing written (benchmarks)
 };
 
-inline const char* to_string(OutputFormat f) {
-  switch (f) {
-    case OutputFormat::vc:
-      return "vc";
-    case OutputFormat::npy:
-      return "npy";
-    case OutputFormat::shards:
-      return "shards";
-    case OutputFormat::none:
-      return "none";
-  }
-  return "none";
-}
+template <>
+struct EnumNames<OutputFormat> {
+  static constexpr const char* what = "output format";
+  static constexpr std::array<std::pair<OutputFormat, const char*>, 4> names = {{{OutputFormat::vc, "vc"},
+                                                                                 {OutputFormat::npy, "npy"},
+                                                                                 {OutputFormat::shards, "shards"},
+                                                                                 {OutputFormat::none, "none"}}};
+};
+
+inline const char* to_string(OutputFormat f) { return enum_name(f); }
 
 /// ConfigError naming `key` for an unknown name.
 inline OutputFormat parse_output_format(const std::string& s, const std::string& key = "format") {
-  for (OutputFormat f : {OutputFormat::vc, OutputFormat::npy, OutputFormat::shards, OutputFormat::none})
-    if (s == to_string(f)) return f;
-  throw ConfigError(key, "unknown output format '" + s + "' (use vc, npy, shards or none)");
+  return parse_enum<OutputFormat>(s, key);
 }
 
 }  // namespace vecbench

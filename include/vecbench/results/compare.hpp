@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "vecbench/core/enum_names.hpp"
 #include "vecbench/core/error.hpp"
 #include "vecbench/core/stats.hpp"
 #include "vecbench/results/markdown_table.hpp"
@@ -49,18 +50,16 @@ SampleMetric sample_metric(const std::string& key);
 /// Outcome for one run.
 enum class Verdict { faster, slower, same, unknown };
 
-inline const char* to_string(Verdict v) {
-  switch (v) {
-    case Verdict::faster:
-      return "FASTER";
-    case Verdict::slower:
-      return "SLOWER";
-    case Verdict::same:
-      return "SAME";
-    default:
-      return "UNKNOWN";
-  }
-}
+template <>
+struct EnumNames<Verdict> {
+  static constexpr const char* what = "verdict";
+  static constexpr std::array<std::pair<Verdict, const char*>, 4> names = {{{Verdict::faster, "FASTER"},
+                                                                            {Verdict::slower, "SLOWER"},
+                                                                            {Verdict::same, "SAME"},
+                                                                            {Verdict::unknown, "UNKNOWN"}}};
+};
+
+inline const char* to_string(Verdict v) { return enum_name(v); }
 
 /// One run present in both files.
 struct RunComparison {

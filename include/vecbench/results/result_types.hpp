@@ -19,11 +19,13 @@
 #include <utility>
 #include <vector>
 
+#include "vecbench/core/enum_names.hpp"
 #include "vecbench/core/error.hpp"
 #include "vecbench/core/fs_util.hpp"
 #include "vecbench/core/stats.hpp"
 #include "vecbench/core/trace_figures.hpp"
 #include "vecbench/results/field_table.hpp"
+#include "vecbench/results/run_status.hpp"
 
 namespace vecbench {
 
@@ -272,40 +274,11 @@ constexpr auto field_table(const Verification&) {
                          field("reference_batch", &V::reference_batch, Need::optional, Emit::when_set));
 }
 
-/// How a run ended.
-enum class RunStatus {
-  ok,       ///< every repetition that started finished
-  skipped,  ///< not run (budget, interrupt, a missing peer); `reason` says why
-  error,    ///< a repetition threw; `reason` holds the error
-  failed,   ///< ran, but its features are further from the reference than its tolerance
-};
-
-inline const char* to_string(RunStatus s) {
-  switch (s) {
-    case RunStatus::ok:
-      return "ok";
-    case RunStatus::skipped:
-      return "skipped";
-    case RunStatus::error:
-      return "error";
-    case RunStatus::failed:
-      return "failed";
-  }
-  return "error";
-}
-
-/// The status named `s`, or nullopt when it is none of ok, skipped, error, failed.
-inline std::optional<RunStatus> parse_run_status(const std::string& s) {
-  for (RunStatus v : {RunStatus::ok, RunStatus::skipped, RunStatus::error, RunStatus::failed})
-    if (s == to_string(v)) return v;
-  return std::nullopt;
-}
-
 /// Whether a run's figures can be taken at face value (experiment/validity.hpp decides).
 struct Validity {
-  std::string verdict;              ///< "valid" or "noisy"
-  std::string reason;               ///< noisy: what was over its threshold, with the figures; valid: the figures
-  std::vector<std::string> causes;  ///< noisy: "spread", "foreign_cpu", "steal" (those over their thresholds)
+  ValidityVerdict verdict = ValidityVerdict::valid;
+  std::string reason;              ///< noisy: what was over its threshold, with the figures; valid: the figures
+  std::vector<NoiseCause> causes;  ///< noisy: those over their thresholds
 };
 constexpr auto field_table(const Validity&) {
   return std::make_tuple(field("verdict", &Validity::verdict), field("reason", &Validity::reason),
@@ -329,10 +302,11 @@ struct RunResult {
 /// Whether `run` was judged noisy (a run without a verdict, as in older files, is not); with
 /// `busy_only`, only for a busy machine (other processes or steal), not for its spread alone.
 inline bool is_noisy(const RunResult& run, bool busy_only = false) {
-  if (!run.validity || run.validity->verdict != "noisy") return false;
+  if (!run.validity || run.validity->verdict != ValidityVerdict::noisy) return false;
   if (!busy_only) return true;
   const auto& c = run.validity->causes;
-  return std::find(c.begin(), c.end(), "foreign_cpu") != c.end() || std::find(c.begin(), c.end(), "steal") != c.end();
+  return std::find(c.begin(), c.end(), NoiseCause::foreign_cpu) != c.end() ||
+         std::find(c.begin(), c.end(), NoiseCause::steal) != c.end();
 }
 
 /// A run's status as tables show it: "ok", "failed: why", "ok (NOISY: why)" for a noisy run.
