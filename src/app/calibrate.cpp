@@ -24,7 +24,7 @@ int cmd_calibrate(const CalibrateArgs& a) {
   InputOptions in;
   in.resize = a.resize.value_or(info.resize_default);
   auto source = make_source(a.images, in);
-  if (source->kind() == "synthetic")
+  if (source->kind() == SourceKind::synthetic)
     std::cerr << "vecbench: calibrating on synthetic images: their ranges fit no real photos (for tests)\n";
   const std::size_t n = a.limit > 0 ? std::min(a.limit, source->size()) : source->size();
 

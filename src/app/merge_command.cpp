@@ -4,6 +4,8 @@
 #include <fstream>
 #include <iostream>
 
+#include "vecbench/results/result_types.hpp"
+
 namespace vecbench {
 
 int merge_command(const std::vector<std::string>& dirs, const std::vector<std::string>& results, const std::string& out,
@@ -22,7 +24,7 @@ int merge_command(const std::vector<std::string>& dirs, const std::vector<std::s
     const auto merged = merge_result_files(files, results, &log);
     atomic_write(out, merged.dump(2) + "\n");
     std::size_t ok = 0;
-    for (const auto& r : merged["runs"]) ok += r["status"] == "ok";
+    for (const auto& r : merged["runs"]) ok += parse_run_status(r.value("status", std::string())) == RunStatus::ok;
     info << "merge: " << out << ": " << merged["runs"].size() << " runs (" << ok << " ok) from " << files.size()
          << " result files\n";
     return 0;

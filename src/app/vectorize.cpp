@@ -49,8 +49,9 @@ Fingerprint vectorize_fingerprint(const VectorizeArgs& a, const ModelInfo& model
   // fewer; results/int8/own-pooling-20261204.md)
   if (a.model.engine != EngineKind::none && a.model.precision == Precision::int8) {
 #ifdef VECBENCH_WITH_ONEDNN
-    f.arithmetic += " " + onednn_route_version(Precision::int8, a.model.own_first_layer, a.model.own_pooling) + " " +
-                    onednn_int8_isa();
+    f.arithmetic += std::string(" ") +
+                    enum_name(onednn_route_version(Precision::int8, a.model.own_first_layer, a.model.own_pooling)) +
+                    " " + onednn_int8_isa();
 #endif
     f.arithmetic += " calibration " + a.model.calibration_sha256.substr(0, 16);
   }
@@ -61,12 +62,13 @@ Fingerprint vectorize_fingerprint(const VectorizeArgs& a, const ModelInfo& model
   // vecbench's kernels (features in float where oneDNN's last pool rounded them to bf16)
 #ifdef VECBENCH_WITH_ONEDNN
   if (a.model.engine == EngineKind::onednn && a.model.precision == Precision::bf16 && onednn_bf16_amx()) {
-    const std::string v = onednn_route_version(Precision::bf16, a.model.own_first_layer, a.model.own_pooling);
-    f.arithmetic += v == "v1" ? " avx512_core_amx" : " avx512_core_amx " + v;
+    const OneDnnRoute v = onednn_route_version(Precision::bf16, a.model.own_first_layer, a.model.own_pooling);
+    f.arithmetic +=
+        v == OneDnnRoute::v1 ? std::string(" avx512_core_amx") : std::string(" avx512_core_amx ") + enum_name(v);
   }
 #endif
   f.like = model.like;
-  f.source = source.kind();
+  f.source = to_string(source.kind());
   if (const auto* syn = dynamic_cast<const SyntheticSource*>(&source))
     f.source += " seed " + std::to_string(syn->seed());
   Fingerprint fp = make_fingerprint(f);
@@ -240,8 +242,8 @@ std::string start_line(const VectorizeArgs& a, const std::string& route_origin, 
                        std::size_t share, const std::vector<VirtualDevice>& devs, const OutputWriter& writer,
                        OutputFormat format) {
   std::ostringstream line;
-  line << "vecbench: " << (dist.active() ? dist.label() + ": " : "") << source.size() << " inputs (" << source.kind()
-       << "), " << todo << " to do, " << (share - todo) << " already done";
+  line << "vecbench: " << (dist.active() ? dist.label() + ": " : "") << source.size() << " inputs ("
+       << to_string(source.kind()) << "), " << todo << " to do, " << (share - todo) << " already done";
   if (dist.active())
     line << " (" << dist.size() << " " << (dist.comm().connected() ? "ranks, " + dist.mode() : "shards") << ")";
   const std::string weights = model.raw.contains("weight_source") ? model.weight_source : "?",

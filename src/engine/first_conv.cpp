@@ -3,6 +3,8 @@
 // no AVX-512 code leaks into other translation units; it runs only where available() says so.
 #include "vecbench/engine/first_conv.hpp"
 
+#include "vecbench/core/cpu_features.hpp"
+
 #include <cstring>
 #include <stdexcept>
 
@@ -92,10 +94,7 @@ void run_isa(const Filter& f, const float* in, int in_h, int in_w, Output kind, 
 
 bool available(Output out) {
 #ifdef VECBENCH_FIRST_CONV_X86
-  static const bool f =
-      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
-  static const bool bf16 = f && __builtin_cpu_supports("avx512bf16");
-  return out == Output::u8 ? f : bf16;
+  return out == Output::u8 ? cpu_features().avx512_bw_vl : cpu_features().avx512_bf16;
 #else
   (void)out;
   return false;

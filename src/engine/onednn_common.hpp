@@ -63,8 +63,16 @@ void split_rows(int threads, int count, const F& fn) {
   }
 }
 
+/// The ISA whose code oneDNN runs here, asked once per process (oneDNN fixes it at its first use
+/// too): the one place it is asked.
+inline unsigned effective_isa() {
+  static const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  return isa;
+}
+
+/// Whether oneDNN runs `isa`'s code here.
 inline bool has_isa(dnnl::cpu_isa isa) {
-  const auto have = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const unsigned have = effective_isa();
   return (have & static_cast<unsigned>(isa)) == static_cast<unsigned>(isa);
 }
 

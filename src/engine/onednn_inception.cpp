@@ -130,10 +130,10 @@ nlohmann::json onednn_info() {
 
 bool onednn_bf16_amx() { return has_isa(dnnl::cpu_isa::avx512_core_amx); }
 
-std::string onednn_route_version(Precision precision, bool own_first_layer, bool own_pooling) {
+OneDnnRoute onednn_route_version(Precision precision, bool own_first_layer, bool own_pooling) {
   const bool first = own_first_layer && onednn_own_first_layer(precision);
   const bool pool = own_pooling && onednn_own_pooling(precision);
-  return first ? (pool ? "v3" : "v2") : (pool ? "v1 pool" : "v1");
+  return first ? (pool ? OneDnnRoute::v3 : OneDnnRoute::v2) : (pool ? OneDnnRoute::v1_pool : OneDnnRoute::v1);
 }
 
 bool onednn_own_pooling(Precision precision) {

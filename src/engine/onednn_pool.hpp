@@ -108,8 +108,9 @@ class PoolLayers : public ConvLayers {
   /// poolings write no slice of channels-last u8 or bf16, so that cost a copy too). Elsewhere
   /// int8 (its u8 steps), calibration and the torchvision layout keep the pool first.
   void pool_branch(Concat& cat, const std::string& name, const Act& x) {
-    if (own_pooling() && !opt_.observe && wts_.arch == "tf2015") return own_pool_branch(cat, name, x);
-    if ((act_dt_ == dt::f32 || (act_dt_ == dt::bf16 && onednn_bf16_amx())) && !opt_.observe && wts_.arch == "tf2015") {
+    const bool tf2015 = wts_.arch == InceptionArch::tf2015;
+    if (own_pooling() && !opt_.observe && tf2015) return own_pool_branch(cat, name, x);
+    if ((act_dt_ == dt::f32 || (act_dt_ == dt::bf16 && onednn_bf16_amx())) && !opt_.observe && tf2015) {
       const auto& l = layer(name, x.c);
       const int oc = static_cast<int>(l.shape[0]);
       if (l.shape[2] == 1 && l.shape[3] == 1 && has_pool_relu(act_desc(oc, x.h, x.w))) {
@@ -143,7 +144,8 @@ class PoolLayers : public ConvLayers {
   /// Average pool of the Mixed blocks' pool branch: over the valid window (tf2015) or
   /// counting the zero padding (torchvision).
   algorithm avg_alg() const {
-    return wts_.arch == "tf2015" ? algorithm::pooling_avg_exclude_padding : algorithm::pooling_avg_include_padding;
+    return wts_.arch == InceptionArch::tf2015 ? algorithm::pooling_avg_exclude_padding
+                                              : algorithm::pooling_avg_include_padding;
   }
 
   /// Whether this network's poolings run vecbench's kernels (engine/pool_kernels.hpp): int8 and

@@ -238,7 +238,7 @@ class Graph : public PoolLayers {
     for (const char* b : {"Mixed_6b", "Mixed_6c", "Mixed_6d", "Mixed_6e"}) observe(b, x = block_c(b, x));
     observe("Mixed_7a", x = block_d("Mixed_7a", x));
     observe("Mixed_7b", x = block_e("Mixed_7b", x, false));
-    observe("Mixed_7c", x = block_e("Mixed_7c", x, wts_.arch == "tf2015"));
+    observe("Mixed_7c", x = block_e("Mixed_7c", x, wts_.arch == InceptionArch::tf2015));
     if (x.c != wts_.feature_dim)
       throw ReplicaError(wts_.source + ": the network ends with " + std::to_string(x.c) + " channels, expected " +
                          std::to_string(wts_.feature_dim));

@@ -4,6 +4,8 @@
 // translation units; it runs only where available() says so.
 #include "vecbench/engine/pool_kernels.hpp"
 
+#include "vecbench/core/cpu_features.hpp"
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -173,10 +175,7 @@ bool shapes_fit(const Tensor& src, const Tensor& dst, int k, int stride, int pad
 
 bool available(Type t) {
 #ifdef VECBENCH_POOL_X86
-  static const bool f =
-      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
-  static const bool bf16 = f && __builtin_cpu_supports("avx512bf16");
-  return t == Type::u8 ? f : bf16;
+  return t == Type::u8 ? cpu_features().avx512_bw_vl : cpu_features().avx512_bf16;
 #else
   (void)t;
   return false;

@@ -332,7 +332,7 @@ void read_inception_weights(const std::string& path, InceptionWeights& out) {
   if (!info.is_export())
     throw ReplicaError(path +
                        ": no vecbench metadata (arch); the onednn engine takes files from tools/export_inception.py");
-  w->arch = info.arch;
+  w->arch = parse_enum<InceptionArch>(info.arch, path + ": arch");
   w->input_size = info.input_size;
   w->feature_dim = info.feature_dim;
   std::map<std::string, torch::Tensor> t;

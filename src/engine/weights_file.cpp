@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "onednn_common.hpp"
 #include "packed_weight_cache.hpp"
 #include "vecbench/core/checksum.hpp"
 #include "vecbench/core/fs_util.hpp"
@@ -128,8 +129,8 @@ std::string weights_file_path(const std::string& weight_sha256, std::uintmax_t m
 }
 
 void save_inception_weights(const InceptionWeights& w, const std::string& path, const std::string& weight_sha256) {
-  nlohmann::json h = {{"weight_sha256", weight_sha256}, {"arch", w.arch},           {"input_size", w.input_size},
-                      {"feature_dim", w.feature_dim},   {"input_div", w.input_div}, {"input_mean", w.input_mean},
+  nlohmann::json h = {{"weight_sha256", weight_sha256}, {"arch", enum_name(w.arch)}, {"input_size", w.input_size},
+                      {"feature_dim", w.feature_dim},   {"input_div", w.input_div},  {"input_mean", w.input_mean},
                       {"input_std", w.input_std}};
   std::size_t floats = 0;
   nlohmann::json layers = nlohmann::json::array();
@@ -203,7 +204,7 @@ std::shared_ptr<const InceptionWeights> load_inception_weights(const std::string
   try {
     auto w = std::make_shared<InceptionWeights>();
     w->source = source;
-    w->arch = h.at("arch").get<std::string>();
+    w->arch = parse_enum<InceptionArch>(h.at("arch").get<std::string>(), "arch");
     w->input_size = h.at("input_size").get<int>();
     w->feature_dim = h.at("feature_dim").get<int>();
     w->input_div = h.at("input_div").get<float>();
@@ -248,6 +249,8 @@ std::shared_ptr<const InceptionWeights> load_inception_weights(const std::string
     return w;
   } catch (const nlohmann::json::exception&) {
     return nullptr;
+  } catch (const ConfigError&) {  // an architecture this vecbench does not know: imported again
+    return nullptr;
   }
 }
 
@@ -274,7 +277,7 @@ std::string onednn_version() {
   const auto* v = dnnl::version();
   return std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
 }
-std::string onednn_isa() { return std::to_string(static_cast<unsigned>(dnnl::get_effective_cpu_isa())); }
+std::string onednn_isa() { return std::to_string(onednn_detail::effective_isa()); }
 
 std::size_t aligned_up(std::size_t n) { return (n + kPayloadAlign - 1) / kPayloadAlign * kPayloadAlign; }
 

@@ -10,6 +10,7 @@
 #include "vecbench/engine/winograd.hpp"
 
 #include "vecbench/core/aligned.hpp"
+#include "vecbench/core/cpu_features.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
 #define VECBENCH_WINOGRAD_X86 1
@@ -199,9 +200,7 @@ inline Vec vmax(Vec a, Vec b) { return _mm512_max_ps(a, b); }
 
 bool available(int block) {
 #ifdef VECBENCH_WINOGRAD_X86
-  static const bool has_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  static const bool has_avx512 = __builtin_cpu_supports("avx512f");
-  return block == 8 ? has_avx2 : block == 16 && has_avx512;
+  return block == 8 ? cpu_features().avx2_fma : block == 16 && cpu_features().avx512f;
 #else
   (void)block;
   return false;

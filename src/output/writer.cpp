@@ -32,9 +32,9 @@ OutputWriter::OutputWriter(const ImageSource& src, WriterOptions opt) : src_(src
   done_.assign(src_.size(), false);
   // Before any input is read: a file rewritten later is found changed on the next run.
   ids_.resize(src_.size());
-  if (src_.kind() == "files")
+  if (src_.kind() == SourceKind::files)
     for (std::size_t i = 0; i < src_.size(); ++i) ids_[i] = stat_identity(src_.name(i));
-  if (opt_.hash_inputs && src_.kind() == "files") {
+  if (opt_.hash_inputs && src_.kind() == SourceKind::files) {
     hashes_.resize(src_.size());
     for (std::size_t i = 0; i < src_.size(); ++i) hashes_[i] = file_xxh3(src_.name(i));
   }
@@ -106,7 +106,7 @@ std::string OutputWriter::abort_reason() const {
 
 std::string OutputWriter::ok_line(std::size_t index, nlohmann::json j) {
   set_manifest_input(j, src_.name(index));
-  j["status"] = "ok";
+  j["status"] = enum_name(InputStatus::ok);
   const std::string w = src_.warning(index);
   if (!w.empty()) {
     j["warning"] = w;
@@ -151,7 +151,7 @@ void OutputWriter::record_error(std::size_t index, const std::string& message) {
   ++failed_;
   if (!opt_.quiet) std::cerr << ("vecbench: error: " + message + "\n") << std::flush;  // one write: ranks share stderr
   if (opt_.format == OutputFormat::none) return;
-  nlohmann::json j = {{"status", "error"}, {"error", message}};
+  nlohmann::json j = {{"status", enum_name(InputStatus::error)}, {"error", message}};
   set_manifest_input(j, src_.name(index));
   if (!fp_id_.empty()) j["fp"] = fp_id_;
   manifest_->append(manifest_text(j));
@@ -208,7 +208,7 @@ void OutputWriter::scan_existing(std::map<std::string, std::string>& recorded,
         bump_shard_number(j["shard"].get<std::string>());
       }
       if (j.contains("output") && j["output"].is_string()) taken.emplace(j["output"].get<std::string>(), input);
-      if (!opt_.resume || j.value("status", "") != "ok") return;
+      if (!opt_.resume || !manifest_ok(j)) return;
       if (!fp_id_.empty() && j.value("fp", "") != fp_id_) return;
       const auto it = by_name.find(input);
       if (it == by_name.end()) return;

@@ -154,7 +154,7 @@ TEST(DecodeBasic, FileSourceReadsJpegAndPngWithoutOpenCv) {
     out << samples(".jpg", 1).at(0).string() << "\n" << samples(".png", 1).at(0).string() << "\n";
   }
   const auto src = make_source(list.string());
-  ASSERT_EQ(src->kind(), "files");
+  ASSERT_EQ(src->kind(), SourceKind::files);
   ASSERT_EQ(src->size(), 2u);
   std::vector<float> px(3 * 299 * 299);
   StageTimes t;

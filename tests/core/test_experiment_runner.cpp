@@ -86,7 +86,7 @@ TEST(Planner, ExpandsMatricesDropsDuplicatesAndAppendsExternals) {
                   {"external", {{{"name", "peer"}, {"command", "true"}}}}});
   PlanInputs in;
   in.resolve_resize = [](const std::string&) { return ResizeMode::tf_legacy; };
-  in.input_kind = [](ResizeMode) { return std::string("synthetic"); };
+  in.input_kind = [](ResizeMode) { return SourceKind::synthetic; };
   const auto runs = plan_runs(e, in);
   ASSERT_EQ(runs.size(), 5u);  // 2 x 2 from the first matrix, the second's run is a duplicate, + peer
   EXPECT_EQ(runs[0].result.id, "strategy=sequential devices=cpu/2 batch=1 threads=0 resize=tf-legacy input=synthetic");
@@ -103,7 +103,7 @@ TEST(Planner, EachMatrixRunCarriesItsTypedSettingsAndTheirJson) {
       {{"matrix", {{"strategy", {"data-parallel"}}, {"devices", {"cpu/2"}}, {"batch", {4}}, {"threads", {1}}}}});
   PlanInputs in;
   in.resolve_resize = [](const std::string&) { return ResizeMode::bilinear; };
-  in.input_kind = [](ResizeMode) { return std::string("synthetic"); };
+  in.input_kind = [](ResizeMode) { return SourceKind::synthetic; };
   const auto runs = plan_runs(e, in);
   ASSERT_EQ(runs.size(), 1u);
   ASSERT_TRUE(runs[0].matrix);
@@ -241,12 +241,12 @@ TEST(ExperimentRunner, InterleavesRepetitionsAndSummarizesEachRun) {
       foreign = std::max(foreign, s.foreign_cpu_share.value_or(0.0));
       steal = std::max(steal, s.steal_share.value_or(0.0));
     }
-    std::vector<std::string> over;
-    if (r.summary.images_per_s.rel_spread > lim.max_rel_spread) over.emplace_back("spread");
-    if (foreign > lim.max_foreign_cpu) over.emplace_back("foreign_cpu");
-    if (steal > lim.max_steal) over.emplace_back("steal");
+    std::vector<NoiseCause> over;
+    if (r.summary.images_per_s.rel_spread > lim.max_rel_spread) over.push_back(NoiseCause::spread);
+    if (foreign > lim.max_foreign_cpu) over.push_back(NoiseCause::foreign_cpu);
+    if (steal > lim.max_steal) over.push_back(NoiseCause::steal);
     EXPECT_EQ(r.validity->causes, over) << r.validity->reason;
-    EXPECT_EQ(r.validity->verdict, over.empty() ? "valid" : "noisy");
+    EXPECT_EQ(r.validity->verdict, over.empty() ? ValidityVerdict::valid : ValidityVerdict::noisy);
     if (read_cpu_times())
       for (const auto& s : r.samples) {
         ASSERT_TRUE(s.foreign_cpu_share && s.steal_share);

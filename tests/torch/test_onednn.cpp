@@ -194,7 +194,7 @@ TEST(OneDnn, AWeightsFileIsMappedInPlaceAndOneWithUnalignedFloatsIsCopiedAndRewr
   // copied out, gives the same floats, and is written again aligned.
   const fs::path d = vecbench::testing::fresh_temp_dir("onednn_weights_map");
   InceptionWeights w;
-  w.arch = "tf2015";
+  w.arch = InceptionArch::tf2015;
   w.input_mean = {0.5f, 0.25f, 0.125f};
   for (const char* name : {"a", "b"}) {
     FoldedConv c;

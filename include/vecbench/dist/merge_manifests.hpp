@@ -122,7 +122,7 @@ inline ManifestMerge merge_manifests(const std::vector<fs::path>& dirs, const fs
           return;
         }
         if (seen_set.insert(input).second) seen.push_back(input);
-        if (j.value("status", "") == "ok") {
+        if (manifest_ok(j)) {
           if (!complete(j)) {
             ok.erase(input);  // the newest ok line decides: an older one was superseded
             ++m.dropped;

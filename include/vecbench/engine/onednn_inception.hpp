@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "vecbench/core/device.hpp"
+#include "vecbench/core/enum_names.hpp"
 #include "vecbench/engine/engine_kind.hpp"
 #include "vecbench/engine/int8_calibration.hpp"
 #include "vecbench/engine/model.hpp"
@@ -82,13 +83,25 @@ struct FoldedConv {
 struct PackedWeightCache;
 std::shared_ptr<PackedWeightCache> new_packed_weight_cache();
 
+/// The export tool's two layouts of Inception-v3 (tools/export_inception.py --arch).
+enum class InceptionArch {
+  tf2015,       ///< the 2015 TF graph's: average pools over the valid window, a max pool in Mixed_7c
+  torchvision,  ///< torchvision's: average pools count the zero padding
+};
+template <>
+struct EnumNames<InceptionArch> {
+  static constexpr const char* what = "architecture";
+  static constexpr std::array<std::pair<InceptionArch, const char*>, 2> names = {
+      {{InceptionArch::tf2015, "tf2015"}, {InceptionArch::torchvision, "torchvision"}}};
+};
+
 /// Everything the engine needs from a model file.
 struct InceptionWeights {
   std::string source;  ///< the model file, for error messages
   /// XXH3-64 of the folded floats as a weights file stores them (weights_file.hpp), once a
   /// weights file was read ("" otherwise): the packed-weights file names the floats it was made from.
   std::string folded_xxh3;
-  std::string arch;  ///< "tf2015" (avg pools over the valid window, max pool in Mixed_7c) or "torchvision"
+  InceptionArch arch = InceptionArch::tf2015;
   int input_size = 299;
   int feature_dim = 2048;
   float input_div = 1.0f;                   ///< input normalization: (x / div - mean[c]) / std[c]
@@ -146,11 +159,26 @@ bool onednn_own_first_layer(Precision precision);
 /// pool round apart from oneDNN's (the output fingerprint names it).
 bool onednn_own_pooling(Precision precision);
 
+/// Which of vecbench's own kernels a bf16 or int8 oneDNN network runs, as the output
+/// fingerprint names it (its vectors round apart from the others').
+enum class OneDnnRoute {
+  v1,       ///< oneDNN's layers alone
+  v1_pool,  ///< the poolings by vecbench's kernels alone (tests only)
+  v2,       ///< the first layer by vecbench's kernel
+  v3,       ///< the first layer and the poolings (the default where both run)
+};
+template <>
+struct EnumNames<OneDnnRoute> {
+  static constexpr const char* what = "oneDNN route";
+  static constexpr std::array<std::pair<OneDnnRoute, const char*>, 4> names = {
+      {{OneDnnRoute::v1, "v1"}, {OneDnnRoute::v1_pool, "v1 pool"}, {OneDnnRoute::v2, "v2"}, {OneDnnRoute::v3, "v3"}}};
+};
+
 /// The int8 or bf16 route's kernels as its output fingerprint names them, given the settings
 /// `own_first_layer` and `own_pooling` and what this CPU runs: "v1" oneDNN's alone, "v2" the
 /// first layer by vecbench's kernel, "v3" the first layer and the poolings (the default where
 /// both run), "v1 pool" the poolings alone (tests only).
-std::string onednn_route_version(Precision precision, bool own_first_layer, bool own_pooling);
+OneDnnRoute onednn_route_version(Precision precision, bool own_first_layer, bool own_pooling);
 
 /// oneDNN version, the ISA it runs with, and whether Winograd, bf16 and AMX convolutions are available.
 nlohmann::json onednn_info();

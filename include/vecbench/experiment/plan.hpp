@@ -24,11 +24,11 @@ struct RunParams {
   int batch = 1;
   int threads = 0;  ///< intra-op threads per replica; 0: the cores split between the replicas
   ResizeMode resize = ResizeMode::tf_legacy;
-  std::string input;  ///< the kind of input its source gives ("photos", "synthetic", ...)
+  SourceKind input = SourceKind::files;  ///< the kind of input its source gives
 
   nlohmann::json to_json() const {
     return {{"strategy", strategy->name}, {"devices", devices_spec},     {"batch", batch},
-            {"threads", threads},         {"resize", to_string(resize)}, {"input", input}};
+            {"threads", threads},         {"resize", to_string(resize)}, {"input", to_string(input)}};
   }
 };
 
@@ -43,8 +43,8 @@ struct PlannedRun {
 struct PlanInputs {
   /// A matrix's resize entry ("default" or a mode name) -> the mode it runs with.
   std::function<ResizeMode(const std::string&)> resolve_resize;
-  /// The kind of input the source of a resize mode gives ("photos", "synthetic", ...).
-  std::function<std::string(ResizeMode)> input_kind;
+  /// The kind of input the source of a resize mode gives.
+  std::function<SourceKind(ResizeMode)> input_kind;
   /// A devices spec expanded on this machine for `threads` per replica (0: cores split); a spec
   /// it cannot run throws. Unset: expand_devices with its defaults (no CUDA device).
   std::function<std::vector<VirtualDevice>(const std::string& spec, int threads)> expand;

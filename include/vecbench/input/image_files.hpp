@@ -88,7 +88,7 @@ class FileSource : public ImageSource {
       : list_(std::move(list)), mode_(mode), opt_(opt), where_(where), warnings_(list_.paths.size()) {}
   std::size_t size() const override { return list_.paths.size(); }
   std::string name(std::size_t i) const override { return list_.paths.at(i); }
-  std::string kind() const override { return "files"; }
+  SourceKind kind() const override { return SourceKind::files; }
   ResizeMode resize_mode() const override { return mode_; }
   std::filesystem::path root() const override { return list_.root; }
   std::string warning(std::size_t i) const override { return warnings_.at(i); }

@@ -3,6 +3,7 @@
 // need no OpenCV: pre-decoded .npy and synthetic; image files are in image_files.hpp.
 #pragma once
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -12,12 +13,27 @@
 #include <string>
 #include <vector>
 
+#include "vecbench/core/enum_names.hpp"
 #include "vecbench/core/error.hpp"
 #include "vecbench/core/metrics.hpp"
 #include "vecbench/core/npy.hpp"
 #include "vecbench/input/resize.hpp"
 
 namespace vecbench {
+
+/// What an image source holds (RunResult params' "input", the fingerprint's "source").
+enum class SourceKind {
+  files,       ///< image files (a folder, a list file, a glob)
+  predecoded,  ///< pixels decoded before the run (an image set in memory)
+  synthetic,   ///< generated pixels (benchmarks, tests)
+};
+template <>
+struct EnumNames<SourceKind> {
+  static constexpr const char* what = "source kind";
+  static constexpr std::array<std::pair<SourceKind, const char*>, 3> names = {
+      {{SourceKind::files, "files"}, {SourceKind::predecoded, "predecoded"}, {SourceKind::synthetic, "synthetic"}}};
+};
+inline const char* to_string(SourceKind k) { return enum_name(k); }
 
 /// A list of images. `load` is called concurrently from several threads.
 class ImageSource {
@@ -27,8 +43,8 @@ class ImageSource {
   virtual std::size_t size() const = 0;
   /// The input's name as reported (path of an image file, or "synthetic:7", "file.npy[3]").
   virtual std::string name(std::size_t i) const = 0;
-  /// Kind of input: "files", "predecoded" or "synthetic".
-  virtual std::string kind() const = 0;
+  /// Kind of input.
+  virtual SourceKind kind() const = 0;
   /// Writes image `i` as 3*S*S floats (CHW, RGB, 0..255) into `dst`; adds stage times to `t`.
   /// Throws InputError naming the input and the cause.
   virtual void load(std::size_t i, int size, float* dst, StageTimes& t) const = 0;
@@ -58,7 +74,7 @@ class SyntheticSource : public ImageSource {
   explicit SyntheticSource(std::size_t count, std::uint32_t seed = 0) : count_(count), seed_(seed) {}
   std::size_t size() const override { return count_; }
   std::string name(std::size_t i) const override { return "synthetic:" + std::to_string(i); }
-  std::string kind() const override { return "synthetic"; }
+  SourceKind kind() const override { return SourceKind::synthetic; }
   std::uint32_t seed() const { return seed_; }
   void load(std::size_t i, int size, float* dst, StageTimes& t) const override {
     StageTimer timer(t, Stage::decode);
@@ -91,7 +107,7 @@ class PredecodedSource : public ImageSource {
   }
   std::size_t size() const override { return arr_.shape[0]; }
   std::string name(std::size_t i) const override { return path_.string() + "[" + std::to_string(i) + "]"; }
-  std::string kind() const override { return "predecoded"; }
+  SourceKind kind() const override { return SourceKind::predecoded; }
   int image_size() const { return static_cast<int>(arr_.shape[1]); }
   void load(std::size_t i, int size, float* dst, StageTimes& t) const override {
     const int s = image_size();

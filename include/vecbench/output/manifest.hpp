@@ -20,11 +20,25 @@
 
 #include <nlohmann/json.hpp>
 
+#include "vecbench/core/enum_names.hpp"
 #include "vecbench/core/error.hpp"
 #include "vecbench/core/fs_util.hpp"
 #include "vecbench/core/npy.hpp"
 
 namespace vecbench {
+
+/// A manifest line's "status": the input's vector was written, or the input failed ("error").
+enum class InputStatus { ok, error };
+template <>
+struct EnumNames<InputStatus> {
+  static constexpr const char* what = "input status";
+  static constexpr std::array<std::pair<InputStatus, const char*>, 2> names = {
+      {{InputStatus::ok, "ok"}, {InputStatus::error, "error"}}};
+};
+/// Whether manifest line `j` says its input's vector was written.
+inline bool manifest_ok(const nlohmann::json& j) {
+  return j.is_object() && find_enum<InputStatus>(j.value("status", std::string())) == InputStatus::ok;
+}
 
 /// Parses `s` as exactly `prefix` DIGITS `suffix`; returns the number, or -1. With `rest`,
 /// the suffix may be followed by more text, which goes there.

@@ -30,7 +30,7 @@ inline std::vector<StoreEntry> newest_ok_entries(const fs::path& dir, const std:
   std::map<std::string, StoreEntry> by_input;
   for (const auto& m : manifest_files(dir))
     for_each_manifest_line(m, [&](const nlohmann::json& j) {
-      if (j.value("status", "") != "ok" || (!fp_id.empty() && j.value("fp", "") != fp_id)) return;
+      if (!manifest_ok(j) || (!fp_id.empty() && j.value("fp", "") != fp_id)) return;
       StoreEntry e;
       e.input = manifest_input(j);
       e.xxh3 = j.value("xxh3", "");
