@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The layering check: no header or source under include/vecbench/ or src/ includes a layer above
+"""The layering check: no header or source under include/vecbench/, src/ or tests/support/ includes a layer above
 its own (docs/development.md "Layout"). Layers and what each may include (besides itself):
 
   core        standard library only
@@ -12,7 +12,7 @@ its own (docs/development.md "Layout"). Layers and what each may include (beside
   dist        core, input, engine, pipeline, strategies, output, results
   experiment  every layer above but testing
   app         every layer above but testing (the commands of the CLI, src/app/)
-  testing     anything (helpers for the tests)
+  testing     anything (helpers for the tests: tests/support/vecbench/testing/, outside include/)
 
 `tools/check_layers.py` checks the tree and exits 1 naming each upward include;
 `tools/check_layers.py --self-test` shows that it catches one (CI runs both)."""
@@ -44,12 +44,14 @@ def layer_of(path, root):
         return rel[2]
     if rel[0] == "src" and len(rel) > 2:
         return rel[1]
+    if rel[:3] == ["tests", "support", "vecbench"] and len(rel) > 4:  # the tests' helpers (testing)
+        return rel[3]
     return None
 
 
 def check(root):
     errors = []
-    for top in ("include/vecbench", "src"):
+    for top in ("include/vecbench", "src", "tests/support/vecbench"):
         for dirpath, _, files in os.walk(os.path.join(root, top)):
             for f in sorted(files):
                 if not f.endswith((".hpp", ".cpp", ".h", ".cu")):
