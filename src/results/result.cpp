@@ -18,13 +18,23 @@ json summary_to_json(const stats::Summary& s) {
           {"count", s.count}};  // NaN is written as null
 }
 namespace detail {
+/// A field's value; a closed set's (core/enum_names.hpp) by its name, as the reader takes it back.
 template <class T>
 void write_value(json& j, const T& v) {
-  j = v;
+  if constexpr (has_enum_names<T>::value) {
+    j = enum_name(v);
+  } else {
+    j = v;
+  }
+}
+template <class T>
+void write_value(json& j, const std::vector<T>& v) {
+  j = json::array();
+  for (const T& x : v) write_value(j.emplace_back(), x);
 }
 template <class T>
 void write_value(json& j, const std::optional<T>& v) {
-  j = *v;
+  write_value(j, *v);
 }
 /// A record with a field table as a JSON object: every field its table writes.
 template <class S>
@@ -130,7 +140,7 @@ struct ResultReader {
     o = v.get<std::int64_t>();
   }
   /// A closed set's name (core/enum_names.hpp), refused naming the set's names otherwise.
-  template <class E, class = decltype(EnumNames<E>::names)>
+  template <class E, std::enable_if_t<has_enum_names<E>::value, int> = 0>
   void read(const json& v, const std::string& p, E& o) const {
     std::string s;
     read(v, p, s);

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "vecbench/core/error.hpp"
@@ -19,6 +20,12 @@ namespace vecbench {
 ///   static constexpr std::array<std::pair<E, const char*>, N> names = {...};
 template <class E>
 struct EnumNames;
+
+/// Whether E has a table (the result file's reader and writer take any such enum by its names).
+template <class E, class = void>
+struct has_enum_names : std::false_type {};
+template <class E>
+struct has_enum_names<E, std::void_t<decltype(EnumNames<E>::names)>> : std::true_type {};
 
 /// The name of `v` (every value has one: the table lists them all).
 template <class E>

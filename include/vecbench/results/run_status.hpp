@@ -3,7 +3,6 @@
 // result files write them (core/enum_names.hpp).
 #pragma once
 #include <array>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
@@ -46,7 +45,6 @@ struct EnumNames<ValidityVerdict> {
       {{ValidityVerdict::valid, "valid"}, {ValidityVerdict::noisy, "noisy"}}};
 };
 inline const char* to_string(ValidityVerdict v) { return enum_name(v); }
-inline void to_json(nlohmann::json& j, ValidityVerdict v) { j = enum_name(v); }
 
 /// What made a run noisy (those over their thresholds, ValidityLimits).
 enum class NoiseCause {
@@ -61,6 +59,5 @@ struct EnumNames<NoiseCause> {
       {{NoiseCause::spread, "spread"}, {NoiseCause::foreign_cpu, "foreign_cpu"}, {NoiseCause::steal, "steal"}}};
 };
 inline const char* to_string(NoiseCause c) { return enum_name(c); }
-inline void to_json(nlohmann::json& j, NoiseCause c) { j = enum_name(c); }
 
 }  // namespace vecbench
