@@ -81,9 +81,10 @@ std::string error_line(const std::string& text) {
   return err.empty() ? last : err;
 }
 
-/// The cache folder's model for the weights file of SHA-256 `sha` under preset `p`.
+/// The cache folder's model for the weights file of SHA-256 `sha` under preset `p`. ".c1": the
+/// export keeps the classifier (`metrics --isc`); models imported before it are imported again.
 fs::path preset_model_path(const FidPreset& p, const std::string& sha) {
-  return cache_dir() / "models" / (std::string(p.name) + "-" + sha.substr(0, 16) + ".pt");
+  return cache_dir() / "models" / (std::string(p.name) + "-" + sha.substr(0, 16) + ".c1.pt");
 }
 }  // namespace
 

@@ -27,7 +27,19 @@ def sha256_file(path):
 
 
 def exported_state_dict(m):
-    return {k: v for k, v in m.state_dict().items() if k not in ("input_div", "input_mean", "input_std")}
+    return {k: v for k, v in m.state_dict().items()
+            if k not in ("input_div", "input_mean", "input_std", "classifier_weight", "classifier_bias")}
+
+
+def extra_npy(path, name):
+    """An extra file of the export (a float32 .npy), read from the zip as vecbench reads it."""
+    import io
+    import zipfile
+    import numpy as np
+    with zipfile.ZipFile(path) as z:
+        info = next(i for i in z.infolist() if i.filename.endswith("/extra/" + name))
+        assert info.compress_type == zipfile.ZIP_STORED, info  # vecbench reads stored members only
+        return torch.from_numpy(np.load(io.BytesIO(z.read(info))))
 
 
 class TestTF2015Weights(unittest.TestCase):
@@ -133,6 +145,66 @@ class TestTF2015Weights(unittest.TestCase):
 
     def test_missing_file(self):
         self._expect_failure(os.path.join(self.tmp.name, "nope.pth"), "no such file")
+
+
+class TestClassifier(unittest.TestCase):
+    """The classifier after pool_3 kept in the export (issue #49): the state_dict's fc, or a
+    seeded one; the module's logits methods and the extra files agree with it."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.sd = random_state_dict(seed=77, num_classes=1008, aux_logits=False)
+        cls.sd_path = os.path.join(cls.tmp.name, "with_fc.pth")
+        torch.save(cls.sd, cls.sd_path)
+        cls.out = os.path.join(cls.tmp.name, "fc.pt")
+        run_export("--out", cls.out, "--weights", cls.sd_path)
+        cls.x = random_images(seed=5, n=2)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_the_state_dicts_fc_is_kept_in_the_module_and_the_extra_files(self):
+        m, meta = load_exported(self.out)
+        w, b = self.sd["fc.weight"].float(), self.sd["fc.bias"].float()
+        self.assertTrue(torch.equal(extra_npy(self.out, "vecbench_fc_weight.npy"), w))
+        self.assertTrue(torch.equal(extra_npy(self.out, "vecbench_fc_bias.npy"), b))
+        c = meta["classifier"]
+        self.assertEqual(c["classes"], 1008)
+        with torch.no_grad():
+            pool, lu, lg = m(self.x.clone()), m.logits_unbiased(self.x.clone()), m.logits(self.x.clone())
+        self.assertLess(rel_l2(lu, pool @ w.t()), 1e-6)
+        self.assertLess(rel_l2(lg, pool @ w.t() + b), 1e-6)
+        with open(self.out, "rb") as f:
+            import zipfile
+            z = zipfile.ZipFile(f)
+            raw = b"".join(z.read(n) for n in sorted(z.namelist(), key=lambda n: not n.endswith("weight.npy"))
+                           if n.endswith(("vecbench_fc_weight.npy", "vecbench_fc_bias.npy")))
+        self.assertEqual(hashlib.sha256(raw).hexdigest(), c["sha256"])
+
+    def test_weights_without_fc_have_no_classifier(self):
+        sd = {k: v for k, v in self.sd.items() if not k.startswith("fc.")}
+        src, out = os.path.join(self.tmp.name, "no_fc.pth"), os.path.join(self.tmp.name, "no_fc.pt")
+        torch.save(sd, src)
+        run_export("--out", out, "--weights", src)
+        m, meta = load_exported(out)
+        self.assertNotIn("classifier", meta)
+        with self.assertRaises(Exception):
+            m.logits_unbiased(self.x.clone())
+
+    def test_a_seed_has_a_synthetic_classifier_of_its_own(self):
+        outs = [os.path.join(self.tmp.name, f"s{i}.pt") for i in (3, 3, 4)]
+        for o, seed in zip(outs, ("3", "3", "4")):
+            run_export("--out", o, "--seed", seed)
+        w = [extra_npy(o, "vecbench_fc_weight.npy") for o in outs]
+        self.assertEqual(tuple(w[0].shape), (1008, 2048))
+        self.assertTrue(torch.equal(w[0], w[1]))
+        self.assertFalse(torch.equal(w[0], w[2]))
+        m, _ = load_exported(outs[0])
+        with torch.no_grad():
+            lu = m.logits_unbiased(self.x.clone())
+        self.assertGreater(float(lu.std()), 0.1)  # not a flat classifier: an Inception Score above 1
 
 
 class TestTorchvisionArch(unittest.TestCase):

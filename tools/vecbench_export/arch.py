@@ -11,7 +11,7 @@ try:
 except ImportError:  # a bare PyTorch (the GPU machine): the same blocks, our own copy
     from . import inception_blocks as tvi  # type: ignore[no-redef]
 
-from .common import ARCH_INFO, INPUT_SIZE, LIKE_INFO, NORM_BUFFERS
+from .common import ARCH_INFO, CLASSIFIER_BUFFERS, FEATURE_DIM, INPUT_SIZE, LIKE_INFO, NORM_BUFFERS
 
 # ---------------------------------------------------------------------------
 # tf2015 blocks: same parameters (and state_dict keys) as torchvision's blocks,
@@ -123,6 +123,26 @@ class InceptionPoolFeatures(nn.Module):
         self.register_buffer("input_div", torch.full((1, 1, 1, 1), float(div), dtype=torch.float32))
         self.register_buffer("input_mean", torch.tensor(mean, dtype=torch.float32).view(1, 3, 1, 1))
         self.register_buffer("input_std", torch.tensor(std, dtype=torch.float32).view(1, 3, 1, 1))
+        # the classifier after pool_3 (set_classifier; K = 0: none): not used by forward
+        self.register_buffer("classifier_weight", torch.zeros(0, FEATURE_DIM, dtype=torch.float32))
+        self.register_buffer("classifier_bias", torch.zeros(0, dtype=torch.float32))
+
+    def set_classifier(self, weight: Tensor, bias: Tensor) -> None:
+        self.classifier_weight = weight.detach().to(torch.float32).contiguous()
+        self.classifier_bias = bias.detach().to(torch.float32).contiguous()
+
+    @torch.jit.export
+    def logits_unbiased(self, x: Tensor) -> Tensor:
+        """pool_3 times the classifier's weight, without its bias (torch-fidelity's
+        'logits_unbiased', the Inception Score's input), float32 [N,K]."""
+        if self.classifier_weight.size(0) == 0:
+            raise RuntimeError("this export has no classifier")
+        return torch.mm(self.forward(x), self.classifier_weight.t())
+
+    @torch.jit.export
+    def logits(self, x: Tensor) -> Tensor:
+        """The classifier's logits (softmax/logits of TF's graph), float32 [N,K]."""
+        return self.logits_unbiased(x) + self.classifier_bias.unsqueeze(0)
 
     def forward(self, x: Tensor) -> Tensor:
         if x.dim() != 4 or x.size(1) != 3:
@@ -163,7 +183,7 @@ def backbone_template(arch: str) -> Dict[str, Tuple[int, ...]]:
     """Backbone state_dict keys (torchvision layout, no fc/aux) -> shapes."""
     feats = make_features(arch)
     return {k: tuple(v.shape) for k, v in feats.state_dict().items()
-            if k not in NORM_BUFFERS}
+            if k not in NORM_BUFFERS and k not in CLASSIFIER_BUFFERS}
 
 
 

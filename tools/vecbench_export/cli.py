@@ -23,7 +23,7 @@ Weight sources (exactly one; default --seed 0)
                      to uniform noise) so that the pool features are O(1).
   --weights FILE     a state_dict in torchvision's key layout (a dict of
                      tensors, or {'state_dict': ...}); AuxLogits.* ignored,
-                     fc.* (any class count) checked for shape but unused.
+                     fc.* (any class count; optional) kept as the classifier.
   --from-tf FILE.pb  classify_image_graph_def.pb, read straight from the
                      protobuf wire format (no TensorFlow, no protobuf package).
                      Kernels HWIO -> OIHW; BN gamma is used only if present
@@ -41,11 +41,20 @@ format_version (1), arch, weight_source ("seed:N" | "weights:<basename>" |
 "from-tf:<basename>"), weight_sha256 (of the source file; for --seed, of the
 float32 bytes of the floating state_dict tensors in sorted key order),
 input_layout, input_size, normalization, feature_dim, resize_default
-("tf-legacy" | "bilinear"), torch_version, created_utc.
+("tf-legacy" | "bilinear"), torch_version, created_utc, and, when the
+weights have a classifier after pool_3 (a state_dict's fc.*, the graph's
+softmax/weights and softmax/biases; --seed: a synthetic one), "classifier":
+{classes K, weight, bias (the extra files' names), sha256 (of the two files'
+bytes)}. The extra files vecbench_fc_weight.npy (float32 [K,2048]) and
+vecbench_fc_bias.npy ([K]) hold it for readers without LibTorch (`vecbench
+metrics --isc`); the module holds it too, as the buffers classifier_weight and
+classifier_bias, used by its methods logits_unbiased(x) (pool_3 x weight^T:
+torch-fidelity's Inception Score input) and logits(x) (plus the bias).
 
 The module's state_dict has torchvision's backbone keys (Conv2d_1a_3x3.* ..
 Mixed_7c.*, no fc, no AuxLogits) plus the buffers input_div, input_mean,
-input_std: forward computes (x / input_div - input_mean) / input_std.
+input_std (forward computes (x / input_div - input_mean) / input_std) and
+classifier_weight, classifier_bias ([0,2048] and [0] when there is none).
 Synthetic (--seed) models amplify input perturbations roughly 100x, so
 float32 round-off alone gives ~1e-5 relative feature differences between
 otherwise equivalent computations.
@@ -53,6 +62,7 @@ otherwise equivalent computations.
 
 import argparse
 import datetime
+import hashlib
 import json
 import os
 import sys
@@ -62,10 +72,11 @@ from typing import Dict
 import torch
 
 from .arch import make_features, probe_input
-from .common import (ARCH_INFO, FEATURE_DIM, INPUT_SIZE, LIKE_INFO, LIKE_SOURCE, META_FORMAT_VERSION, META_NAME,
-                     NORM_BUFFERS, PROG, ExportError, file_sha256, state_dict_sha256)
+from .common import (ARCH_INFO, CLASSIFIER_BUFFERS, CLASSIFIER_FILES, FEATURE_DIM, INPUT_SIZE, LIKE_INFO, LIKE_SOURCE,
+                     META_FORMAT_VERSION, META_NAME, NORM_BUFFERS, PROG, ExportError, file_sha256, npy_f32,
+                     state_dict_sha256)
 from .fused import fuse_prepacked
-from .weights import load_from_tf, load_weights_file, seeded_state_dict
+from .weights import load_from_tf, load_weights_file, seeded_classifier, seeded_state_dict
 
 
 def export(args) -> str:
@@ -95,11 +106,15 @@ def export(args) -> str:
         sd = seeded_state_dict(arch, seed)
         source = f"seed:{seed}"
         sha = state_dict_sha256(sd)
+        sd["fc.weight"], sd["fc.bias"] = seeded_classifier(arch, seed)
+    fc = (sd.pop("fc.weight", None), sd.pop("fc.bias", None))
 
     model = make_features(arch, like)
     res = model.load_state_dict(sd, strict=False)
-    if res.unexpected_keys or set(res.missing_keys) - set(NORM_BUFFERS):
+    if res.unexpected_keys or set(res.missing_keys) - set(NORM_BUFFERS) - set(CLASSIFIER_BUFFERS):
         raise AssertionError(f"internal: state_dict mismatch {res}")
+    if fc[0] is not None:
+        model.set_classifier(*fc)
     for name, mod in model.named_modules():
         if name in bn_eps:
             mod.eps = float(bn_eps[name])
@@ -126,6 +141,12 @@ def export(args) -> str:
         rel_fused = float((got - unfused).norm() / unfused.norm().clamp_min(1e-30))
         if rel_fused > 1e-4:
             raise AssertionError(f"internal: fused model differs from the plain one (rel {rel_fused:.3g})")
+    if fc[0] is not None:
+        with torch.no_grad():
+            lg = scripted.logits_unbiased(x)
+            want = torch.mm(ref.double(), fc[0].double().t())
+        if float((lg.double() - want).norm() / want.norm().clamp_min(1e-30)) > 1e-4:
+            raise AssertionError("internal: the scripted model's logits differ from pool_3 x fc.weight")
     fmean = float(got.mean())
     if source.startswith("seed:") and not (0.05 <= fmean <= 20.0):
         raise AssertionError(f"internal: synthetic pool features not O(1) (mean {fmean:.4g})")
@@ -155,10 +176,17 @@ def export(args) -> str:
     }
     if like:
         meta["like"] = like
+    extra = {META_NAME: None}
+    if fc[0] is not None:
+        w, b = npy_f32(fc[0]), npy_f32(fc[1])
+        extra.update(zip(CLASSIFIER_FILES, (w, b)))
+        meta["classifier"] = {"classes": int(fc[0].shape[0]), "weight": CLASSIFIER_FILES[0],
+                              "bias": CLASSIFIER_FILES[1], "sha256": hashlib.sha256(w + b).hexdigest()}
+    extra[META_NAME] = json.dumps(meta, sort_keys=True)
     out = args.out
     tmp = f"{out}.tmp{os.getpid()}"
     try:
-        torch.jit.save(scripted, tmp, _extra_files={META_NAME: json.dumps(meta, sort_keys=True)})
+        torch.jit.save(scripted, tmp, _extra_files=extra)
         os.replace(tmp, out)
     except OSError as e:
         raise ExportError(f"{out}: cannot write ({e})")

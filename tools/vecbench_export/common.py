@@ -56,6 +56,11 @@ LIKE_SOURCE = {"pytorch-fid": "weights", "torch-fidelity": "weights", "tf": "fro
 
 # Buffers of the feature module that hold the input normalization.
 NORM_BUFFERS = ("input_div", "input_mean", "input_std")
+# The classifier (1008 classes for tf2015) after pool_3: buffers of the module (its logits() and
+# logits_unbiased() methods use them; forward does not) and, for readers without LibTorch, the
+# extra files CLASSIFIER_FILES (float32 .npy: weight [K,2048], bias [K]). K = 0: none.
+CLASSIFIER_BUFFERS = ("classifier_weight", "classifier_bias")
+CLASSIFIER_FILES = ("vecbench_fc_weight.npy", "vecbench_fc_bias.npy")
 
 
 class ExportError(Exception):
@@ -102,3 +107,10 @@ def fmt_list(items: List[str], limit: int = 6) -> str:
     return ", ".join(items[:limit]) + more
 
 
+def npy_f32(t: Tensor) -> bytes:
+    """A float32 tensor as the bytes of a NumPy .npy file (v1.0, C order; NumPy not needed)."""
+    t = t.detach().to(torch.float32).contiguous()
+    dims = ", ".join(str(d) for d in t.shape) + ("," if t.dim() == 1 else "")
+    h = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }"
+    h += " " * ((64 - (10 + len(h) + 1) % 64) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + len(h).to_bytes(2, "little") + h.encode("latin1") + float32_bytes(t)

@@ -11,14 +11,15 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .arch import backbone_template, make_features
-from .common import FEATURE_DIM, INPUT_SIZE, NORM_BUFFERS, ExportError, fmt_list, fmt_shape
+from .common import ARCH_INFO, CLASSIFIER_BUFFERS, FEATURE_DIM, INPUT_SIZE, NORM_BUFFERS, ExportError, fmt_list, fmt_shape
 
 def check_and_prepare_state_dict(sd, arch: str, path: str) -> Dict[str, Tensor]:
     """Validate a torchvision-layout state_dict; return the backbone tensors.
 
-    AuxLogits.* is ignored; fc.weight/fc.bias are optional and unused, but if
-    present must be [K,2048]/[K]; *.num_batches_tracked is optional; anything
-    else must match the architecture's keys and shapes exactly."""
+    AuxLogits.* is ignored; fc.weight/fc.bias (the classifier) are optional, but if
+    present must be [K,2048]/[K] and are returned as float32 under their keys;
+    *.num_batches_tracked is optional; anything else must match the architecture's
+    keys and shapes exactly."""
     if isinstance(sd, dict) and "state_dict" in sd and isinstance(sd["state_dict"], dict):
         sd = sd["state_dict"]
     if not isinstance(sd, dict):
@@ -76,6 +77,9 @@ def check_and_prepare_state_dict(sd, arch: str, path: str) -> Dict[str, Tensor]:
     if problems:
         raise ExportError(f"{path}: not a {arch} Inception-v3 state_dict (torchvision key layout): "
                           + "; ".join(problems))
+    if fc_w is not None:
+        out["fc.weight"] = fc_w.detach().to(torch.float32).contiguous()
+        out["fc.bias"] = fc_b.detach().to(torch.float32).contiguous()
     for k in template:
         if k.endswith("num_batches_tracked") and k not in out:
             out[k] = torch.tensor(0, dtype=torch.long)
@@ -226,16 +230,20 @@ def load_from_tf(path: str, arch: str) -> Tuple[Dict[str, Tensor], Dict[str, flo
         if e is not None:
             eps[f"{tprefix}.bn"] = e
         sd[f"{tprefix}.bn.num_batches_tracked"] = torch.tensor(0, dtype=torch.long)
-    # The classifier is not part of the features; check it if present.
+    # The classifier after pool_3 (softmax/logits = pool_3 x softmax/weights + softmax/biases):
+    # returned as fc.weight [K,2048] / fc.bias [K] when present (no bias node: zeros).
     if g.has("softmax/weights"):
         try:
             fw = g.tensor("softmax/weights")
             if fw.ndim != 2 or fw.shape[0] != FEATURE_DIM:
                 bad.append(f"softmax/weights: expected [{FEATURE_DIM},K], got {fmt_shape(fw.shape)}")
-            elif g.has("softmax/biases"):
-                fb = g.tensor("softmax/biases")
+            else:
+                fb = g.tensor("softmax/biases") if g.has("softmax/biases") else np.zeros(fw.shape[1], np.float32)
                 if tuple(fb.shape) != (fw.shape[1],):
                     bad.append(f"softmax/biases: expected [{fw.shape[1]}], got {fmt_shape(fb.shape)}")
+                else:
+                    sd["fc.weight"] = torch.from_numpy(np.ascontiguousarray(fw.T, dtype=np.float32))
+                    sd["fc.bias"] = torch.from_numpy(np.ascontiguousarray(fb, dtype=np.float32))
         except ValueError as e:
             bad.append(str(e))
     problems = []
@@ -287,8 +295,17 @@ def seeded_state_dict(arch: str, seed: int) -> Dict[str, Tensor]:
         feats(calibration_images(g))
         feats.eval()
     sd = {k: v.detach().clone() for k, v in feats.state_dict().items()
-          if k not in NORM_BUFFERS}
+          if k not in NORM_BUFFERS and k not in CLASSIFIER_BUFFERS}
     for k in sd:
         if k.endswith("num_batches_tracked"):
             sd[k] = torch.tensor(0, dtype=torch.long)
     return sd
+
+
+def seeded_classifier(arch: str, seed: int) -> Tuple[Tensor, Tensor]:
+    """The synthetic classifier of --seed N: weight [K,2048] ~ N(0, 0.05^2), bias ~ N(0, 0.1^2)
+    (K: the architecture's classes), from a generator of its own, so that the backbone's weights
+    (and their sha256) are those of earlier exports of the same seed."""
+    k = ARCH_INFO[arch]["num_classes"]
+    g = torch.Generator().manual_seed((seed + 0x5EEDC1A5) % 2 ** 63)
+    return torch.randn(k, FEATURE_DIM, generator=g) * 0.05, torch.randn(k, generator=g) * 0.1

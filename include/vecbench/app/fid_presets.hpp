@@ -56,7 +56,7 @@ std::vector<std::filesystem::path> weight_search_dirs(const FidPreset& p);
 std::optional<std::filesystem::path> find_preset_weights(const FidPreset& p);
 
 /// The preset's TorchScript model for the weights file `weights`: the cache folder's
-/// models/<tool>-<sha256[:16]>.pt, imported first when absent (Debian's Python with
+/// models/<tool>-<sha256[:16]>.c1.pt, imported first when absent (Debian's Python with
 /// tools/export_inception.py --arch tf2015 --weights FILE (--from-tf FILE for tf) --like TOOL; a
 /// temp file renamed into place). A file the import refuses (not that tool's Inception weights) is an IoError naming
 /// it.
