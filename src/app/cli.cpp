@@ -4,16 +4,23 @@
 #include "vecbench/app/cli.hpp"
 
 #include <malloc.h>
+#include <unistd.h>
 #include <CLI/CLI.hpp>
 
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "vecbench/app/build_info.hpp"
 #include "vecbench/app/commands.hpp"
 #include "vecbench/app/merge.hpp"
+#include "vecbench/core/cpu_features.hpp"
 #include "vecbench/core/host.hpp"
 #include "vecbench/dist/distribution_mode.hpp"
 #include "vecbench/engine/engine_kind.hpp"
@@ -26,6 +33,7 @@
 
 using namespace vecbench;
 
+extern "C" char* openblas_get_corename(void) __attribute__((weak));  // OpenBLAS, when linked
 namespace {
 
 /// A CLI11 check that accepts what `parse` (the setting's own parser) accepts and otherwise
@@ -77,7 +85,7 @@ void add_dist_options(CLI::App* c, DistArgs& d) {
 struct Cli {
   CLI::App *vec = nullptr, *pre = nullptr, *devs = nullptr, *info = nullptr, *run = nullptr, *tune = nullptr,
            *cmp = nullptr, *mrg = nullptr, *rep = nullptr, *trace_sum = nullptr, *ver = nullptr, *sts = nullptr,
-           *fid = nullptr, *cal = nullptr, *models = nullptr;
+           *fid = nullptr, *cal = nullptr, *models = nullptr, *met = nullptr;
   VectorizeArgs va;
   CalibrateArgs cal_args;
   DistArgs dist_args;
@@ -97,6 +105,7 @@ struct Cli {
   std::string merge_out;
   StatsArgs stats_args;
   FidArgs fid_args;
+  MetricsArgs met_args;
   std::string verify_dir;
   bool verify_repair = false;
   double verify_progress = 10;
@@ -391,6 +400,50 @@ void add_store_commands(CLI::App& app, Cli& c) {
                   "Compare sides whose fingerprints differ (another model, resize or decode): refused by default");
 }
 
+/// metrics: IS, FID, KID, precision/recall and density/coverage from the same stores.
+void add_metrics_command(CLI::App& app, Cli& c) {
+  MetricsArgs& m = c.met_args;
+  c.met = app.add_subcommand("metrics",
+                             "Generative-model metrics of A (the generated set) against B (the real set): the "
+                             "Inception Score of A from its stored pool_3 vectors and the model's classifier "
+                             "(torch-fidelity's isc), FID, KID (clean-fid's), precision/recall (torch-fidelity's "
+                             "prc, k=3) and density/coverage (prdc, k=5); k-NN distances in bounded memory. Without "
+                             "a metric flag: --isc for one side, --fid --kid --prc --prdc for two");
+  c.met->add_option("a", m.a, "The generated set: an output folder, a .npy feature matrix, or images")->required();
+  c.met->add_option("b", m.b, "The real set (the same kinds)");
+  c.met->add_flag("--isc", m.isc, "Inception Score of A (needs the model's classifier: --model or --like)");
+  c.met->add_flag("--fid", m.fid, "FID of A and B");
+  c.met->add_flag("--kid", m.kid, "KID of A and B (clean-fid's)");
+  c.met->add_flag("--prc", m.prc, "Improved precision and recall (Kynkaanniemi et al.; torch-fidelity's prc)");
+  c.met->add_flag("--prdc", m.prdc, "Density and coverage (Naeem et al.; the prdc package, with its P/R)");
+  c.met->add_option("--isc-splits", m.isc_splits, "IS: splits")->capture_default_str()->check(CLI::Range(1, 100000));
+  c.met
+      ->add_option("--isc-seed", m.isc_seed,
+                   "IS: the seed of the rows' shuffle (NumPy RandomState's, as torch-fidelity)")
+      ->capture_default_str();
+  c.met->add_flag("--no-isc-shuffle{false}", m.isc_shuffle, "IS: split the rows in stored order");
+  c.met->add_option("--prc-k", m.prc_k, "Precision/recall: the k-th neighbour's radius")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  c.met->add_option("--prdc-k", m.prdc_k, "Density/coverage: the k-th neighbour's radius")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  c.met->add_option("--kid-subsets", m.kid_subsets, "KID: random subsets")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  c.met->add_option("--kid-subset-size", m.kid_subset_size, "KID: vectors per subset and side")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 100000000));
+  c.met->add_option("--seed", m.seed, "KID: the subsets' random seed")->capture_default_str();
+  c.met->add_option("--block-rows", m.row_block, "k-NN: rows of float64 distances computed at a time (x 4096 x 8 B)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  c.met->add_option("--json", m.json_out, "Also write every figure, the sides, their fingerprints and warnings here");
+  add_fid_model_options(c.met, m.m);
+  c.met->add_flag("--allow-mismatch", m.allow_mismatch,
+                  "Compare sides whose fingerprints differ (another model, resize or decode): refused by default");
+}
+
 /// compare, merge, report.
 void add_result_commands(CLI::App& app, Cli& c, const std::string& exit_status) {
   c.cmp =
@@ -441,13 +494,42 @@ void add_result_commands(CLI::App& app, Cli& c, const std::string& exit_status) 
   trace->require_subcommand(1);
 }
 
+/// Debian 12's OpenBLAS (0.3.21) does not know Intel's newest server CPUs (seen: family 6 model
+/// 207, an AVX-512 + AMX Xeon): it runs its Prescott (SSE3) kernels there, and dgemm is 4-5x
+/// slower (`metrics --prc` of 3,000 x 3,000 vectors: 7.4 s against 1.6 s). OpenBLAS picks its
+/// kernels when it loads, from OPENBLAS_CORETYPE: so when a command that uses it (stats, fid,
+/// metrics) finds it on such an old kernel on a CPU with AVX-512 (or AVX2 and FMA), it starts
+/// itself again with OPENBLAS_CORETYPE=SkylakeX (Haswell) and says so. A kernel OpenBLAS chose
+/// for the CPU, and an OPENBLAS_CORETYPE already set, are kept.
+void use_openblas_kernels_for_this_cpu(char** argv) {
+  if (!openblas_get_corename || std::getenv("OPENBLAS_CORETYPE")) return;
+  const std::string core = openblas_get_corename();
+  std::string lower;
+  for (const char ch : core) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  static const std::set<std::string> old = {"unknown", "katmai", "coppermine", "northwood",    "prescott",
+                                            "banias",  "atom",   "core2",      "penryn",       "dunnington",
+                                            "nehalem", "athlon", "opteron",    "opteron_sse3", "barcelona"};
+  const bool is_old = old.count(lower) > 0;
+  const CpuFeatures& f = cpu_features();
+  const char* better = f.avx512_bw_vl ? "SkylakeX" : f.avx2_fma ? "Haswell" : nullptr;
+  if (!is_old || !better) return;
+  std::cerr << "vecbench: OpenBLAS runs its " << core << " kernels on this CPU (it does not know it): starting again "
+            << "with OPENBLAS_CORETYPE=" << better << "\n";
+  setenv("OPENBLAS_CORETYPE", better, 1);
+  execv("/proc/self/exe", argv);
+  std::cerr << "vecbench: warning: could not start again (" << std::strerror(errno) << "): going on with the " << core
+            << " kernels\n";
+}
+
 /// Runs the parsed subcommand; returns the exit status.
 int dispatch(CLI::App& app, Cli& c, int argc, char** argv, const CommandHooks& hooks) {
+  if (*c.sts || *c.fid || *c.met) use_openblas_kernels_for_this_cpu(argv);
   if (*c.vec || *c.run) open_distribution(c.dist_args, &argc, &argv);
   if (*c.vec) return close_distribution(cmd_vectorize(c.va, hooks));
   if (*c.sts) return cmd_stats(c.stats_args);
   if (*c.models) return cmd_models();
   if (*c.fid) return cmd_fid(c.fid_args);
+  if (*c.met) return cmd_metrics(c.met_args);
   if (*c.ver) return cmd_verify(c.verify_dir, c.verify_repair, c.verify_progress);
   if (*c.mrg) return merge_command(c.merge_dirs, c.merge_results, c.merge_out, std::cout, std::cerr);
   if (*c.pre) return cmd_predecode(c.pd_images, c.pd_out, c.pd_resize, c.pd_size);
@@ -467,12 +549,22 @@ int dispatch(CLI::App& app, Cli& c, int argc, char** argv, const CommandHooks& h
 
 /// Every command's help ends with the page of docs/ that explains it.
 void add_doc_links(CLI::App& app) {
-  const std::map<std::string, std::string> page = {
-      {"vectorize", "vectorize"}, {"verify", "vectorize"},  {"predecode", "vectorize"},
-      {"stats", "fid"},           {"fid", "fid"},           {"models", "fid"},
-      {"devices", "engines"},     {"model", "engines"},     {"calibrate", "engines"},
-      {"tune", "engines"},        {"run", "experiments"},   {"compare", "experiments"},
-      {"report", "experiments"},  {"trace", "experiments"}, {"merge", "distributed"}};
+  const std::map<std::string, std::string> page = {{"vectorize", "vectorize"},
+                                                   {"verify", "vectorize"},
+                                                   {"predecode", "vectorize"},
+                                                   {"stats", "fid"},
+                                                   {"fid", "fid"},
+                                                   {"models", "fid"},
+                                                   {"metrics", "metrics"},
+                                                   {"devices", "engines"},
+                                                   {"model", "engines"},
+                                                   {"calibrate", "engines"},
+                                                   {"tune", "engines"},
+                                                   {"run", "experiments"},
+                                                   {"compare", "experiments"},
+                                                   {"report", "experiments"},
+                                                   {"trace", "experiments"},
+                                                   {"merge", "distributed"}};
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
     const auto it = page.find(sub->get_name());
     if (it == page.end()) continue;
@@ -509,6 +601,7 @@ void keep_freed_buffers() {
 void stop_idle_blas_threads() {
   if (blas_thread_shutdown_) blas_thread_shutdown_();
 }
+
 }  // namespace
 
 int run_cli(int argc, char** argv, const CommandHooks& hooks) {
@@ -534,6 +627,7 @@ int run_cli(int argc, char** argv, const CommandHooks& hooks) {
   add_tool_commands(app, c);
   add_result_commands(app, c, exit_status);
   add_store_commands(app, c);
+  add_metrics_command(app, c);
   add_doc_links(app);
   try {
     app.parse(argc, argv);

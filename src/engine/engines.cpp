@@ -11,8 +11,8 @@
 #include <system_error>
 
 #include "vecbench/core/error.hpp"
+#include "vecbench/core/zip_member.hpp"
 #include "vecbench/engine/engines.hpp"
-#include "vecbench/engine/model_file.hpp"
 #include "vecbench/engine/null_model.hpp"
 #include "vecbench/engine/torch_plugin.hpp"
 

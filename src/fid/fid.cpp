@@ -100,7 +100,7 @@ std::string npz_text(const npy::Array& a) {
 }  // namespace
 
 void for_each_feature(const fs::path& path, const std::function<void(const float*, int)>& row, std::string& fp_id,
-                      nlohmann::json& fields, std::string* weight_source) {
+                      nlohmann::json& fields, std::string* weight_source, std::vector<std::string>* names) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
     const Fingerprint fp = read_store_fingerprint(path);
@@ -124,6 +124,7 @@ void for_each_feature(const fs::path& path, const std::function<void(const float
             return;
           }
           row(v, d);
+          if (names) names->push_back(e.input);
         });
     if (bad > 0)
       throw IoError(path.string(), std::to_string(bad) +
@@ -182,7 +183,7 @@ FeatureSet load_features(const fs::path& path) {
         f.x.insert(f.x.end(), x, x + d);
         ++f.n;
       },
-      f.fingerprint_id, f.fingerprint, &f.weight_source);
+      f.fingerprint_id, f.fingerprint, &f.weight_source, &f.names);
   if (f.n == 0) throw IoError(path.string(), "holds no feature vectors");
   f.origin = path.string();
   return f;

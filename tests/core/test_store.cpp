@@ -16,7 +16,7 @@
 
 #include "vecbench/app/merge.hpp"
 #include "vecbench/core/sha256.hpp"
-#include "vecbench/engine/model_file.hpp"
+#include "vecbench/core/zip_member.hpp"
 #include "vecbench/output/writer.hpp"
 #include "vecbench/pipeline/progress.hpp"
 #include "vecbench/results/compare.hpp"

@@ -64,6 +64,22 @@ def make_crops(out, names, n, side, seed):
         im.crop((x, y, x + s, y + s)).resize((side, side), Image.LANCZOS).save(os.path.join(out, f"{i:04d}.png"))
 
 
+def run_vecbench(args, env, ok=True):
+    """vecbench ARGS; an AssertionError with its output unless it exits 0 (or not `ok`)."""
+    r = subprocess.run([EXE, *args], capture_output=True, text=True, env=env)
+    if ok and r.returncode != 0:
+        raise AssertionError(f"{args}: exit {r.returncode}\n{r.stdout}\n{r.stderr}")
+    return r
+
+
+def run_tool(code, args, env):
+    """The Python code `code` in the tools' venv; its stdout (an AssertionError if it fails)."""
+    r = subprocess.run([PY, "-c", code, *args], capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        raise AssertionError(f"the tool failed: exit {r.returncode}\n{r.stdout}\n{r.stderr}")
+    return r.stdout
+
+
 def tool_weights(seed):
     """A state_dict in the tools' layout: the tf2015 backbone plus fc (1008 classes)."""
     sd = dict(seeded_state_dict("tf2015", seed))
@@ -101,16 +117,10 @@ class FidTools(unittest.TestCase):
         cls.tmp.cleanup()
 
     def vb(self, *args, ok=True, env=None):
-        r = subprocess.run([EXE, *args], capture_output=True, text=True, env=env or self.env)
-        if ok and r.returncode != 0:
-            raise AssertionError(f"{args}: exit {r.returncode}\n{r.stdout}\n{r.stderr}")
-        return r
+        return run_vecbench(args, env or self.env, ok)
 
     def tool(self, code, *args):
-        r = subprocess.run([PY, "-c", code, *args], capture_output=True, text=True, env=self.env)
-        if r.returncode != 0:
-            raise AssertionError(f"the tool failed: exit {r.returncode}\n{r.stdout}\n{r.stderr}")
-        return r.stdout
+        return run_tool(code, args, self.env)
 
     def vecbench_fid(self, like, *extra):
         out = os.path.join(self.tmp.name, f"{like}.json")
@@ -141,9 +151,11 @@ class FidTools(unittest.TestCase):
         print(f"pytorch-fid {theirs!r} vecbench {ours['fid']!r} rel {ours['fid'] / theirs - 1:.2e}")
 
     def test_torch_fidelity(self):
+        # IS and precision/recall too (issue #49), all on its Inception (prc's default is VGG-16)
         code = ("import sys, json, torch_fidelity as tf\n"
                 "m = tf.calculate_metrics(input1=sys.argv[1], input2=sys.argv[2], cuda=False, fid=True, kid=True,\n"
-                "    kid_subsets=1, kid_subset_size=int(sys.argv[3]), cache=False, verbose=False)\n"
+                "    kid_subsets=1, kid_subset_size=int(sys.argv[3]), isc=True, prc=True,\n"
+                "    feature_extractor='inception-v3-compat', cache=False, verbose=False)\n"
                 "print(json.dumps(m))\n")
         theirs = cached(self.key("torch-fidelity", "weights-inception-2015-12-05-6726825d.pth", code, str(N)),
                         lambda: json.loads(self.tool(code, self.a, self.b, str(N)).strip().splitlines()[-1]))
@@ -154,6 +166,18 @@ class FidTools(unittest.TestCase):
         self.assertEqual(ours["like"], "torch-fidelity")
         print(f"torch-fidelity FID {fid!r} vecbench {ours['fid']!r} rel {ours['fid'] / fid - 1:.2e}; "
               f"KID {kid!r} vecbench {ours['kid']!r} rel {ours['kid'] / kid - 1:.2e}")
+        # `vecbench metrics` on the same stores: IS from the stored vectors and the imported classifier
+        out = os.path.join(self.tmp.name, "metrics-tf.json")
+        self.vb("metrics", self.a, self.b, "--like", "torch-fidelity", "--isc", "--prc", "--json", out)
+        with open(out) as f:
+            m = json.load(f)
+        isc = theirs["inception_score_mean"]
+        self.assertAlmostEqual(m["isc"]["mean"] / isc, 1.0, delta=1e-5, msg=(m["isc"], isc))
+        self.assertAlmostEqual(m["isc"]["std"], theirs["inception_score_std"], delta=1e-5 * isc)
+        self.assertAlmostEqual(m["prc"]["precision"], theirs["precision"], delta=1e-6)
+        self.assertAlmostEqual(m["prc"]["recall"], theirs["recall"], delta=1e-6)
+        print(f"torch-fidelity IS {isc!r} vecbench {m['isc']['mean']!r}; precision {theirs['precision']!r} "
+              f"{m['prc']['precision']!r}, recall {theirs['recall']!r} {m['prc']['recall']!r}")
 
     def test_clean_fid_legacy_pytorch(self):
         # clean-fid's own functions, as compute_fid and compute_kid call them (one feature pass for

@@ -141,6 +141,27 @@ struct FidArgs {
 };
 /// `vecbench fid A B`: prints FID as the last line (and KID with --kid).
 int cmd_fid(const FidArgs& args);
+/// `vecbench metrics A [B]`'s settings (docs/metrics.md). A is the generated set (torch-fidelity's
+/// input1, prdc's fake), B the real one (input2, prdc's real).
+struct MetricsArgs {
+  std::string a, b;  ///< output folders, .npy feature matrices, or images (vectorized first); b: "" for none
+  bool isc = false, fid = false, kid = false, prc = false, prdc = false;  ///< none: all that the sides allow
+  int isc_splits = 10;                                                    ///< --isc-splits
+  bool isc_shuffle = true;             ///< --no-isc-shuffle: the splits in stored order
+  std::uint32_t isc_seed = 2020;       ///< --isc-seed: torch-fidelity's rng_seed
+  int prc_k = 3;                       ///< --prc-k: torch-fidelity's prc_neighborhood
+  int prdc_k = 5;                      ///< --prdc-k: prdc's nearest_k
+  int kid_subsets = 100;               ///< --kid-subsets
+  std::size_t kid_subset_size = 1000;  ///< --kid-subset-size
+  std::uint64_t seed = 0;              ///< --seed: the KID subsets
+  std::size_t row_block = 1024;        ///< --block-rows: rows of float64 distances at a time
+  std::string json_out;                ///< --json FILE
+  bool allow_mismatch = false;         ///< --allow-mismatch
+  FidModelArgs m;
+};
+/// `vecbench metrics A [B]`: the Inception Score of A (from its stored pool_3 vectors and the
+/// model's classifier), FID, KID, precision/recall and density/coverage of A against B, one line each.
+int cmd_metrics(const MetricsArgs& args);
 /// `vecbench verify OUT [--repair]`: every stored vector against its manifest line and checksum;
 /// 0 all good, 2 some missing, truncated or corrupted (printed), `repair` moves their files aside.
 int cmd_verify(const std::string& out, bool repair, double progress_s);

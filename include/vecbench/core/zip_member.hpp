@@ -1,7 +1,8 @@
 // Reading a member of a model file without LibTorch: a TorchScript file is a zip archive whose
 // members are stored uncompressed, so the export's `extra/vecbench_meta.json` can be read in
 // microseconds instead of loading the whole module (about half a second) just to learn the
-// model's arch, sizes and weight checksum at start-up.
+// model's arch, sizes and weight checksum at start-up (engine/engines.cpp), and its classifier's
+// extra files without LibTorch at all (fid/metrics.cpp).
 #pragma once
 #include <cstdint>
 #include <cstdio>

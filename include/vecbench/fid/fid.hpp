@@ -28,6 +28,9 @@ struct FeatureSet {
   std::size_t n = 0;
   int dim = 0;
   std::vector<float> x;  ///< n x dim, row-major
+  /// Each row's input as its store's manifest names it (empty for a .npy matrix): the Inception
+  /// Score orders rows by it, as torch-fidelity orders files by their sorted paths.
+  std::vector<std::string> names;
   std::string fingerprint_id;
   nlohmann::json fingerprint = nullptr;
   std::string weight_source;
@@ -39,9 +42,11 @@ struct FeatureSet {
 /// `fp_id`, `fields` (and `weight_source`, when given) from the folder's vecbench.json. Every
 /// stored vector is checked against its manifest line's checksum as it is read: a folder with
 /// vectors that fail it is refused (IoError naming how many and the first), after the others
-/// were passed to `row`. Throws naming the file and the cause.
+/// were passed to `row`. Throws naming the file and the cause. `names`, when given, gets each
+/// row's input name (a store's rows only).
 void for_each_feature(const std::filesystem::path& path, const std::function<void(const float*, int)>& row,
-                      std::string& fp_id, nlohmann::json& fields, std::string* weight_source = nullptr);
+                      std::string& fp_id, nlohmann::json& fields, std::string* weight_source = nullptr,
+                      std::vector<std::string>* names = nullptr);
 
 /// Streams `path`'s features into their statistics (memory independent of N).
 FeatureStats compute_stats(const std::filesystem::path& path);

@@ -1,0 +1,148 @@
+// `vecbench metrics A [B]` (include/vecbench/fid/metrics.hpp, docs/metrics.md): the Inception
+// Score, FID, KID, precision/recall and density/coverage from the same stores, one line each.
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <optional>
+
+#include "fid_inputs.hpp"
+#include "vecbench/app/commands.hpp"
+#include "vecbench/core/error.hpp"
+#include "vecbench/core/fs_util.hpp"
+#include "vecbench/fid/fid.hpp"
+#include "vecbench/fid/metrics.hpp"
+
+namespace vecbench {
+#ifdef VECBENCH_WITH_FID
+using namespace fid_inputs;
+
+namespace {
+
+/// The classifier of the model that made `a`'s vectors: the chosen model (--model, --like, else
+/// as fid chooses), refused when the store says another model made them.
+Classifier classifier_for(FeatureInputs& inputs, const FeatureSet& a, std::vector<std::string>& warnings) {
+  const ModelInfo& m = inputs.model();
+  const std::string made_by = a.fingerprint.is_object() ? a.fingerprint.value("model_sha256", std::string()) : "";
+  if (made_by.empty())
+    warnings.push_back(a.origin + ": no fingerprint, so which model made its vectors is not known: the classifier of " +
+                       m.path + " is applied to them unchecked");
+  else if (made_by != m.identity())
+    throw ConfigError("--isc", a.origin + " was vectorized by the model of weights " + made_by.substr(0, 16) + " (" +
+                                   (a.weight_source.empty() ? std::string("source unknown") : a.weight_source) +
+                                   "), not by " + m.path + " (" + m.identity().substr(0, 16) +
+                                   "): that model's classifier does not belong to these vectors; pass --model FILE, "
+                                   "the model " +
+                                   a.origin + " was vectorized with");
+  return load_classifier(m.path);
+}
+
+void print_is(const InceptionScore& s, const std::string& origin, const char* label) {
+  std::printf("IS %.10g +- %.4g (%d splits of %zu vectors of %s; torch-fidelity's isc)%s\n", s.mean, s.std, s.splits,
+              s.n, origin.c_str(), label);
+}
+
+void print_neighbours(const NeighbourMetrics& r, const char* label) {
+  if (r.prc)
+    std::printf("precision %.10g recall %.10g f_score %.6g (k=%d; torch-fidelity's prc)%s\n", r.prc->precision,
+                r.prc->recall, r.prc->f_score, r.prc->k, label);
+  if (r.prdc)
+    std::printf("density %.10g coverage %.10g precision %.10g recall %.10g (k=%d; prdc)%s\n", r.prdc->density,
+                r.prdc->coverage, r.prdc->precision, r.prdc->recall, r.prdc->k, label);
+}
+
+nlohmann::json to_json(const NeighbourMetrics& r) {
+  nlohmann::json j = nlohmann::json::object();
+  if (r.prc)
+    j["prc"] = {{"k", r.prc->k},
+                {"precision", r.prc->precision},
+                {"recall", r.prc->recall},
+                {"f_score", r.prc->f_score},
+                {"definition", "torch-fidelity 0.4 prc: <= the k-th neighbour distance"}};
+  if (r.prdc)
+    j["prdc"] = {{"k", r.prdc->k},
+                 {"precision", r.prdc->precision},
+                 {"recall", r.prdc->recall},
+                 {"density", r.prdc->density},
+                 {"coverage", r.prdc->coverage},
+                 {"definition", "prdc 0.2 compute_prdc: < the k-th neighbour distance"}};
+  return j;
+}
+
+}  // namespace
+
+int cmd_metrics(const MetricsArgs& args) {
+  MetricsArgs o = args;
+  const bool two = !o.b.empty();
+  if (!(o.isc || o.fid || o.kid || o.prc || o.prdc)) (two ? (o.fid = o.kid = o.prc = o.prdc = true) : (o.isc = true));
+  if (!two && (o.fid || o.kid || o.prc || o.prdc))
+    throw ConfigError("metrics", "--fid, --kid, --prc and --prdc compare two sides: pass B (the real set) too");
+  FeatureInputs inputs(o.m, "metrics");
+  std::vector<std::string> warnings;
+  const std::string pa = inputs.as_features(o.a), pb = two ? inputs.as_features(o.b) : std::string();
+  const bool need_sets = o.isc || o.kid || o.prc || o.prdc;
+  const char* why = "IS, KID, precision/recall and density/coverage";
+  FeatureSet a, b;
+  if (need_sets) a = inputs.set_at(pa, why);
+  if (need_sets && two) b = inputs.set_at(pb, why);
+  if (two && need_sets) {
+    const auto w = check_sides(side_of(a), side_of(b), o.allow_mismatch, "metrics", false);
+    warnings.insert(warnings.end(), w.begin(), w.end());
+  }
+  nlohmann::json j = {{"a", pa}, {"b", pb}, {"a_role", "generated"}, {"b_role", "real"}};
+  if (need_sets) j["n_a"] = a.n, j["fingerprint_a"] = a.fingerprint_id, j["weight_source_a"] = a.weight_source;
+  if (need_sets && two) j["n_b"] = b.n, j["fingerprint_b"] = b.fingerprint_id, j["weight_source_b"] = b.weight_source;
+  std::optional<InceptionScore> is;
+  std::optional<FidResult> fid;
+  std::optional<KidResult> kid;
+  NeighbourMetrics nb;
+  if (o.isc) {
+    const Classifier c = classifier_for(inputs, a, warnings);
+    is = inception_score(a, c, o.isc_splits, o.isc_shuffle, o.isc_seed);
+    j["isc"] = {{"mean", is->mean},
+                {"std", is->std},
+                {"splits", is->splits},
+                {"shuffle_seed", o.isc_shuffle ? nlohmann::json(o.isc_seed) : nlohmann::json(nullptr)},
+                {"classifier", c.origin},
+                {"classifier_sha256", c.sha256},
+                {"definition", "torch-fidelity 0.4 isc on logits_unbiased (W pool_3, float64)"}};
+  }
+  if (o.fid) {
+    const FeatureStats sa = inputs.stats_at(pa), sb = inputs.stats_at(pb);
+    const auto w = check_sides(side_of(sa), side_of(sb), o.allow_mismatch, "metrics", true);
+    for (const auto& x : w)
+      if (std::find(warnings.begin(), warnings.end(), x) == warnings.end()) warnings.push_back(x);
+    fid = frechet_distance(sa, sb);
+    j["fid"] = fid->fid;
+  }
+  if (o.kid) {
+    kid = kernel_distance(a, b, o.kid_subsets, o.kid_subset_size, o.seed);
+    j["kid"] = {{"mean", kid->mean}, {"std", kid->std}, {"subsets", kid->subsets}, {"subset_size", kid->subset_size}};
+  }
+  KnnOptions knn;
+  knn.row_block = o.row_block;
+  if (o.prc || o.prdc) {
+    nb = neighbour_metrics(a, b, o.prc ? o.prc_k : 0, o.prdc ? o.prdc_k : 0, knn);
+    j.update(to_json(nb));
+  }
+  const bool synthetic = inputs.synthetic();
+  j["synthetic_weights"] = synthetic;
+  if (synthetic) j["weights"] = "synthetic weights";
+  j["warnings"] = warnings;
+  for (const auto& w : warnings) std::cerr << "vecbench metrics: warning: " << w << "\n";
+  if (!o.json_out.empty()) atomic_write(o.json_out, j.dump(2) + "\n");
+  const char* label = synthetic ? kSyntheticLabel : "";
+  if (is) print_is(*is, pa, label);
+  if (fid) std::printf("FID %.10g%s\n", fid->fid, label);
+  if (kid)
+    std::printf("KID %.10g +- %.3g (%d subsets of %zu)%s\n", kid->mean, kid->std, kid->subsets, kid->subset_size,
+                label);
+  print_neighbours(nb, label);
+  return 0;
+}
+
+#else
+int cmd_metrics(const MetricsArgs&) {
+  throw Error("vecbench metrics: this build has no LAPACKE/OpenBLAS (apt-get install liblapacke-dev libopenblas-dev)");
+}
+#endif
+}  // namespace vecbench
