@@ -11,8 +11,9 @@ or `DecodeJpeg/contents:0` (JPEG bytes); fetch `pool_3:0` ([1,1,1,2048]).
 
 Weights: --weights FILE (a state_dict in torchvision's Inception3 key layout saved by
 torch.save, as tools/export_inception.py --weights takes; read without PyTorch; fc.* become
-softmax/* when they are [1008,2048]/[1008], else seeded) or --seed N (deterministic synthetic
-weights: fan-in scaled kernels, near-identity batch norm). The GraphDef says producer version 8,
+softmax/* when they are [1008,2048]/[1008], as an export's classifier_weight/classifier_bias do,
+else seeded) or --seed N (deterministic synthetic weights: fan-in scaled kernels, near-identity
+batch norm). The GraphDef says producer version 8,
 as the 2015 file does (BatchNormWithGlobalNormalization is refused from version 9 on).
 
 Run with a Python that has TensorFlow (tools/peers_setup.sh tensorflow):
@@ -123,9 +124,10 @@ class Weights:
         return np.ascontiguousarray(w.transpose(2, 3, 1, 0)), bn
 
     def softmax(self):
-        if self.sd is not None and "fc.weight" in self.sd and np.shape(self.sd["fc.weight"]) == (NUM_CLASSES, 2048):
-            return (np.ascontiguousarray(self._get("fc.weight", (NUM_CLASSES, 2048)).T),
-                    self._get("fc.bias", (NUM_CLASSES,)))
+        # a state_dict's fc, or an export's classifier buffers (tools/export_inception.py keeps it)
+        for w, b in (("fc.weight", "fc.bias"), ("classifier_weight", "classifier_bias")):
+            if self.sd is not None and w in self.sd and np.shape(self.sd[w]) == (NUM_CLASSES, 2048):
+                return np.ascontiguousarray(self._get(w, (NUM_CLASSES, 2048)).T), self._get(b, (NUM_CLASSES,))
         rng = np.random.default_rng(1008)
         return ((0.02 * rng.standard_normal((2048, NUM_CLASSES))).astype(np.float32),
                 (0.01 * rng.standard_normal(NUM_CLASSES)).astype(np.float32))
@@ -347,7 +349,7 @@ def main(argv=None):
         return 2
     if weights.sd is not None:
         left = sorted(k for k in weights.sd if k not in weights.used and not k.startswith(("AuxLogits.", "fc."))
-                      and not k.endswith("num_batches_tracked") and not k.startswith("input_"))
+                      and not k.endswith("num_batches_tracked") and not k.startswith(("input_", "classifier_")))
         if left:
             print(f"{PROG}: error: {args.weights}: unexpected keys {left[:6]}", file=sys.stderr)
             return 2

@@ -499,7 +499,8 @@ void add_result_commands(CLI::App& app, Cli& c, const std::string& exit_status) 
 /// slower (`metrics --prc` of 3,000 x 3,000 vectors: 7.4 s against 1.6 s). OpenBLAS picks its
 /// kernels when it loads, from OPENBLAS_CORETYPE: so when a command that uses it (stats, fid,
 /// metrics) finds it on such an old kernel on a CPU with AVX-512 (or AVX2 and FMA), it starts
-/// itself again with OPENBLAS_CORETYPE=SkylakeX (Haswell) and says so. A kernel OpenBLAS chose
+/// itself again with OPENBLAS_CORETYPE=SkylakeX (Haswell), before it printed anything (the
+/// first line stays the model's; OPENBLAS_VERBOSE=2 shows the kernel). A kernel OpenBLAS chose
 /// for the CPU, and an OPENBLAS_CORETYPE already set, are kept.
 void use_openblas_kernels_for_this_cpu(char** argv) {
   if (!openblas_get_corename || std::getenv("OPENBLAS_CORETYPE")) return;
@@ -513,8 +514,6 @@ void use_openblas_kernels_for_this_cpu(char** argv) {
   const CpuFeatures& f = cpu_features();
   const char* better = f.avx512_bw_vl ? "SkylakeX" : f.avx2_fma ? "Haswell" : nullptr;
   if (!is_old || !better) return;
-  std::cerr << "vecbench: OpenBLAS runs its " << core << " kernels on this CPU (it does not know it): starting again "
-            << "with OPENBLAS_CORETYPE=" << better << "\n";
   setenv("OPENBLAS_CORETYPE", better, 1);
   execv("/proc/self/exe", argv);
   std::cerr << "vecbench: warning: could not start again (" << std::strerror(errno) << "): going on with the " << core

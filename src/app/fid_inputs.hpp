@@ -158,6 +158,11 @@ class FeatureInputs {
   /// The model image inputs are (or would be) vectorized with, chosen once (the first line says
   /// which and why; synthetic weights are refused unless allowed).
   const ModelInfo& model() { return chosen_model(); }
+  /// Makes `like` (a store's preset) the choice when neither --model nor --like was given and no
+  /// model was chosen yet.
+  void default_like(const std::string& like) {
+    if (!choice_ && m_.model.empty() && m_.like.empty() && !like.empty()) m_.like = find_fid_preset(like).name;
+  }
 
  private:
   const ModelInfo& chosen_model() {

@@ -19,8 +19,10 @@ using namespace fid_inputs;
 namespace {
 
 /// The classifier of the model that made `a`'s vectors: the chosen model (--model, --like, else
-/// as fid chooses), refused when the store says another model made them.
+/// the preset the store was made with, else as fid chooses), refused when the store says another
+/// model made them.
 Classifier classifier_for(FeatureInputs& inputs, const FeatureSet& a, std::vector<std::string>& warnings) {
+  if (a.fingerprint.is_object()) inputs.default_like(a.fingerprint.value("like", std::string()));
   const ModelInfo& m = inputs.model();
   const std::string made_by = a.fingerprint.is_object() ? a.fingerprint.value("model_sha256", std::string()) : "";
   if (made_by.empty())

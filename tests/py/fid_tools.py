@@ -176,6 +176,10 @@ class FidTools(unittest.TestCase):
         self.assertAlmostEqual(m["isc"]["std"], theirs["inception_score_std"], delta=1e-5 * isc)
         self.assertAlmostEqual(m["prc"]["precision"], theirs["precision"], delta=1e-6)
         self.assertAlmostEqual(m["prc"]["recall"], theirs["recall"], delta=1e-6)
+        again = os.path.join(self.tmp.name, "metrics-tf-store.json")
+        self.vb("metrics", m["a"], "--isc", "--json", again)  # A's store alone: its preset's classifier
+        with open(again) as f:
+            self.assertEqual(json.load(f)["isc"]["mean"], m["isc"]["mean"])
         print(f"torch-fidelity IS {isc!r} vecbench {m['isc']['mean']!r}; precision {theirs['precision']!r} "
               f"{m['prc']['precision']!r}, recall {theirs['recall']!r} {m['prc']['recall']!r}")
 
