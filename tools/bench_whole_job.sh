@@ -118,12 +118,55 @@ EOF
   echo "  $name: wall ${wall}s rss ${rss}KB"
 }
 
+# The peers at their best (issue #50): before the rounds, each peer runs a small grid of the
+# settings its documentation recommends for throughput (10 s each; recorded as sweep-*): ONNX
+# Runtime one session of 2 threads or one 1-thread session per core in as many processes, at
+# batch 1, 4 and 8; OpenVINO's LATENCY hint (one request, 2 threads) and its THROUGHPUT hint (2
+# streams, an async queue of 2 or 4 requests, or the plugin's own choice). The best of each is
+# then measured in every round (ort-best, ov-best) beside the fixed settings of earlier reports
+# (ort-b8-t2, ov-b8-t2), and the report takes the best peer of each round. TUNE_PEERS=0: none.
+TUNE_PEERS=${TUNE_PEERS:-1}
+declare -A SWEEP=()
+best_of() {  # best_of PREFIX: the sweep entry of PREFIX with the highest img/s it printed
+  python3 - "$RAW" "$1" << 'PY'
+import json, re, sys
+runs = [json.loads(l) for l in open(sys.argv[1])]
+rate = lambda r: float(re.search(r"img_per_s=([\d.]+)", r["line"]).group(1))
+print(max((r for r in runs if r["name"].startswith(sys.argv[2])), key=rate)["name"])
+PY
+}
+if [ "$TUNE_PEERS" = 1 ] && [ "${BASE:-1}" = 1 ]; then
+  echo "sweep: the peers' settings"
+  for cfg in "1 2 8" "1 2 4" "1 2 1" "2 1 8" "2 1 4" "2 1 1"; do
+    read -r p t b <<< "$cfg"
+    SWEEP[sweep-ort-p${p}t${t}b${b}]="$ORT_PY tools/peers/ort_bench.py $ONNX $b $t 15 $p"
+    measure "sweep-ort-p${p}t${t}b${b}" "" "$ORT_PY" tools/peers/ort_bench.py "$ONNX" "$b" "$t" 10 "$p"
+  done
+  ORT_BEST=$(best_of sweep-ort-)
+  echo "sweep: ONNX Runtime's best: $ORT_BEST"
+  if [ -x "$OV_PY" ]; then
+    for cfg in "LATENCY 8 auto 0" "LATENCY 4 auto 0" "THROUGHPUT 4 2 2" "THROUGHPUT 1 2 4" "THROUGHPUT 8 2 2" \
+               "THROUGHPUT 4 auto 0"; do
+      read -r h b st q <<< "$cfg"
+      n="sweep-ov-${h,,}-b${b}-s${st}-q${q}"
+      SWEEP[$n]="$OV_PY tools/peers/openvino_bench.py $ONNX $b 2 f32 15 $h $st $q"
+      measure "$n" "" "$OV_PY" tools/peers/openvino_bench.py "$ONNX" "$b" 2 f32 10 "$h" "$st" "$q"
+    done
+    OV_BEST=$(best_of sweep-ov-)
+    echo "sweep: OpenVINO's best: $OV_BEST"
+  fi
+fi
+
 for r in $(seq 1 "$ROUNDS"); do
   echo "round $r/$ROUNDS"
   if [ "${BASE:-1}" = 1 ]; then
     measure default-60 "$WORK/o60" "$VB" vectorize --images "$WORK/photos60.txt" --out "$WORK/o60"
     measure default-100 "$WORK/o100" "$VB" vectorize --images "$WORK/photos100.txt" --out "$WORK/o100"
     measure ort-b8-t2 "" "$ORT_PY" tools/peers/ort_bench.py "$ONNX" 8 2 15
+    # shellcheck disable=SC2086  # the sweep's command line, split into its words
+    if [ -n "${ORT_BEST:-}" ]; then measure ort-best "" ${SWEEP[$ORT_BEST]}; fi
+    # shellcheck disable=SC2086
+    if [ -n "${OV_BEST:-}" ]; then measure ov-best "" ${SWEEP[$OV_BEST]}; fi
     # vecbench's own model-only rate: the default route on synthetic input (its printed img/s)
     measure model-only-default "$WORK/m" "$VB" vectorize --images synthetic:96 --out "$WORK/m" --format none
     if [ "$INT8" = 1 ]; then
@@ -172,5 +215,5 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 "${MASK[@]}" "$VB" vectorize --images synthetic:1 --out "$WORK/route" --format none > "$WORK/route.log" 2>&1
 grep -m1 "route from" "$WORK/route.log" > "$WORK/route.txt"
-CPUID_MASK=${CPUID_MASK:-} python3 tools/bench_whole_job_report.py "$RAW" "$RESULTS/$STAMP" "$(cat "$WORK/route.txt")" "$(nproc)" "$(uptime)" \
-  "$("$VB" --version 2>&1 | head -1)"
+ORT_BEST=${ORT_BEST:-} OV_BEST=${OV_BEST:-} CPUID_MASK=${CPUID_MASK:-} python3 tools/bench_whole_job_report.py "$RAW" \
+  "$RESULTS/$STAMP" "$(cat "$WORK/route.txt")" "$(nproc)" "$(uptime)" "$("$VB" --version 2>&1 | head -1)"

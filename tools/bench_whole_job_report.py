@@ -52,7 +52,9 @@ def med(name, key):
 
 # Commands whose rate is the img/s they printed (peers, model-only and large-photo runs); the
 # others' is their images over their wall time.
-PRINTS_RATE = ("large-", "model-only", "ort", "ov-")
+PRINTS_RATE = ("large-", "model-only", "ort", "ov-", "sweep-")
+# The fp32 model-only peers of each round (ort-best / ov-best: the best of the sweep, issue #50)
+FP32_PEERS = ("ort-b8-t2", "ov-b8-t2", "ort-best", "ov-best")
 
 
 def printed_ips(r):
@@ -85,6 +87,17 @@ def run_ips(name, r):
     return images(name) / r["wall_s"] if r.get("wall_s") else None
 
 
+def paired_best(a, peers):
+    """a's img/s over the best of `peers` in each round: (median, min, max, rounds), or None."""
+    ra = [run_ips(a, r) for r in by.get(a, [])]
+    best = []
+    for k in range(len(ra)):
+        rates = [run_ips(p, by[p][k]) for p in peers if len(by.get(p, [])) > k]
+        best.append(max((x for x in rates if x), default=None))
+    q = [x / y for x, y in zip(ra, best) if x and y]
+    return (statistics.median(q), min(q), max(q), len(q)) if q else None
+
+
 def paired(a, b):
     """a's img/s over b's, round by round (the k-th run of each: the rounds interleave every
     command, so a drift of the machine's speed cancels): (median, min, max, rounds), or None."""
@@ -107,10 +120,10 @@ if "default-100" in summary and "ort-b8-t2" in summary:  # the base set (BASE=0 
     one_batch_s = batch * replicas / d100  # one replica's batch at the run's throughput
     startup = summary["default-100"]["first_output_s"]
     rss = max(summary["default-60"]["rss_mb"], summary["default-100"]["rss_mb"])
-    peers = {k: summary[k]["img_per_s"] for k in ("ort-b8-t2", "ov-b8-t2") if k in summary}
+    peers = {k: summary[k]["img_per_s"] for k in FP32_PEERS if k in summary}
     best_peer = max(peers, key=peers.get)
     targets += [
-        (f"default command, 100 photos vs the better model-only peer (`{best_peer}`, fp32 b8, 2 threads; #29)",
+        (f"default command, 100 photos vs the best model-only peer (`{best_peer}`, fp32; #29, #50)",
          d100 / peers[best_peer], ">= 1.2x", d100 / peers[best_peer] >= 1.2),
         ("default command, 100 photos vs ONNX Runtime model-only (b8, 2 threads)", d100 / ort, ">= 0.9x", d100 / ort >= 0.9),
     ]
@@ -164,8 +177,10 @@ for n in sorted((k for k in summary if k.startswith("seed-dp3-b")), key=lambda k
                         f"process, 100 photos, .vc)", dp / sq, ">= 1.0x (never slower)", dp / sq >= 1.0))
 pairs = []  # (what, (median, min, max, rounds)): ratios taken within each round
 if "default-100" in by:
-    for peer in ("ort-b8-t2", "ov-b8-t2"):
+    for peer in FP32_PEERS:
         pairs.append((f"default command, 100 photos, vs `{peer}`", paired("default-100", peer)))
+    pairs.append(("**default command, 100 photos, vs the best fp32 peer of each round**",
+                  paired_best("default-100", FP32_PEERS)))
     pairs.append(("default command, 100 photos, vs its own model-only rate", paired("default-100", "model-only-default")))
     pairs.append(("default command, 100 photos: after (this binary) vs before (`OLD_VECBENCH`)",
                   paired("default-100", "old-default-100")))
@@ -203,8 +218,21 @@ with open(out + ".md", "w") as f:
             "quantize_static QDQ per-channel, OpenVINO's nncf.quantize) in the same benchmark scripts. `bf16-100` / "
             "`model-only-bf16`: `default-100` / `model-only-default` with `--precision bf16`; `ov-bf16-b8-t2`: "
             "`tools/peers/openvino_bench.py inc.onnx 8 2 bf16 15`.\n\n")
+    sweep = [n for n in summary if n.startswith("sweep-")]
+    if sweep:
+        f.write("The peers' settings, swept before the rounds (issue #50; 10 s each; `sweep-ort-pPtTbB`: "
+                "`tools/peers/ort_bench.py inc.onnx B T 10 P`, P processes of T threads; `sweep-ov-HINT-bB-sS-qQ`: "
+                "`tools/peers/openvino_bench.py inc.onnx B 2 f32 10 HINT S Q`, S streams and an async queue of Q "
+                "requests for THROUGHPUT, auto/0: the plugin's choice); the best of each peer (`"
+                f"{os.environ.get('ORT_BEST', '')}`, `{os.environ.get('OV_BEST', '')}`) ran in every round as "
+                "`ort-best` / `ov-best` (15 s):\n\n| setting | img/s |\n|---|---:|\n")
+        for n in sweep:
+            f.write(f"| `{n}` | {summary[n]['img_per_s']:.2f} |\n")
+        f.write("\n")
     f.write("| command | runs | wall s (median) | img/s | peak RSS MB | first feature written s |\n|---|---:|---:|---:|---:|---:|\n")
     for n, s in summary.items():
+        if n.startswith("sweep-"):
+            continue
         fo = "" if s["first_output_s"] is None else f"{s['first_output_s']:.2f}"
         f.write(f"| `{n}` | {s['runs']} | {s['wall_s']:.2f} | {s['img_per_s']:.2f} | {s['rss_mb']:.0f} | {fo} |\n")
     f.write("\n(`ort-b8-t2`, `ov-b8-t2`: img/s is their own model-only figure; their wall time includes a fixed 15 s loop.)\n\n")

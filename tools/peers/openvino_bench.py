@@ -2,7 +2,10 @@
 """Peer: OpenVINO (the openvino wheel, CPU plugin) model-only throughput on a synthetic batch, the
 ONNX model read directly; PRECISION f32 (default) or bf16 (INFERENCE_PRECISION_HINT; only where
 the CPU has AVX-512 BF16, else it says why and exits 3).
-usage: openvino_bench.py MODEL.onnx BATCH THREADS [f32|bf16] [SECONDS]"""
+usage: openvino_bench.py MODEL.onnx BATCH THREADS [f32|bf16] [SECONDS] [HINT] [STREAMS] [QUEUE]
+HINT: LATENCY (default: one request, run synchronously) or THROUGHPUT (issue #50: OpenVINO's own
+advice for throughput: STREAMS parallel streams, default its choice, fed by an AsyncInferQueue of
+QUEUE requests, default the plugin's optimal number)."""
 import sys
 import time
 
@@ -11,6 +14,9 @@ import numpy as np
 model, batch, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 precision = sys.argv[4] if len(sys.argv) > 4 else "f32"
 secs = float(sys.argv[5]) if len(sys.argv) > 5 else 8.0
+hint = sys.argv[6] if len(sys.argv) > 6 else "LATENCY"
+streams = sys.argv[7] if len(sys.argv) > 7 else "auto"
+queue = int(sys.argv[8]) if len(sys.argv) > 8 else 0
 if precision == "bf16" and "avx512_bf16" not in open("/proc/cpuinfo").read():
     print("openvino: skipped: bf16 needs a CPU with AVX-512 BF16 (no avx512_bf16 in /proc/cpuinfo)")
     sys.exit(3)
@@ -21,15 +27,38 @@ cpu = core.get_property("CPU", "FULL_DEVICE_NAME")
 m = core.read_model(model)
 m.reshape([batch, 3, 299, 299])
 print(f"openvino {ov.__version__}: compile_model on {cpu} ...", flush=True)
-compiled = core.compile_model(m, "CPU", {"INFERENCE_NUM_THREADS": threads, "INFERENCE_PRECISION_HINT": precision,
-                                         "PERFORMANCE_HINT": "LATENCY"})
-req = compiled.create_infer_request()
+config = {"INFERENCE_NUM_THREADS": threads, "INFERENCE_PRECISION_HINT": precision, "PERFORMANCE_HINT": hint}
+if hint == "THROUGHPUT" and streams != "auto":
+    config["NUM_STREAMS"] = int(streams)
+compiled = core.compile_model(m, "CPU", config)
 x = np.random.default_rng(0).uniform(-1, 1, (batch, 3, 299, 299)).astype(np.float32)
-for _ in range(3):
-    req.infer({0: x})
-t0, n = time.time(), 0
-while time.time() - t0 < secs:
-    req.infer({0: x})
-    n += batch
+if hint == "LATENCY":
+    req = compiled.create_infer_request()
+    for _ in range(3):
+        req.infer({0: x})
+    t0, n = time.time(), 0
+    while time.time() - t0 < secs:
+        req.infer({0: x})
+        n += batch
+    detail = ""
+else:
+    depth = queue or compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS")
+    q = ov.AsyncInferQueue(compiled, depth)
+    done = [0]
+
+    def finished(_request, _userdata):
+        done[0] += batch
+
+    q.set_callback(finished)
+    for _ in range(2 * depth):  # warm-up: every request once, twice
+        q.start_async({0: x})
+    q.wait_all()
+    done[0] = 0
+    t0 = time.time()
+    while time.time() - t0 < secs:
+        q.start_async({0: x})  # blocks while every request is busy
+    q.wait_all()
+    n = done[0]
+    detail = f" streams={compiled.get_property('NUM_STREAMS')} queue={depth}"
 print(f"openvino={ov.__version__} numpy={np.__version__} model_only precision={precision} batch={batch} "
-      f"threads={threads} img_per_s={n / (time.time() - t0):.2f}")
+      f"threads={threads} hint={hint}{detail} img_per_s={n / (time.time() - t0):.2f}")
