@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The store at a million inputs (issue #50): N distinct inputs (default 1,000,000: hard links to
-# 8 small JPEGs (64x64 crops of opencv-doc photos), 10,000 to a folder, named by a list file) vectorized with
-# `--engine none --format shards` (every step of the store, no network: zero vectors), and beside
+# small JPEGs, 64x64 crops of opencv-doc photos, 10,000 to a folder, named by a list file)
+# vectorized with `--engine none --format shards` (every step of the store, no network: zero vectors), and beside
 # it the same at 30,000 and 100,000 inputs. Each step's wall time and peak RSS: the first run; a
 # rerun with every input done (the resume scan); 10,000 new inputs added to the list; `vecbench
 # verify`; `vecbench stats`; and two halves vectorized apart (`--num-shards 2 --shard-index i`,
@@ -20,15 +20,18 @@ VB=$BUILD/vecbench
 DATA=/usr/share/doc/opencv-doc/examples/data
 rm -rf "$WORK" && mkdir -p "$WORK/links"
 trap 'rm -rf "$WORK"' EXIT
-# 8 small JPEGs (64x64 crops of opencv-doc photos): the store's costs, not decoding, are measured
+# Small JPEGs (64x64 crops of opencv-doc photos; one per 50,000 inputs and at least 8: a file
+# takes at most 65,000 hard links on ext4): the store's costs, not decoding, are measured
 mkdir -p "$WORK/src"
-/usr/bin/python3 - "$DATA" "$WORK/src" <<'PY'
+/usr/bin/python3 - "$DATA" "$WORK/src" "$(( N / 50000 > 8 ? N / 50000 + 1 : 8 ))" <<'PY'
 import os, sys
 from PIL import Image
-names = sorted(f for f in os.listdir(sys.argv[1]) if f.endswith(".jpg"))[:8]
-for i, n in enumerate(names):
-    im = Image.open(os.path.join(sys.argv[1], n)).convert("RGB")
-    im.crop((0, 0, min(im.size), min(im.size))).resize((64, 64)).save(os.path.join(sys.argv[2], f"{i}.jpg"))
+names = sorted(f for f in os.listdir(sys.argv[1]) if f.endswith(".jpg"))
+for i in range(int(sys.argv[3])):
+    im = Image.open(os.path.join(sys.argv[1], names[i % len(names)])).convert("RGB")
+    s = min(im.size) // 2
+    x = (i // len(names)) * 37 % (im.size[0] - s + 1)
+    im.crop((x, 0, x + s, s)).resize((64, 64)).save(os.path.join(sys.argv[2], f"{i}.jpg"))
 PY
 mapfile -t SRC < <(ls "$WORK"/src/*.jpg)
 

@@ -48,7 +48,8 @@ void for_each_feature(const std::filesystem::path& path, const std::function<voi
                       std::string& fp_id, nlohmann::json& fields, std::string* weight_source = nullptr,
                       std::vector<std::string>* names = nullptr);
 
-/// Streams `path`'s features into their statistics (memory independent of N).
+/// Streams `path`'s features into their statistics (the vectors are never all in memory; a
+/// store's index of newest manifest lines is: ~0.6 KB per input).
 FeatureStats compute_stats(const std::filesystem::path& path);
 /// All of `path`'s features (for KID).
 FeatureSet load_features(const std::filesystem::path& path);
