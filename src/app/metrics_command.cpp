@@ -1,6 +1,5 @@
 // `vecbench metrics A [B]` (include/vecbench/fid/metrics.hpp, docs/metrics.md): the Inception
 // Score, FID, KID, precision/recall and density/coverage from the same stores, one line each.
-#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -86,10 +85,16 @@ int cmd_metrics(const MetricsArgs& args) {
   FeatureSet a, b;
   if (need_sets) a = inputs.set_at(pa, why);
   if (need_sets && two) b = inputs.set_at(pb, why);
-  if (two && need_sets) {
-    const auto w = check_sides(side_of(a), side_of(b), o.allow_mismatch, "metrics", false);
-    warnings.insert(warnings.end(), w.begin(), w.end());
+  // FID from the vectors in memory when they are loaded (a store is read and checked once), else
+  // from the sides as fid reads them (stats files too)
+  std::optional<FeatureStats> sa, sb;
+  if (o.fid) {
+    sa = need_sets ? compute_stats(a) : inputs.stats_at(pa);
+    sb = need_sets ? compute_stats(b) : inputs.stats_at(pb);
   }
+  if (two)
+    warnings = need_sets ? check_sides(side_of(a), side_of(b), o.allow_mismatch, "metrics", o.fid)
+                         : check_sides(side_of(*sa), side_of(*sb), o.allow_mismatch, "metrics", true);
   nlohmann::json j = {{"a", pa}, {"b", pb}, {"a_role", "generated"}, {"b_role", "real"}};
   if (need_sets) j["n_a"] = a.n, j["fingerprint_a"] = a.fingerprint_id, j["weight_source_a"] = a.weight_source;
   if (need_sets && two) j["n_b"] = b.n, j["fingerprint_b"] = b.fingerprint_id, j["weight_source_b"] = b.weight_source;
@@ -109,11 +114,7 @@ int cmd_metrics(const MetricsArgs& args) {
                 {"definition", "torch-fidelity 0.4 isc on logits_unbiased (W pool_3, float64)"}};
   }
   if (o.fid) {
-    const FeatureStats sa = inputs.stats_at(pa), sb = inputs.stats_at(pb);
-    const auto w = check_sides(side_of(sa), side_of(sb), o.allow_mismatch, "metrics", true);
-    for (const auto& x : w)
-      if (std::find(warnings.begin(), warnings.end(), x) == warnings.end()) warnings.push_back(x);
-    fid = frechet_distance(sa, sb);
+    fid = frechet_distance(*sa, *sb);
     j["fid"] = fid->fid;
   }
   if (o.kid) {

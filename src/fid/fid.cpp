@@ -173,6 +173,22 @@ FeatureStats compute_stats(const fs::path& path) {
   return s;
 }
 
+FeatureStats compute_stats(const FeatureSet& f) {
+  Moments m;
+  try {
+    for (std::size_t i = 0; i < f.n; ++i) m.add(f.x.data() + i * static_cast<std::size_t>(f.dim), f.dim);
+  } catch (const std::exception& e) {
+    throw IoError(f.origin, e.what());
+  }
+  FeatureStats s = m.finish();
+  if (s.n == 0) throw IoError(f.origin, "holds no feature vectors");
+  s.fingerprint_id = f.fingerprint_id;
+  s.fingerprint = f.fingerprint;
+  s.weight_source = f.weight_source;
+  s.origin = f.origin;
+  return s;
+}
+
 FeatureSet load_features(const fs::path& path) {
   FeatureSet f;
   for_each_feature(

@@ -60,13 +60,12 @@ std::vector<double> squared_norms(const FeatureSet& f) {
 }
 
 /// Squared Euclidean distances between the rows of `a` and of `b`, a block at a time:
-/// |x|^2 + |y|^2 - 2 x.y, float64, clamped at 0; a row's distance to itself is exactly 0 when `a`
-/// is `b`. `visit(r0, c0, rows, cols, d2)` sees each block once (d2: rows x cols, row-major).
-/// `upper` (with `a` the same set as `b`): only the blocks that hold some pair j > i (the
-/// distances are symmetric: the visitor takes each pair once, for both rows).
+/// |x|^2 + |y|^2 - 2 x.y, float64, clamped at 0. `visit(r0, c0, rows, cols, d2)` sees each block
+/// once (d2: rows x cols, row-major). When `a` is `b` the distances are symmetric: only the blocks
+/// that hold some pair j > i are visited (the visitor takes each pair once, for both rows), and a
+/// row's distance to itself is exactly 0.
 template <class Visit>
-void for_each_distance_block(const FeatureSet& a, const FeatureSet& b, const KnnOptions& o, Visit visit,
-                             bool upper = false) {
+void for_each_distance_block(const FeatureSet& a, const FeatureSet& b, const KnnOptions& o, Visit visit) {
   if (a.dim != b.dim)
     throw ConfigError("metrics", a.origin + " has vectors of " + std::to_string(a.dim) + " values, " + b.origin +
                                      " of " + std::to_string(b.dim));
@@ -80,7 +79,7 @@ void for_each_distance_block(const FeatureSet& a, const FeatureSet& b, const Knn
     rows_f64(a, r0, r1, ra);
     for (std::size_t c0 = 0; c0 < b.n; c0 += cb) {
       const std::size_t c1 = std::min(b.n, c0 + cb), cols = c1 - c0;
-      if (self && upper && c1 <= r0 + 1) continue;  // every pair of the block has j <= i
+      if (self && c1 <= r0 + 1) continue;  // every pair of the block has j <= i
       rows_f64(b, c0, c1, cbuf);
       g.resize(rows * cols);
       cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(rows), static_cast<int>(cols), d, -2.0,
@@ -114,20 +113,18 @@ std::vector<std::vector<double>> knn_radii_squared(const FeatureSet& x, const st
   };
   for (std::size_t i = 0; i < x.n; ++i) best[i * keep] = 0.0;  // the row itself
   // each pair j > i once, for both rows: half the distances of the full square
-  for_each_distance_block(
-      x, x, o,
-      [&](std::size_t r0, std::size_t c0, std::size_t rows, std::size_t cols, const double* d2) {
-        for (std::size_t i = 0; i < rows; ++i) {
-          const std::size_t ri = r0 + i;
-          double* top = best.data() + ri * keep;
-          const double* di = d2 + i * cols;
-          for (std::size_t j = ri + 1 > c0 ? ri + 1 - c0 : 0; j < cols; ++j) {
-            insert(top, di[j]);
-            insert(best.data() + (c0 + j) * keep, di[j]);
-          }
-        }
-      },
-      true);
+  for_each_distance_block(x, x, o,
+                          [&](std::size_t r0, std::size_t c0, std::size_t rows, std::size_t cols, const double* d2) {
+                            for (std::size_t i = 0; i < rows; ++i) {
+                              const std::size_t ri = r0 + i;
+                              double* top = best.data() + ri * keep;
+                              const double* di = d2 + i * cols;
+                              for (std::size_t j = ri + 1 > c0 ? ri + 1 - c0 : 0; j < cols; ++j) {
+                                insert(top, di[j]);
+                                insert(best.data() + (c0 + j) * keep, di[j]);
+                              }
+                            }
+                          });
   std::vector<std::vector<double>> out;
   for (const int k : ks) {
     std::vector<double> r(x.n);

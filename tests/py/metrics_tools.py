@@ -141,6 +141,13 @@ class MetricsTools(unittest.TestCase):
         for k in ("precision", "recall", "density", "coverage"):
             self.assertAlmostEqual(got[k], ref[k], places=12, msg=k)
 
+    def test_fid_is_fids_to_the_bit(self):
+        # metrics takes the statistics from the vectors it loaded, fid streams them from the stores
+        out = os.path.join(self.tmp.name, "fid.json")
+        self.vb("fid", self.sa, self.sb, "--allow-synthetic-weights", "--json", out)
+        with open(out) as f:
+            self.assertEqual(self.got["fid"], json.load(f)["fid"])
+
     def test_the_inception_score_of_stored_vectors_is_the_networks_own(self):
         net = torch.jit.load(MODEL)
         crops = sorted(os.listdir(os.path.join(self.tmp.name, "A")))[:24]

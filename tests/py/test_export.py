@@ -31,6 +31,15 @@ def exported_state_dict(m):
             if k not in ("input_div", "input_mean", "input_std", "classifier_weight", "classifier_bias")}
 
 
+def export_random_weights(tmp, weights_name, out_name, seed, aux_logits):
+    """A seeded tf2015 state_dict (1008 classes) saved as TMP/WEIGHTS_NAME and exported with
+    --weights to TMP/OUT_NAME: (state_dict, weights path, export path, the export's process)."""
+    sd = random_state_dict(seed=seed, num_classes=1008, aux_logits=aux_logits)
+    sd_path, out = os.path.join(tmp, weights_name), os.path.join(tmp, out_name)
+    torch.save(sd, sd_path)
+    return sd, sd_path, out, run_export("--out", out, "--weights", sd_path)
+
+
 def extra_npy(path, name):
     """An extra file of the export (a float32 .npy), read from the zip as vecbench reads it."""
     import io
@@ -48,11 +57,8 @@ class TestTF2015Weights(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
-        cls.sd = random_state_dict(seed=1234, num_classes=1008, aux_logits=True)
-        cls.sd_path = os.path.join(cls.tmp.name, "pt_inception-test.pth")
-        torch.save(cls.sd, cls.sd_path)
-        cls.out = os.path.join(cls.tmp.name, "tf2015.pt")
-        cls.cp = run_export("--out", cls.out, "--weights", cls.sd_path)
+        cls.sd, cls.sd_path, cls.out, cls.cp = export_random_weights(cls.tmp.name, "pt_inception-test.pth",
+                                                                     "tf2015.pt", seed=1234, aux_logits=True)
 
     @classmethod
     def tearDownClass(cls):
@@ -154,11 +160,7 @@ class TestClassifier(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
-        cls.sd = random_state_dict(seed=77, num_classes=1008, aux_logits=False)
-        cls.sd_path = os.path.join(cls.tmp.name, "with_fc.pth")
-        torch.save(cls.sd, cls.sd_path)
-        cls.out = os.path.join(cls.tmp.name, "fc.pt")
-        run_export("--out", cls.out, "--weights", cls.sd_path)
+        cls.sd, _, cls.out, _ = export_random_weights(cls.tmp.name, "with_fc.pth", "fc.pt", seed=77, aux_logits=False)
         cls.x = random_images(seed=5, n=2)
 
     @classmethod

@@ -51,6 +51,9 @@ void for_each_feature(const std::filesystem::path& path, const std::function<voi
 /// Streams `path`'s features into their statistics (the vectors are never all in memory; a
 /// store's index of newest manifest lines is: ~0.6 KB per input).
 FeatureStats compute_stats(const std::filesystem::path& path);
+/// The statistics of features already in memory (the same rows in the same order give the same
+/// bits as compute_stats of their file).
+FeatureStats compute_stats(const FeatureSet& f);
 /// All of `path`'s features (for KID).
 FeatureSet load_features(const std::filesystem::path& path);
 
