@@ -9,6 +9,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace vecbench {
@@ -38,8 +39,8 @@ OutputWriter::OutputWriter(const ImageSource& src, WriterOptions opt) : src_(src
     hashes_.resize(src_.size());
     for (std::size_t i = 0; i < src_.size(); ++i) hashes_[i] = file_xxh3(src_.name(i));
   }
-  std::map<std::string, std::string> recorded;  // input -> output name of its complete ok line
-  std::map<std::string, std::string> taken;     // output name -> input it belongs to
+  std::vector<std::string> recorded(src_.size());      // per input: the output name of its complete ok line
+  std::unordered_map<std::string, std::string> taken;  // output name -> input it belongs to
   scan_existing(recorded, taken);
   assign_names(recorded, taken);
   manifest_ = std::make_unique<ManifestAppender>(opt_.out_dir / manifest_name(opt_.rank));
@@ -193,35 +194,28 @@ void OutputWriter::repair_manifests() {
                 << " bytes) left by an interrupted run\n";
 }
 
-void OutputWriter::scan_existing(std::map<std::string, std::string>& recorded,
-                                 std::map<std::string, std::string>& taken) {
-  std::map<std::string, std::size_t> by_name;
+void OutputWriter::scan_existing(std::vector<std::string>& recorded,
+                                 std::unordered_map<std::string, std::string>& taken) {
+  std::unordered_map<std::string, std::size_t> by_name(src_.size());
   for (std::size_t i = 0; i < src_.size(); ++i) by_name.emplace(src_.name(i), i);
   LineDataCheck complete(opt_.out_dir, opt_.feature_dim);
   std::set<std::string> referenced;
   std::vector<char> changed(src_.size(), 0);
   for (const auto& file : manifest_files(opt_.out_dir)) {
-    for_each_manifest_line(file, [&](const nlohmann::json& j) {
-      const std::string input = manifest_input(j);
-      if (j.contains("shard") && j["shard"].is_string()) {
-        referenced.insert(j["shard"].get<std::string>());
-        bump_shard_number(j["shard"].get<std::string>());
-      }
-      if (j.contains("output") && j["output"].is_string()) taken.emplace(j["output"].get<std::string>(), input);
-      if (!opt_.resume || !manifest_ok(j)) return;
-      if (!fp_id_.empty() && j.value("fp", "") != fp_id_) return;
-      const auto it = by_name.find(input);
+    for_each_manifest_line(file, [&](const ManifestLine& l) {
+      if (l.shard && referenced.insert(*l.shard).second) bump_shard_number(*l.shard);
+      if (l.output) taken.emplace(*l.output, l.input);
+      if (!opt_.resume || !l.ok()) return;
+      if (!fp_id_.empty() && l.fp != fp_id_) return;
+      const auto it = by_name.find(l.input);
       if (it == by_name.end()) return;
       const std::size_t i = it->second;
       // The newest ok line decides: a line appended after an input was redone supersedes the old.
-      const bool same = identity_unchanged(j, ids_[i], hashes_.empty() ? std::string() : hashes_[i]) &&
-                        !input_newer_than_its_data(j, opt_.out_dir.string(), ids_[i]);
+      const bool same = identity_unchanged(l.src, ids_[i], hashes_.empty() ? std::string() : hashes_[i]) &&
+                        !input_newer_than_its_data(l.src, l.data_file(), opt_.out_dir.string(), ids_[i]);
       changed[i] = !same;
-      done_[i] = same && complete(j);
-      if (done_[i] && j.contains("output") && j["output"].is_string())
-        recorded[input] = j["output"].get<std::string>();
-      else
-        recorded.erase(input);
+      done_[i] = same && complete(l);
+      recorded[i] = done_[i] && l.output ? *l.output : std::string();
     });
   }
   changed_ = static_cast<std::size_t>(std::count(changed.begin(), changed.end(), 1));
@@ -238,16 +232,15 @@ void OutputWriter::scan_existing(std::map<std::string, std::string>& recorded,
                  "left out, and their inputs are redone\n";
 }
 
-void OutputWriter::assign_names(const std::map<std::string, std::string>& recorded,
-                                std::map<std::string, std::string>& taken) {
+void OutputWriter::assign_names(const std::vector<std::string>& recorded,
+                                std::unordered_map<std::string, std::string>& taken) {
   names_.resize(src_.size());
   if (opt_.format != OutputFormat::vc && opt_.format != OutputFormat::npy) return;
   const std::string ext = opt_.format == OutputFormat::vc ? ".vc" : ".npy";
   for (std::size_t i = 0; i < src_.size(); ++i) {
-    const auto r = recorded.find(src_.name(i));
-    if (r != recorded.end() && done_[i]) {
-      names_[i] = r->second;
-      taken[r->second] = src_.name(i);
+    if (!recorded[i].empty() && done_[i]) {
+      names_[i] = recorded[i];
+      taken[recorded[i]] = src_.name(i);
     }
   }
   std::set<std::string> seen_inputs;

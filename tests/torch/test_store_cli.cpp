@@ -274,7 +274,7 @@ TEST(StoreCli, KillNineAtRandomPointsThenARerunGivesEveryInputOnceAsACleanRun) {
   const fs::path manifest = d / "out" / "manifest.jsonl";
   auto lines_now = [&] {
     std::size_t n = 0;
-    if (fs::exists(manifest)) for_each_manifest_line(manifest, [&](const nlohmann::json&) { ++n; });
+    if (fs::exists(manifest)) for_each_manifest_line(manifest, [&](const ManifestLine&) { ++n; });
     return n;
   };
   std::mt19937 rng(12345);
@@ -329,7 +329,7 @@ TEST(StoreCli, AFullDiskCountsItsUnwrittenOutputsAsFailedSaysSoAndARerunWithRoom
   EXPECT_NE(said, std::string::npos) << r.out;
   EXPECT_NE(r.out.find("write failed: No space left on device): counted as failed", said), std::string::npos) << r.out;
   std::size_t ok_lines = 0;
-  for_each_manifest_line(out / "manifest.jsonl", [&](const nlohmann::json& j) { ok_lines += j["status"] == "ok"; });
+  for_each_manifest_line(out / "manifest.jsonl", [&](const ManifestLine& l) { ok_lines += l.ok(); });
   EXPECT_EQ(ok_lines, ok);
   // Room again: the rerun does the failed ones and ends with every input ok once.
   ASSERT_EQ(sh("mount -o remount,size=8m " + mnt.string()).rc, 0);
@@ -448,7 +448,9 @@ TEST(StoreCli, AFileNameThatIsNotUtf8IsRecordedByteExactAndFoundDoneOnARerun) {
   ASSERT_EQ(lines.size(), 2u);
   int odd_lines = 0;
   for (const auto& j : lines) {
-    const std::string input = manifest_input(j);
+    ManifestLine l;
+    ASSERT_TRUE(parse_manifest_line(j.dump(), l)) << j.dump();
+    const std::string input = l.input;
     EXPECT_TRUE(fs::exists(input)) << j.dump();  // the line names the real file
     EXPECT_TRUE(fs::exists(d / "out" / j["output"].get<std::string>())) << j.dump();
     if (fs::path(input).filename() != odd) continue;

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -53,12 +54,13 @@ inline void sync_directory(const fs::path& dir) {
   directory_syncs().fetch_add(1, std::memory_order_relaxed);
 }
 
-/// Writes `size` bytes to `path` atomically: the data goes to a hidden temp file in the same
-/// directory, is flushed to disk, then renamed over `path`, and the directory is synced. A reader
-/// never sees a partial file; a kill at any point leaves either the old file, no file, or the
-/// complete new one; after a power loss the rename is there once this returned.
-/// The same for a file made of several buffers, written in order (no copy into one).
-inline void atomic_write(const fs::path& path, const std::vector<std::pair<const void*, std::size_t>>& pieces) {
+/// Writes a file atomically: the bytes `write(f)` puts on an open temp file in the same
+/// directory (it returns false when a write failed; a large file is streamed, never held whole)
+/// are flushed to disk, then the temp file is renamed over `path`, and the directory is synced. A
+/// reader never sees a partial file; a kill at any point leaves either the old file, no file, or
+/// the complete new one; after a power loss the rename is there once this returned. An exception
+/// from `write` removes the temp file and goes on up.
+inline void atomic_write_with(const fs::path& path, const std::function<bool(std::FILE*)>& write) {
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
   // The temp name stays short whatever the target's length (a long file name must not fail here).
@@ -70,9 +72,14 @@ inline void atomic_write(const fs::path& path, const std::vector<std::pair<const
     std::FILE* f = std::fopen(tmp.c_str(), "wb");
     if (!f) throw IoError(path.string(), std::string("cannot create file: ") + std::strerror(errno));
     errno = 0;
-    bool ok = true;
-    for (const auto& [data, size] : pieces) ok = ok && std::fwrite(data, 1, size, f) == size;
-    ok = ok && std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
+    bool ok = false;
+    try {
+      ok = write(f) && std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
+    } catch (...) {
+      std::fclose(f);
+      fs::remove(tmp, ec);
+      throw;
+    }
     const int err = errno;
     const bool closed = std::fclose(f) == 0;
     if (!ok || !closed) {
@@ -87,6 +94,15 @@ inline void atomic_write(const fs::path& path, const std::vector<std::pair<const
     throw IoError(path.string(), "cannot rename temp file into place");
   }
   sync_directory(path.parent_path());
+}
+
+/// atomic_write_with of a file made of several buffers, written in order (no copy into one).
+inline void atomic_write(const fs::path& path, const std::vector<std::pair<const void*, std::size_t>>& pieces) {
+  atomic_write_with(path, [&](std::FILE* f) {
+    for (const auto& [data, size] : pieces)
+      if (std::fwrite(data, 1, size, f) != size) return false;
+    return true;
+  });
 }
 
 inline void atomic_write(const fs::path& path, const void* data, std::size_t size) {

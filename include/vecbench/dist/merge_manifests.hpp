@@ -4,11 +4,15 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
+#include <deque>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -94,6 +98,48 @@ inline Fingerprint common_fingerprint(const std::vector<fs::path>& dirs) {
 /// fingerprint than their folder's are left out; folders of different fingerprints are refused (common_fingerprint),
 /// and `out` gets their vecbench.json. Lines of a directory other than `out` get their output/shard paths rewritten
 /// relative to `out`. Order: the input names in `order` first, in that order, then the rest in natural order.
+namespace detail {
+
+/// Where merge_manifests found the line it keeps of an input (read back when the merged
+/// manifest is written: a million inputs' lines are never held at once).
+struct MergePick {
+  std::uint32_t file = 0;    ///< index into ManifestMerge::files
+  std::uint32_t length = 0;  ///< bytes of the line
+  std::uint64_t offset = 0;  ///< where it starts in its file
+  bool set = false;
+  bool rewrite = false;  ///< its output/shard path is made relative to the merged folder
+};
+
+/// An input seen by merge_manifests: its name, its newest complete ok line and its last error line.
+struct MergeInput {
+  std::string name;
+  MergePick ok, err;
+};
+
+/// The order of the merged manifest: the names in `order` first, in that order, then the rest in
+/// natural order (ties in the order first seen).
+inline std::vector<std::uint32_t> merge_order(const std::deque<MergeInput>& inputs,
+                                              const std::vector<std::string>& order) {
+  std::unordered_map<std::string_view, std::size_t> rank;
+  for (std::size_t i = 0; i < order.size(); ++i) rank.emplace(order[i], i);
+  std::vector<std::uint32_t> idx(inputs.size());
+  for (std::uint32_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  std::stable_sort(idx.begin(), idx.end(), [&](std::uint32_t x, std::uint32_t y) {
+    const std::string& a = inputs[x].name;
+    const std::string& b = inputs[y].name;
+    const auto ia = rank.find(a), ib = rank.find(b);
+    if (ia != rank.end() || ib != rank.end()) {
+      if (ia == rank.end()) return false;
+      if (ib == rank.end()) return true;
+      return ia->second < ib->second;
+    }
+    return natural_less(a, b);
+  });
+  return idx;
+}
+
+}  // namespace detail
+
 inline ManifestMerge merge_manifests(const std::vector<fs::path>& dirs, const fs::path& out,
                                      const std::vector<std::string>& order = {}) {
   ManifestMerge m;
@@ -104,68 +150,74 @@ inline ManifestMerge merge_manifests(const std::vector<fs::path>& dirs, const fs
   m.fingerprint_id = fp.empty() ? "" : fp.id();
   const int dim = fp.empty() ? 0 : fp.fields.value("feature_dim", 0);
   const fs::path out_c = fs::weakly_canonical(out, ec);
-  std::map<std::string, nlohmann::json> ok, err;
-  std::vector<std::string> seen;
-  std::set<std::string> seen_set;
+  std::deque<detail::MergeInput> inputs;                      // in the order first seen
+  std::unordered_map<std::string_view, std::size_t> by_name;  // views of inputs' names
+  std::vector<fs::path> file_dir;                             // per manifest: its folder (canonical)
   for (const auto& dir : dirs) {
     const fs::path dir_c = fs::weakly_canonical(dir, ec);
     const bool same = dir_c == out_c;
     LineDataCheck complete(dir, dim);
     for (const auto& file : manifest_files(dir)) {
+      const auto file_index = static_cast<std::uint32_t>(m.files.size());
       m.files.push_back(file);
-      for_each_manifest_line(file, [&](nlohmann::json j) {
-        const std::string input = manifest_input(j);  // byte for byte ("input_hex" when not UTF-8)
-        if (input.empty()) return;
+      file_dir.push_back(dir_c);
+      for_each_manifest_line(file, [&](const ManifestLine& l) {
+        if (l.input.empty()) return;
         ++m.lines;
-        if (j.value("fp", std::string()) != m.fingerprint_id) {
+        if (l.fp != m.fingerprint_id) {
           ++m.other_fp;
           return;
         }
-        if (seen_set.insert(input).second) seen.push_back(input);
-        if (manifest_ok(j)) {
-          if (!complete(j)) {
-            ok.erase(input);  // the newest ok line decides: an older one was superseded
-            ++m.dropped;
-            return;
-          }
-          if (!same)
-            for (const char* k : {"output", "shard"})
-              if (j.contains(k) && j[k].is_string())
-                j[k] = (dir_c / j[k].get<std::string>()).lexically_normal().lexically_relative(out_c).string();
-          ok[input] = j;
+        auto it = by_name.find(l.input);
+        if (it == by_name.end()) {
+          inputs.push_back({l.input, {}, {}});
+          it = by_name.emplace(inputs.back().name, inputs.size() - 1).first;
+        }
+        detail::MergeInput& in = inputs[it->second];
+        const detail::MergePick pick{file_index, l.length, l.offset, true, !same && l.data_file()};
+        if (!l.ok()) {
+          in.err = pick;
+        } else if (complete(l)) {
+          in.ok = pick;
         } else {
-          err[input] = j;
+          in.ok = {};  // the newest ok line decides: an older one was superseded
+          ++m.dropped;
         }
       });
     }
   }
   if (!fp.empty()) open_store_identity(out, fp, false, std::cerr);
-  std::map<std::string, std::size_t> rank;
-  for (std::size_t i = 0; i < order.size(); ++i) rank.emplace(order[i], i);
-  std::stable_sort(seen.begin(), seen.end(), [&](const std::string& a, const std::string& b) {
-    const auto ia = rank.find(a), ib = rank.find(b);
-    if (ia != rank.end() || ib != rank.end()) {
-      if (ia == rank.end()) return false;
-      if (ib == rank.end()) return true;
-      return ia->second < ib->second;
+  const auto idx = detail::merge_order(inputs, order);
+  std::vector<ManifestLineReader> readers;
+  for (const auto& f : m.files) readers.emplace_back(f);
+  std::map<std::pair<std::uint32_t, std::string>, std::string> moved;  // (manifest, data file) -> path from `out`
+  auto line_text = [&](const detail::MergePick& p) {
+    std::string text = readers[p.file].text(p.offset, p.length);
+    if (!p.rewrite) return text + "\n";
+    auto j = nlohmann::json::parse(text);
+    for (const char* k : {"output", "shard"}) {
+      if (!j.contains(k) || !j[k].is_string()) continue;
+      auto it = moved.find({p.file, j[k].get<std::string>()});
+      if (it == moved.end()) {
+        const std::string to =
+            (file_dir[p.file] / j[k].get<std::string>()).lexically_normal().lexically_relative(out_c).string();
+        it = moved.emplace(std::make_pair(p.file, j[k].get<std::string>()), to).first;
+      }
+      j[k] = it->second;
     }
-    return natural_less(a, b);
+    return manifest_text(j);
+  };
+  atomic_write_with(out / "manifest.jsonl", [&](std::FILE* f) {
+    for (const std::uint32_t i : idx) {
+      const detail::MergeInput& in = inputs[i];
+      if (!in.ok.set && !in.err.set) continue;  // only ok lines with missing data
+      const std::string text = line_text(in.ok.set ? in.ok : in.err);
+      if (std::fwrite(text.data(), 1, text.size(), f) != text.size()) return false;
+      ++(in.ok.set ? m.ok : m.errors);
+      ++m.inputs;
+    }
+    return true;
   });
-  std::string text;
-  for (const auto& input : seen) {
-    const auto it = ok.find(input);
-    if (it != ok.end()) {
-      text += manifest_text(it->second);
-      ++m.ok;
-    } else if (err.count(input)) {
-      text += manifest_text(err[input]);
-      ++m.errors;
-    } else {
-      continue;  // only ok lines with missing data
-    }
-    ++m.inputs;
-  }
-  atomic_write(out / "manifest.jsonl", text);
   return m;
 }
 

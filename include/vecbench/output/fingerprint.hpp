@@ -132,9 +132,9 @@ inline fs::path supersede_store(const fs::path& dir, const std::string& old_id) 
   std::set<std::string> names;
   for (const auto& m : manifest_files(dir)) {
     names.insert(m.filename().string());
-    for_each_manifest_line(m, [&](const nlohmann::json& j) {
-      for (const char* k : {"output", "shard"})
-        if (j.contains(k) && j[k].is_string()) names.insert(j[k].get<std::string>());
+    for_each_manifest_line(m, [&](const ManifestLine& l) {
+      for (const auto* k : {&l.output, &l.shard})
+        if (*k) names.insert(**k);
     });
   }
   std::error_code ec;
@@ -161,8 +161,7 @@ inline fs::path supersede_store(const fs::path& dir, const std::string& old_id) 
 inline bool store_holds_no_vectors(const fs::path& dir) {
   bool any = false;
   for (const auto& m : manifest_files(dir))
-    for_each_manifest_line(m,
-                           [&](const nlohmann::json& j) { any = any || j.contains("output") || j.contains("shard"); });
+    for_each_manifest_line(m, [&](const ManifestLine& l) { any = any || l.output || l.shard; });
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) any = any || is_shard_name(e.path().filename().string());
   return !any;

@@ -42,39 +42,35 @@ inline nlohmann::json identity_json(const InputIdentity& id) {
   return {{"size", id.size}, {"mtime_ns", id.mtime_ns}, {"ino", id.ino}, {"dev", id.dev}};
 }
 
+/// What a manifest line's "src" recorded (read by parse_manifest_line).
+struct RecordedIdentity {
+  bool present = false;             ///< the line has "src"
+  std::optional<InputIdentity> id;  ///< its size, mtime_ns, ino and dev, when "src" is an object with all four
+  bool has_xxh3 = false;            ///< "src" has "xxh3" (`--hash-inputs`)
+  std::string xxh3;                 ///< its value ("" when not a string: it matches no file)
+};
+
 /// Whether the input a manifest line was made from is still the same: true when the line records
 /// no identity (a store written before it was recorded, or an input that is not a file: see
 /// input_newer_than_its_data for the former); false when the line's identity differs from `now`, is malformed, or the
 /// file is gone. With `now_xxh3` (`--hash-inputs`) and a line that recorded one, the content decides: a file touched
 /// but unchanged is not redone, one rewritten with its old size and mtime is.
-inline bool identity_unchanged(const nlohmann::json& line, const std::optional<InputIdentity>& now,
+inline bool identity_unchanged(const RecordedIdentity& was, const std::optional<InputIdentity>& now,
                                const std::string& now_xxh3 = "") {
-  const auto it = line.find("src");
-  if (it == line.end()) return true;
-  if (!now || !it->is_object()) return false;
-  if (!now_xxh3.empty() && it->contains("xxh3")) return (*it)["xxh3"] == now_xxh3;
-  try {
-    InputIdentity was;
-    was.size = it->at("size").get<std::int64_t>();
-    was.mtime_ns = it->at("mtime_ns").get<std::int64_t>();
-    was.ino = it->at("ino").get<std::uint64_t>();
-    was.dev = it->at("dev").get<std::uint64_t>();
-    return was == *now;
-  } catch (const nlohmann::json::exception&) {
-    return false;
-  }
+  if (!was.present) return true;
+  if (!now) return false;
+  if (!now_xxh3.empty() && was.has_xxh3) return was.xxh3 == now_xxh3;
+  return was.id && *was.id == *now;
 }
 
-/// For a line written before identities were recorded (a version-1 store): whether the input
-/// file was modified after the data the line points at ("output", or "shard") was written, the
-/// one sign of a rewritten input such a line leaves. False when either cannot be stat'ed.
-inline bool input_newer_than_its_data(const nlohmann::json& line, const std::string& out_dir,
-                                      const std::optional<InputIdentity>& now) {
-  if (!now || line.contains("src")) return false;
-  const char* key = line.contains("output") ? "output" : "shard";
-  const auto it = line.find(key);
-  if (it == line.end() || !it->is_string()) return false;
-  const auto data = stat_identity(out_dir + "/" + it->get<std::string>());
+/// For a line written before identities were recorded (a version-1 store, `was` absent): whether
+/// the input file was modified after the data the line points at (`data_file`, its output or
+/// shard) was written, the one sign of a rewritten input such a line leaves. False when either
+/// cannot be stat'ed.
+inline bool input_newer_than_its_data(const RecordedIdentity& was, const std::string* data_file,
+                                      const std::string& out_dir, const std::optional<InputIdentity>& now) {
+  if (!now || was.present || !data_file) return false;
+  const auto data = stat_identity(out_dir + "/" + *data_file);
   return data && now->mtime_ns > data->mtime_ns;
 }
 

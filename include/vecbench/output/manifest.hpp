@@ -20,25 +20,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "vecbench/core/enum_names.hpp"
 #include "vecbench/core/error.hpp"
 #include "vecbench/core/fs_util.hpp"
 #include "vecbench/core/npy.hpp"
+#include "vecbench/output/manifest_line.hpp"
 
 namespace vecbench {
-
-/// A manifest line's "status": the input's vector was written, or the input failed ("error").
-enum class InputStatus { ok, error };
-template <>
-struct EnumNames<InputStatus> {
-  static constexpr const char* what = "input status";
-  static constexpr std::array<std::pair<InputStatus, const char*>, 2> names = {
-      {{InputStatus::ok, "ok"}, {InputStatus::error, "error"}}};
-};
-/// Whether manifest line `j` says its input's vector was written.
-inline bool manifest_ok(const nlohmann::json& j) {
-  return j.is_object() && find_enum<InputStatus>(j.value("status", std::string())) == InputStatus::ok;
-}
 
 /// Parses `s` as exactly `prefix` DIGITS `suffix`; returns the number, or -1. With `rest`,
 /// the suffix may be followed by more text, which goes there.
@@ -135,26 +122,6 @@ inline void set_manifest_input(nlohmann::json& j, const std::string& name) {
   j["input_hex"] = h;
 }
 
-/// The input a manifest line names, byte for byte: "input_hex" decoded when there (and well
-/// formed), else "input"; "" when neither is a string.
-inline std::string manifest_input(const nlohmann::json& j) {
-  const auto hx = j.find("input_hex");
-  if (hx != j.end() && hx->is_string() && hx->get_ref<const std::string&>().size() % 2 == 0) {
-    const std::string& h = hx->get_ref<const std::string&>();
-    auto nib = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; };
-    std::string out;
-    bool ok = true;
-    for (std::size_t i = 0; i < h.size() && ok; i += 2) {
-      const int a = nib(h[i]), b = nib(h[i + 1]);
-      ok = a >= 0 && b >= 0;
-      out += static_cast<char>(a * 16 + b);
-    }
-    if (ok) return out;
-  }
-  const auto in = j.find("input");
-  return in != j.end() && in->is_string() ? in->get<std::string>() : std::string();
-}
-
 /// Cuts a partial last line (a write cut by a crash) off the manifest `path`, so that the next
 /// line starts on a line of its own. Returns the bytes cut (0: the file ends with a full line).
 inline std::size_t repair_manifest_tail(const fs::path& path) {
@@ -179,17 +146,58 @@ inline std::size_t repair_manifest_tail(const fs::path& path) {
   return size - keep;
 }
 
-/// Calls `fn` with every complete line of a manifest that parses as a JSON object (a partial
-/// last line, which another writer may be appending right now, is left out).
-inline void for_each_manifest_line(const fs::path& path, const std::function<void(const nlohmann::json&)>& fn) {
+/// Calls `fn` with every complete line of a manifest that is a JSON object, read into a
+/// ManifestLine (with its offset and length in the file); a partial last line, which another
+/// writer may be appending right now, is left out.
+inline void for_each_manifest_line(const fs::path& path, const std::function<void(const ManifestLine&)>& fn) {
   std::ifstream in(path, std::ios::binary);
-  std::string line;
-  while (std::getline(in, line)) {
+  std::string text;
+  ManifestLine line;
+  std::uint64_t offset = 0;
+  while (std::getline(in, text)) {
     if (in.eof()) break;  // no '\n' after it: not a complete line
-    const auto j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_discarded() && j.is_object()) fn(j);
+    if (parse_manifest_line(text, line)) {
+      line.offset = offset;
+      line.length = static_cast<std::uint32_t>(text.size());
+      fn(line);
+    }
+    offset += text.size() + 1;
   }
 }
+
+/// Reads lines of a manifest back where for_each_manifest_line found them (one pread(2) a line:
+/// no stream buffer refilled after each seek).
+class ManifestLineReader {
+ public:
+  explicit ManifestLineReader(fs::path path)
+      : path_(std::move(path)), fd_(::open(path_.c_str(), O_RDONLY | O_CLOEXEC)) {}
+  ManifestLineReader(ManifestLineReader&& o) noexcept : path_(std::move(o.path_)), fd_(o.fd_) { o.fd_ = -1; }
+  ManifestLineReader(const ManifestLineReader&) = delete;
+  ManifestLineReader& operator=(const ManifestLineReader&) = delete;
+  ManifestLineReader& operator=(ManifestLineReader&&) = delete;
+  ~ManifestLineReader() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  /// The line's text (no '\n'); IoError naming the file when it cannot be read back whole.
+  std::string text(std::uint64_t offset, std::uint32_t length) const {
+    std::string t(length, '\0');
+    std::size_t got = 0;
+    while (fd_ >= 0 && got < length) {
+      const ssize_t n = ::pread(fd_, t.data() + got, length - got, static_cast<off_t>(offset + got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+    if (got < length)
+      throw IoError(path_.string(), "cannot read back its line at byte " + std::to_string(offset) +
+                                        " (the manifest changed or is unreadable)");
+    return t;
+  }
+
+ private:
+  fs::path path_;
+  int fd_;
+};
 
 /// Appends complete lines to a manifest: each call is one write(2) of whole lines on an O_APPEND
 /// descriptor, so a crash leaves at most one partial line at the end (cut on the next open).
@@ -269,18 +277,15 @@ inline bool vc_complete(const fs::path& path, int dim) {
 class LineDataCheck {
  public:
   LineDataCheck(fs::path dir, int dim) : dir_(std::move(dir)), dim_(dim) {}
-  bool operator()(const nlohmann::json& j) {
-    if (j.contains("output") && j["output"].is_string()) {
-      const fs::path p = dir_ / j["output"].get<std::string>();
+  bool operator()(const ManifestLine& l) {
+    if (l.output) {
+      const fs::path p = dir_ / *l.output;
       return p.extension() == ".vc" ? vc_complete(p, dim_) : npy_rows_complete(p, -1, dim_);
     }
-    if (!j.contains("shard") || !j["shard"].is_string() || !j.contains("row") || !j["row"].is_number_integer())
-      return false;
-    const std::string shard = j["shard"].get<std::string>();
-    auto it = rows_.find(shard);
-    if (it == rows_.end()) it = rows_.emplace(shard, complete_rows(dir_ / shard)).first;
-    const long row = j["row"].get<long>();
-    return row >= 0 && row < it->second;
+    if (!l.shard || !l.row) return false;
+    auto it = rows_.find(*l.shard);
+    if (it == rows_.end()) it = rows_.emplace(*l.shard, complete_rows(dir_ / *l.shard)).first;
+    return *l.row >= 0 && *l.row < it->second;
   }
 
  private:

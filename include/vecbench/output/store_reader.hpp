@@ -18,7 +18,7 @@ namespace vecbench {
 
 /// One stored vector: whose, where, and its checksum.
 struct StoreEntry {
-  std::string input;  ///< byte-exact (manifest_input)
+  std::string input;  ///< byte-exact (ManifestLine::input)
   std::string file;   ///< the output or shard, relative to the folder
   long row = -1;      ///< shard row; -1 for a vector file
   std::string xxh3;   ///< "" for lines written before checksums
@@ -29,16 +29,16 @@ struct StoreEntry {
 inline std::vector<StoreEntry> newest_ok_entries(const fs::path& dir, const std::string& fp_id) {
   std::map<std::string, StoreEntry> by_input;
   for (const auto& m : manifest_files(dir))
-    for_each_manifest_line(m, [&](const nlohmann::json& j) {
-      if (!manifest_ok(j) || (!fp_id.empty() && j.value("fp", "") != fp_id)) return;
+    for_each_manifest_line(m, [&](const ManifestLine& l) {
+      if (!l.ok() || (!fp_id.empty() && l.fp != fp_id)) return;
       StoreEntry e;
-      e.input = manifest_input(j);
-      e.xxh3 = j.value("xxh3", "");
-      if (j.contains("output") && j["output"].is_string()) {
-        e.file = j["output"].get<std::string>();
-      } else if (j.contains("shard") && j["shard"].is_string() && j.contains("row") && j["row"].is_number_integer()) {
-        e.file = j["shard"].get<std::string>();
-        e.row = j["row"].get<long>();
+      e.input = l.input;
+      e.xxh3 = l.xxh3;
+      if (l.output) {
+        e.file = *l.output;
+      } else if (l.shard && l.row) {
+        e.file = *l.shard;
+        e.row = *l.row;
       } else {
         e.file = "(no output named)";
       }

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -126,17 +127,17 @@ class OutputWriter : public ResultSink {
   void repair_manifests();
 
   /// Reads every manifest of OUT and lists OUT once: which inputs are done (their newest ok line
-  /// of this fingerprint points at complete data made from the file as it is now: `recorded`
-  /// gets its output name), which output names belong to which input (`taken`), how many shard
+  /// of this fingerprint points at complete data made from the file as it is now: `recorded[i]`
+  /// gets input i's output name), which output names belong to which input (`taken`), how many shard
   /// files no line points at, and the number the next shard gets: above every shard of this
   /// writer that a file or any line names, so that no line of an earlier run ever points at rows
   /// of a later one.
-  void scan_existing(std::map<std::string, std::string>& recorded, std::map<std::string, std::string>& taken);
+  void scan_existing(std::vector<std::string>& recorded, std::unordered_map<std::string, std::string>& taken);
 
   /// Output names (vc/npy): a done input keeps the name its line records; another gets its path
   /// relative to the input root (never escaping OUT), shortened with a hash when too long, and
   /// made unique with a hash of the input name when another input has (or had) that name.
-  void assign_names(const std::map<std::string, std::string>& recorded, std::map<std::string, std::string>& taken);
+  void assign_names(const std::vector<std::string>& recorded, std::unordered_map<std::string, std::string>& taken);
 
   /// Raises the next shard number above `name` when it is one of this writer's shards.
   void bump_shard_number(const std::string& name);
@@ -159,8 +160,7 @@ class OutputWriter : public ResultSink {
   std::size_t implausible_ = 0;
   std::string abort_reason_;
   std::vector<std::optional<InputIdentity>> ids_;
-  std::vector<std::string> hashes_;  ///< --hash-inputs: per input file, its XXH3-64  ///< per input: its file's
-                                     ///< identity before the run read it
+  std::vector<std::string> hashes_;  ///< --hash-inputs: per input file, its XXH3-64
   std::size_t next_shard_ = 0;
   int dim_ = 0;
   std::vector<float> rows_;
