@@ -41,8 +41,11 @@ MODEL=${MODEL:-build/models/inception_tf2015_seed0.pt}
 DATA=${PHOTOS:-/usr/share/doc/opencv-doc/examples/data}
 WORK=${WORK:-/tmp/vecbench-whole-job}
 ORT_PY=${VECBENCH_VENVS:-$HOME/.cache/vecbench/venvs}/onnxruntime/bin/python
-OV_PY=${VECBENCH_VENVS:-$HOME/.cache/vecbench/venvs}/openvino/bin/python  # optional (tools/peers_setup.sh openvino)
+OV_PY=${VECBENCH_VENVS:-$HOME/.cache/vecbench/venvs}/openvino/bin/python  # optional (tools/peers_setup.sh)
+NCNN_PY=${VECBENCH_VENVS:-$HOME/.cache/vecbench/venvs}/ncnn/bin/python      # optional (tools/peers_setup.sh)
+TORCH_PY=${VECBENCH_VENVS:-$HOME/.cache/vecbench/venvs}/torch/bin/python    # optional (tools/peers_setup.sh)
 ONNX=${VECBENCH_PEERS_WORK:-/tmp/vecbench-peers}/inc.onnx
+NCNN_MODEL=${VECBENCH_PEERS_WORK:-/tmp/vecbench-peers}/inc.ncnn.param
 RESULTS=${RESULTS:-results/whole-job}
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 RAW="$WORK/raw-$STAMP.jsonl"
@@ -122,9 +125,12 @@ EOF
 # settings its documentation recommends for throughput (10 s each; recorded as sweep-*): ONNX
 # Runtime one session of 2 threads or one 1-thread session per core in as many processes, at
 # batch 1, 4 and 8; OpenVINO's LATENCY hint (one request, 2 threads) and its THROUGHPUT hint (2
-# streams, an async queue of 2 or 4 requests, or the plugin's own choice). The best of each is
-# then measured in every round (ort-best, ov-best) beside the fixed settings of earlier reports
-# (ort-b8-t2, ov-b8-t2), and the report takes the best peer of each round. TUNE_PEERS=0: none.
+# streams, an async queue of 2 or 4 requests, or the plugin's own choice); ncnn (its model by
+# pnnx from the ONNX file, fp32, Winograd on) one net of 2 threads or one 1-thread net per core;
+# PyTorch 2 eager and torch.compile (Inductor, freezing), channels_last, 1 process x 2 threads or
+# 2 x 1, at batch 8 and 4. The best of each is then measured in every round (ort-best, ov-best,
+# ncnn-best, torch-best) beside the fixed settings of earlier reports (ort-b8-t2, ov-b8-t2), and
+# the report takes the best peer of each round. TUNE_PEERS=0: none.
 TUNE_PEERS=${TUNE_PEERS:-1}
 declare -A SWEEP=()
 best_of() {  # best_of PREFIX: the sweep entry of PREFIX with the highest img/s it printed
@@ -155,6 +161,25 @@ if [ "$TUNE_PEERS" = 1 ] && [ "${BASE:-1}" = 1 ]; then
     OV_BEST=$(best_of sweep-ov-)
     echo "sweep: OpenVINO's best: $OV_BEST"
   fi
+  if [ -x "$NCNN_PY" ] && [ -f "$NCNN_MODEL" ]; then
+    for cfg in "1 2" "2 1"; do
+      read -r p t <<< "$cfg"
+      SWEEP[sweep-ncnn-p${p}t${t}]="$NCNN_PY tools/peers/ncnn_bench.py $NCNN_MODEL $t 15 $p"
+      measure "sweep-ncnn-p${p}t${t}" "" "$NCNN_PY" tools/peers/ncnn_bench.py "$NCNN_MODEL" "$t" 10 "$p"
+    done
+    NCNN_BEST=$(best_of sweep-ncnn-)
+    echo "sweep: ncnn's best: $NCNN_BEST"
+  fi
+  if [ -x "$TORCH_PY" ]; then
+    for cfg in "eager 1 2 8" "compile 1 2 8" "compile 1 2 4" "compile 2 1 8" "compile 2 1 4"; do
+      read -r mode p t b <<< "$cfg"
+      n="sweep-torch-${mode}-p${p}t${t}b${b}"
+      SWEEP[$n]="$TORCH_PY tools/peers/torch_bench.py $mode $b $t 15 $p"
+      measure "$n" "" "$TORCH_PY" tools/peers/torch_bench.py "$mode" "$b" "$t" 10 "$p"
+    done
+    TORCH_BEST=$(best_of sweep-torch-)
+    echo "sweep: PyTorch's best: $TORCH_BEST"
+  fi
 fi
 
 for r in $(seq 1 "$ROUNDS"); do
@@ -167,6 +192,10 @@ for r in $(seq 1 "$ROUNDS"); do
     if [ -n "${ORT_BEST:-}" ]; then measure ort-best "" ${SWEEP[$ORT_BEST]}; fi
     # shellcheck disable=SC2086
     if [ -n "${OV_BEST:-}" ]; then measure ov-best "" ${SWEEP[$OV_BEST]}; fi
+    # shellcheck disable=SC2086
+    if [ -n "${NCNN_BEST:-}" ]; then measure ncnn-best "" ${SWEEP[$NCNN_BEST]}; fi
+    # shellcheck disable=SC2086
+    if [ -n "${TORCH_BEST:-}" ]; then measure torch-best "" ${SWEEP[$TORCH_BEST]}; fi
     # vecbench's own model-only rate: the default route on synthetic input (its printed img/s)
     measure model-only-default "$WORK/m" "$VB" vectorize --images synthetic:96 --out "$WORK/m" --format none
     if [ "$INT8" = 1 ]; then
@@ -215,5 +244,5 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 "${MASK[@]}" "$VB" vectorize --images synthetic:1 --out "$WORK/route" --format none > "$WORK/route.log" 2>&1
 grep -m1 "route from" "$WORK/route.log" > "$WORK/route.txt"
-ORT_BEST=${ORT_BEST:-} OV_BEST=${OV_BEST:-} CPUID_MASK=${CPUID_MASK:-} python3 tools/bench_whole_job_report.py "$RAW" \
+ORT_BEST=${ORT_BEST:-} OV_BEST=${OV_BEST:-} NCNN_BEST=${NCNN_BEST:-} TORCH_BEST=${TORCH_BEST:-} CPUID_MASK=${CPUID_MASK:-} python3 tools/bench_whole_job_report.py "$RAW" \
   "$RESULTS/$STAMP" "$(cat "$WORK/route.txt")" "$(nproc)" "$(uptime)" "$("$VB" --version 2>&1 | head -1)"

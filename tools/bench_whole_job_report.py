@@ -52,9 +52,9 @@ def med(name, key):
 
 # Commands whose rate is the img/s they printed (peers, model-only and large-photo runs); the
 # others' is their images over their wall time.
-PRINTS_RATE = ("large-", "model-only", "ort", "ov-", "sweep-")
-# The fp32 model-only peers of each round (ort-best / ov-best: the best of the sweep, issue #50)
-FP32_PEERS = ("ort-b8-t2", "ov-b8-t2", "ort-best", "ov-best")
+PRINTS_RATE = ("large-", "model-only", "ort", "ov-", "ncnn-", "torch-", "sweep-")
+# The fp32 model-only peers of each round (*-best: the best of each peer's sweep, issue #50)
+FP32_PEERS = ("ort-b8-t2", "ov-b8-t2", "ort-best", "ov-best", "ncnn-best", "torch-best")
 
 
 def printed_ips(r):
@@ -223,9 +223,13 @@ with open(out + ".md", "w") as f:
         f.write("The peers' settings, swept before the rounds (issue #50; 10 s each; `sweep-ort-pPtTbB`: "
                 "`tools/peers/ort_bench.py inc.onnx B T 10 P`, P processes of T threads; `sweep-ov-HINT-bB-sS-qQ`: "
                 "`tools/peers/openvino_bench.py inc.onnx B 2 f32 10 HINT S Q`, S streams and an async queue of Q "
-                "requests for THROUGHPUT, auto/0: the plugin's choice); the best of each peer (`"
-                f"{os.environ.get('ORT_BEST', '')}`, `{os.environ.get('OV_BEST', '')}`) ran in every round as "
-                "`ort-best` / `ov-best` (15 s):\n\n| setting | img/s |\n|---|---:|\n")
+                "requests for THROUGHPUT, auto/0: the plugin's choice; `sweep-ncnn-pPtT`: `tools/peers/ncnn_bench.py "
+                "inc.ncnn.param T 10 P`, batch 1, fp32, Winograd on; `sweep-torch-MODE-pPtTbB`: "
+                "`tools/peers/torch_bench.py MODE B T 10 P`, eager or torch.compile with freezing); the best of each "
+                "peer (" + ", ".join(f"`{os.environ[k]}`" for k in ("ORT_BEST", "OV_BEST", "NCNN_BEST", "TORCH_BEST")
+                                     if os.environ.get(k)) +
+                ") ran in every round as `ort-best` / `ov-best` / `ncnn-best` / `torch-best` (15 s):\n\n"
+                "| setting | img/s |\n|---|---:|\n")
         for n in sweep:
             f.write(f"| `{n}` | {summary[n]['img_per_s']:.2f} |\n")
         f.write("\n")
@@ -235,7 +239,8 @@ with open(out + ".md", "w") as f:
             continue
         fo = "" if s["first_output_s"] is None else f"{s['first_output_s']:.2f}"
         f.write(f"| `{n}` | {s['runs']} | {s['wall_s']:.2f} | {s['img_per_s']:.2f} | {s['rss_mb']:.0f} | {fo} |\n")
-    f.write("\n(`ort-b8-t2`, `ov-b8-t2`: img/s is their own model-only figure; their wall time includes a fixed 15 s loop.)\n\n")
+    f.write("\n(The peers, `ort-*`, `ov-*`, `ncnn-*`, `torch-*`: img/s is their own model-only figure; their wall time "
+            "includes a fixed 15 s loop.)\n\n")
     f.write("| target | value | wanted | met |\n|---|---:|---|---|\n")
     for what, v, want, ok in targets:
         f.write(f"| {what} | {v:.2f} | {want} | {'yes' if ok else 'NO'} |\n")

@@ -3,8 +3,9 @@
 # one virtual environment per peer from PyPI, versions pinned below, outside the source tree in
 # $VECBENCH_VENVS (default ~/.cache/vecbench/venvs; kept: a venv whose pins are unchanged is
 # reused), and the models they run in $VECBENCH_PEERS_WORK (default /tmp/vecbench-peers):
-# the scripted torchvision Inception-v3 and its ONNX export (Debian's python3-torch), and
-# classify_image_graph_def.pb (tools/make_tf_graph.py --seed 0) for the seed's TF program.
+# the scripted torchvision Inception-v3 and its ONNX export (Debian's python3-torch), ncnn's
+# conversion of that ONNX file (pnnx), and classify_image_graph_def.pb (tools/make_tf_graph.py
+# --seed 0) for the seed's TF program.
 #   tools/peers_setup.sh              every peer (about 8 GB: the torch wheel brings CUDA libraries)
 #   tools/peers_setup.sh tensorflow   only TensorFlow and the FID tools (CI: tests/py/tf_fidelity.py, fid_check.py, fid_tools.py)
 # Each peer prints its package versions on the line the experiment records (effective.output).
@@ -18,6 +19,7 @@ declare -A PINS=(
   [onnxruntime]="onnxruntime==1.31.1 numpy==2.4.6 onnx==1.23.2"
   [openvino]="openvino==2026.4.1 numpy==2.4.6 nncf==3.4.0"
   [torch]="torch==2.15.0 torchvision==0.29.2 numpy==2.4.6 pillow==12.0.0"
+  [ncnn]="ncnn==1.0.20261020 pnnx==20261020 numpy==2.4.6"
 )
 venv() {  # venv NAME: $VENVS/NAME with PINS[NAME] installed, unless already so
   local dir=$VENVS/$1
@@ -60,8 +62,12 @@ fidtools
 if [ "${1:-all}" = tensorflow ]; then
   exit 0
 fi
-for p in onnxruntime openvino torch; do venv $p; done
+for p in onnxruntime openvino torch ncnn; do venv $p; done
 graph
 [ -f "$WORK/inc.pt" ] || /usr/bin/python3 "$PEERS/export_torchscript.py" "$WORK/inc.pt"
 [ -f "$WORK/inc.onnx" ] || /usr/bin/python3 "$PEERS/export_onnx.py" "$WORK/inc.onnx"
+# ncnn's model: pnnx converts the ONNX file (fp32 weights) into inc.ncnn.param / inc.ncnn.bin
+# (input in0, output out0) beside it, with its other outputs (inc.pnnx.*, *_pnnx.py, *_ncnn.py)
+[ -f "$WORK/inc.ncnn.param" ] || (cd "$WORK" && "$VENVS/ncnn/bin/pnnx" inc.onnx "inputshape=[1,3,299,299]" fp16=0 > pnnx.log 2>&1) ||
+  { cat "$WORK/pnnx.log" >&2; exit 1; }
 echo "peers ready: venvs in $VENVS, models in $WORK"
