@@ -3,10 +3,13 @@
 // on well-formed and odd lines alike; InputPathResolver gives canonical_input_path's strings.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "vecbench/dist/merge_manifests.hpp"
 #include "vecbench/input/image_source.hpp"
 #include "vecbench/output/manifest.hpp"
 #include "vecbench/testing/temp_dir.hpp"
@@ -37,6 +40,7 @@ ManifestLine line_from_dom(const nlohmann::json& j) {
   l.shard = opt("shard");
   if (j.contains("row") && j["row"].is_number_integer()) l.row = j["row"].get<long>();
   l.xxh3 = str("xxh3");
+  l.names_data = j.contains("output") || j.contains("shard");
   if (j.contains("src")) {
     const auto& s = j["src"];
     l.src.present = true;
@@ -45,10 +49,21 @@ ManifestLine line_from_dom(const nlohmann::json& j) {
         l.src.has_xxh3 = true;
         l.src.xxh3 = s["xxh3"].is_string() ? s["xxh3"].get<std::string>() : std::string();
       }
-      auto num = [&](const char* k) { return s.contains(k) && s[k].is_number(); };
-      if (num("size") && num("mtime_ns") && num("ino") && num("dev"))
-        l.src.id = InputIdentity{s["size"].get<std::int64_t>(), s["mtime_ns"].get<std::int64_t>(),
-                                 s["ino"].get<std::uint64_t>(), s["dev"].get<std::uint64_t>()};
+      // A number as nlohmann's get<> reads it, a float only where the integer type holds it.
+      auto i64 = [&](const char* k) -> std::optional<std::int64_t> {
+        if (!s.contains(k) || !s[k].is_number()) return std::nullopt;
+        if (s[k].is_number_integer()) return s[k].get<std::int64_t>();
+        const double d = s[k].get<double>();
+        return d >= -9.2e18 && d <= 9.2e18 ? std::optional<std::int64_t>(static_cast<std::int64_t>(d)) : std::nullopt;
+      };
+      auto u64 = [&](const char* k) -> std::optional<std::uint64_t> {
+        if (!s.contains(k) || !s[k].is_number()) return std::nullopt;
+        if (s[k].is_number_integer()) return s[k].get<std::uint64_t>();
+        const double d = s[k].get<double>();
+        return d >= 0 && d <= 1.8e19 ? std::optional<std::uint64_t>(static_cast<std::uint64_t>(d)) : std::nullopt;
+      };
+      if (i64("size") && i64("mtime_ns") && u64("ino") && u64("dev"))
+        l.src.id = InputIdentity{*i64("size"), *i64("mtime_ns"), *u64("ino"), *u64("dev")};
     }
   }
   return l;
@@ -62,6 +77,7 @@ void expect_same(const ManifestLine& a, const ManifestLine& b, const std::string
   EXPECT_EQ(a.shard, b.shard) << text;
   EXPECT_EQ(a.row, b.row) << text;
   EXPECT_EQ(a.xxh3, b.xxh3) << text;
+  EXPECT_EQ(a.names_data, b.names_data) << text;
   EXPECT_EQ(a.src.present, b.src.present) << text;
   EXPECT_EQ(a.src.id.has_value(), b.src.id.has_value()) << text;
   if (a.src.id && b.src.id) {
@@ -97,12 +113,16 @@ TEST(ManifestLine, ReadsWhatTheJsonDomReadsForEveryFieldReadersUse) {
       R"({"input":"s","src":{"more":{"size":9,"input":"no"},"dev":1,"ino":2,"mtime_ns":3,"size":4}})",
       R"({"input":"first","input":"second","status":"error","status":"ok"})",  // the last of a key wins
       R"({"nested":{"input":"no","status":"ok"},"list":[{"input":"no"}],"input":"yes"})",
-      R"({"input":"escaped \"quote\" \\ and \u00e9","output":"t\/u.npy"})",
-      R"({})",
+      R"({"input":"escaped \"quote\" \\ and \u00e9","output":"t\/u.npy"})", R"({})",
       R"( { "input" : "w" , "row" : 0 , "status" : "ok" } )",  // whitespace
       R"({"input":"n","row":-0,"src":{"dev":0,"ino":9999999999999999999,"mtime_ns":-123456789012345678,"size":0}})",
       R"({"input":"d","a":{"b":{"c":{"d":{"e":1}}}},"status":"ok"})",  // deeper than the quick scan goes
       R"({"input":"l","flag":true,"none":null,"x":false,"status":"ok","row":7})",
+      R"({"input":"x","src":{"dev":1,"ino":2,"mtime_ns":3,"size":4,"xxh3":{}},"output":null})",  // an object checksum
+      R"({"input":"x","src":{"dev":1,"ino":2,"mtime_ns":3,"size":5,"size":[]},"shard":[]})",     // the last size: no
+                                                                                                 // number
+      R"({"input":"f","src":{"dev":1,"ino":-1.5,"mtime_ns":1e300,"size":4.5},"row":1e2})",       // floats out of range
+      R"({"input":"f","src":{"dev":1.0,"ino":2e3,"mtime_ns":-3.5,"size":4.5}})",                 // floats that fit
   };
   for (const auto& text : lines)
     for (const bool quick : {true, false}) {  // the quick scan (plain lines) and nlohmann's SAX parser
@@ -146,11 +166,23 @@ TEST(ManifestLine, EachLineIsFoundWithItsOffsetAndThePartialLastOneIsLeftOut) {
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[0].input, "a");
   EXPECT_EQ(got[1].input, "c");
-  const ManifestLineReader reader(m);
+  struct stat st {};
+  ASSERT_EQ(::stat(m.c_str(), &st), 0);
+  ManifestLineReader reader(m, st.st_dev, st.st_ino);
   EXPECT_EQ(reader.text(got[0].offset, got[0].length), a);
   EXPECT_EQ(reader.text(got[1].offset, got[1].length), c);
-  EXPECT_THROW(reader.text(1u << 20, 5), IoError);
-  EXPECT_THROW(ManifestLineReader(d / "none.jsonl").text(0, 1), IoError);
+  EXPECT_THROW(reader.text(1u << 20, 5), IoError);  // past the end
+  EXPECT_THROW(ManifestLineReader(d / "none.jsonl", st.st_dev, st.st_ino).text(0, 1), IoError);
+  // The file at the path replaced since it was scanned (another inode): refused, not read.
+  std::ofstream(d / "new.jsonl", std::ios::binary) << a << "\n";
+  fs::rename(d / "new.jsonl", m);
+  ManifestLineReader stale(m, st.st_dev, st.st_ino);
+  try {
+    (void)stale.text(got[0].offset, got[0].length);
+    FAIL() << "read a line from a replaced manifest";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("replaced"), std::string::npos) << e.what();
+  }
   fs::remove_all(d);
 }
 
@@ -189,5 +221,31 @@ TEST(InputPathResolver, GivesCanonicalInputPathsStringsForLinksMissingFilesAndLo
   for (int pass = 0; pass < 2; ++pass)  // the second pass from the folder cache
     for (const auto& p : paths) EXPECT_EQ(resolve(p.string()), canonical_input_path(p)) << p;
   EXPECT_EQ(resolve((d / "linked" / "sub" / "b.jpg").string()), fs::canonical(d / "real" / "sub" / "b.jpg").string());
+  fs::remove_all(d);
+}
+
+TEST(MergeManifests, ReadsLinesBackFromMoreManifestsThanItKeepsOpenAndLeavesErrorLinesAsWritten) {
+  // 70 rank manifests (merge keeps 64 open at once), one error line each that names an output
+  // file: merged in natural order, each line the bytes its rank wrote (an error line's paths are
+  // not rewritten for the merged folder: it points at no vector).
+  const fs::path d = vecbench::testing::fresh_temp_dir("merge-many");
+  fs::create_directories(d / "a");
+  std::vector<std::string> written;
+  for (int r = 69; r >= 0; --r) {
+    char name[32];
+    std::snprintf(name, sizeof name, "manifest-r%04d.jsonl", r);
+    const std::string line =
+        R"({"error":"bad","input":"in-)" + std::to_string(r) + R"(","output":"sub/o.npy","status":"error"})";
+    std::ofstream(d / "a" / name) << line << "\n";
+    written.insert(written.begin(), line);
+  }
+  const auto m = merge_manifests({d / "a"}, d / "out");
+  EXPECT_EQ(m.files.size(), 70u);
+  EXPECT_EQ(m.errors, 70u);
+  EXPECT_EQ(m.inputs, 70u);
+  std::ifstream in(d / "out" / "manifest.jsonl");
+  std::vector<std::string> merged;
+  for (std::string l; std::getline(in, l);) merged.push_back(l);
+  EXPECT_EQ(merged, written);  // in-0, in-1, ..., in-69: natural order, bytes as written
   fs::remove_all(d);
 }

@@ -1,10 +1,14 @@
 // Merging what several processes wrote into output folders: the per-rank manifests into one
 // manifest.jsonl (one line per input; complete data only; one fingerprint).
 #pragma once
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <fstream>
 #include <iostream>
@@ -138,6 +142,110 @@ inline std::vector<std::uint32_t> merge_order(const std::deque<MergeInput>& inpu
   return idx;
 }
 
+/// What merge_manifests' scan found: each input's chosen lines, and per manifest its folder and reader.
+struct MergeScan {
+  std::deque<MergeInput> inputs;            ///< in the order first seen
+  std::vector<fs::path> file_dir;           ///< per manifest: its folder (canonical)
+  std::vector<ManifestLineReader> readers;  ///< per manifest (opened when read back)
+};
+
+/// Reads every manifest of `dirs` (each input's newest complete ok line and last error line).
+inline MergeScan scan_for_merge(const std::vector<fs::path>& dirs, const fs::path& out_c, int dim, ManifestMerge& m) {
+  MergeScan scan;
+  std::unordered_map<std::string_view, std::size_t> by_name;  // views of scan.inputs' names
+  std::error_code ec;
+  for (const auto& dir : dirs) {
+    const fs::path dir_c = fs::weakly_canonical(dir, ec);
+    const bool same = dir_c == out_c;
+    LineDataCheck complete(dir, dim);
+    for (const auto& file : manifest_files(dir)) {
+      const auto file_index = static_cast<std::uint32_t>(m.files.size());
+      struct stat st {};
+      if (::stat(file.c_str(), &st) != 0)
+        throw IoError(file.string(), std::string("cannot read: ") + std::strerror(errno));
+      m.files.push_back(file);
+      scan.file_dir.push_back(dir_c);
+      scan.readers.emplace_back(file, st.st_dev, st.st_ino);
+      for_each_manifest_line(file, [&](const ManifestLine& l) {
+        if (l.input.empty()) return;
+        ++m.lines;
+        if (l.fp != m.fingerprint_id) {
+          ++m.other_fp;
+          return;
+        }
+        auto it = by_name.find(l.input);
+        if (it == by_name.end()) {
+          scan.inputs.push_back({l.input, {}, {}});
+          it = by_name.emplace(scan.inputs.back().name, scan.inputs.size() - 1).first;
+        }
+        MergeInput& in = scan.inputs[it->second];
+        // An ok line of another folder points at its data from `out` (error lines stay as they are)
+        const MergePick pick{file_index, l.length, l.offset, true, !same && l.ok() && l.data_file()};
+        if (!l.ok()) {
+          in.err = pick;
+        } else if (complete(l)) {
+          in.ok = pick;
+        } else {
+          in.ok = {};  // the newest ok line decides: an older one was superseded
+          ++m.dropped;
+        }
+      });
+    }
+  }
+  return scan;
+}
+
+/// Writes `out`/manifest.jsonl from `scan`: each input's line read back where the scan found it
+/// (and checked to be that input's), in merge_order; at most 64 manifests open at once (a job of
+/// thousands of ranks stays under the open-file limit).
+inline void write_merged(const fs::path& out, const fs::path& out_c, const std::vector<std::string>& order,
+                         MergeScan& scan, ManifestMerge& m) {
+  const auto idx = merge_order(scan.inputs, order);
+  std::deque<std::uint32_t> open_files;
+  auto reader = [&](std::uint32_t file) -> ManifestLineReader& {
+    if (!scan.readers[file].is_open()) {
+      if (open_files.size() == 64) {
+        scan.readers[open_files.front()].close();
+        open_files.pop_front();
+      }
+      open_files.push_back(file);
+    }
+    return scan.readers[file];
+  };
+  std::map<std::pair<std::uint32_t, std::string>, std::string> moved;  // (manifest, data file) -> path from `out`
+  ManifestLine again;
+  auto line_text = [&](const MergePick& p, const std::string& input) {
+    std::string text = reader(p.file).text(p.offset, p.length);
+    if (!parse_manifest_line(text, again) || again.input != input)
+      throw IoError(m.files[p.file].string(), "its line at byte " + std::to_string(p.offset) +
+                                                  " is not the one scanned (the manifest changed while it was merged)");
+    if (!p.rewrite) return text + "\n";
+    auto j = nlohmann::json::parse(text);
+    for (const char* k : {"output", "shard"}) {
+      if (!j.contains(k) || !j[k].is_string()) continue;
+      auto it = moved.find({p.file, j[k].get<std::string>()});
+      if (it == moved.end()) {
+        const std::string to =
+            (scan.file_dir[p.file] / j[k].get<std::string>()).lexically_normal().lexically_relative(out_c).string();
+        it = moved.emplace(std::make_pair(p.file, j[k].get<std::string>()), to).first;
+      }
+      j[k] = it->second;
+    }
+    return manifest_text(j);
+  };
+  atomic_write_with(out / "manifest.jsonl", [&](std::FILE* f) {
+    for (const std::uint32_t i : idx) {
+      const MergeInput& in = scan.inputs[i];
+      if (!in.ok.set && !in.err.set) continue;  // only ok lines with missing data
+      const std::string text = line_text(in.ok.set ? in.ok : in.err, in.name);
+      if (std::fwrite(text.data(), 1, text.size(), f) != text.size()) return false;
+      ++(in.ok.set ? m.ok : m.errors);
+      ++m.inputs;
+    }
+    return true;
+  });
+}
+
 }  // namespace detail
 
 inline ManifestMerge merge_manifests(const std::vector<fs::path>& dirs, const fs::path& out,
@@ -150,74 +258,9 @@ inline ManifestMerge merge_manifests(const std::vector<fs::path>& dirs, const fs
   m.fingerprint_id = fp.empty() ? "" : fp.id();
   const int dim = fp.empty() ? 0 : fp.fields.value("feature_dim", 0);
   const fs::path out_c = fs::weakly_canonical(out, ec);
-  std::deque<detail::MergeInput> inputs;                      // in the order first seen
-  std::unordered_map<std::string_view, std::size_t> by_name;  // views of inputs' names
-  std::vector<fs::path> file_dir;                             // per manifest: its folder (canonical)
-  for (const auto& dir : dirs) {
-    const fs::path dir_c = fs::weakly_canonical(dir, ec);
-    const bool same = dir_c == out_c;
-    LineDataCheck complete(dir, dim);
-    for (const auto& file : manifest_files(dir)) {
-      const auto file_index = static_cast<std::uint32_t>(m.files.size());
-      m.files.push_back(file);
-      file_dir.push_back(dir_c);
-      for_each_manifest_line(file, [&](const ManifestLine& l) {
-        if (l.input.empty()) return;
-        ++m.lines;
-        if (l.fp != m.fingerprint_id) {
-          ++m.other_fp;
-          return;
-        }
-        auto it = by_name.find(l.input);
-        if (it == by_name.end()) {
-          inputs.push_back({l.input, {}, {}});
-          it = by_name.emplace(inputs.back().name, inputs.size() - 1).first;
-        }
-        detail::MergeInput& in = inputs[it->second];
-        const detail::MergePick pick{file_index, l.length, l.offset, true, !same && l.data_file()};
-        if (!l.ok()) {
-          in.err = pick;
-        } else if (complete(l)) {
-          in.ok = pick;
-        } else {
-          in.ok = {};  // the newest ok line decides: an older one was superseded
-          ++m.dropped;
-        }
-      });
-    }
-  }
+  detail::MergeScan scan = detail::scan_for_merge(dirs, out_c, dim, m);
   if (!fp.empty()) open_store_identity(out, fp, false, std::cerr);
-  const auto idx = detail::merge_order(inputs, order);
-  std::vector<ManifestLineReader> readers;
-  for (const auto& f : m.files) readers.emplace_back(f);
-  std::map<std::pair<std::uint32_t, std::string>, std::string> moved;  // (manifest, data file) -> path from `out`
-  auto line_text = [&](const detail::MergePick& p) {
-    std::string text = readers[p.file].text(p.offset, p.length);
-    if (!p.rewrite) return text + "\n";
-    auto j = nlohmann::json::parse(text);
-    for (const char* k : {"output", "shard"}) {
-      if (!j.contains(k) || !j[k].is_string()) continue;
-      auto it = moved.find({p.file, j[k].get<std::string>()});
-      if (it == moved.end()) {
-        const std::string to =
-            (file_dir[p.file] / j[k].get<std::string>()).lexically_normal().lexically_relative(out_c).string();
-        it = moved.emplace(std::make_pair(p.file, j[k].get<std::string>()), to).first;
-      }
-      j[k] = it->second;
-    }
-    return manifest_text(j);
-  };
-  atomic_write_with(out / "manifest.jsonl", [&](std::FILE* f) {
-    for (const std::uint32_t i : idx) {
-      const detail::MergeInput& in = inputs[i];
-      if (!in.ok.set && !in.err.set) continue;  // only ok lines with missing data
-      const std::string text = line_text(in.ok.set ? in.ok : in.err);
-      if (std::fwrite(text.data(), 1, text.size(), f) != text.size()) return false;
-      ++(in.ok.set ? m.ok : m.errors);
-      ++m.inputs;
-    }
-    return true;
-  });
+  detail::write_merged(out, out_c, order, scan, m);
   return m;
 }
 

@@ -34,8 +34,10 @@ inline Verification verify_features(const MemorySink& got, const MemorySink& ref
 }
 
 /// int8's bound on the relative L2 difference from fp32: the largest measured on real photos is
-/// 0.31 (4,200 crops; median 0.08: results/int8/README.md), on the synthetic-weights network.
-constexpr double kInt8RelTolerance = 0.5;
+/// 0.31 on a Zen 5 and 0.29 on a Xeon with VNNI and AMX (4,200 crops each; median 0.08:
+/// results/int8/README.md, results/int8/deviation-20261206.md), on the synthetic-weights network;
+/// 0.4 keeps 1.3x headroom over both (it was 0.5 until 2026-12-06).
+constexpr double kInt8RelTolerance = 0.4;
 
 /// The largest per-image relative L2 difference from the TorchScript fp32 reference that a run
 /// with `engine` and `precision` may show (docs/engines.md):

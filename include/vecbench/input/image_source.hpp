@@ -4,6 +4,7 @@
 #pragma once
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -168,7 +169,9 @@ class InputPathResolver {
  public:
   std::string operator()(const std::string& p) {
     struct stat st {};
-    if (!plain_absolute(p) || (::lstat(p.c_str(), &st) == 0 && S_ISLNK(st.st_mode))) return canonical_input_path(p);
+    if (!plain_absolute(p)) return canonical_input_path(p);
+    if (::lstat(p.c_str(), &st) == 0 ? S_ISLNK(st.st_mode) : errno != ENOENT && errno != ENOTDIR)
+      return canonical_input_path(p);  // a link, or a path that cannot be looked into (EACCES, ELOOP)
     const std::size_t slash = p.rfind('/');
     std::string parent = slash == 0 ? std::string("/") : p.substr(0, slash);
     auto it = folders_.find(parent);

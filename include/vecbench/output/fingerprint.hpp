@@ -161,7 +161,7 @@ inline fs::path supersede_store(const fs::path& dir, const std::string& old_id) 
 inline bool store_holds_no_vectors(const fs::path& dir) {
   bool any = false;
   for (const auto& m : manifest_files(dir))
-    for_each_manifest_line(m, [&](const ManifestLine& l) { any = any || l.output || l.shard; });
+    for_each_manifest_line(m, [&](const ManifestLine& l) { any = any || l.names_data; });
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) any = any || is_shard_name(e.path().filename().string());
   return !any;

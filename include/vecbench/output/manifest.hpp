@@ -166,23 +166,26 @@ inline void for_each_manifest_line(const fs::path& path, const std::function<voi
 }
 
 /// Reads lines of a manifest back where for_each_manifest_line found them (one pread(2) a line:
-/// no stream buffer refilled after each seek).
+/// no stream buffer refilled after each seek). Opened when first read, and refused when the file
+/// at the path is no longer the one that was scanned (another inode: replaced since).
 class ManifestLineReader {
  public:
-  explicit ManifestLineReader(fs::path path)
-      : path_(std::move(path)), fd_(::open(path_.c_str(), O_RDONLY | O_CLOEXEC)) {}
-  ManifestLineReader(ManifestLineReader&& o) noexcept : path_(std::move(o.path_)), fd_(o.fd_) { o.fd_ = -1; }
+  /// `path` as it was when scanned: its device and inode (stat before the scan).
+  ManifestLineReader(fs::path path, dev_t dev, ino_t ino) : path_(std::move(path)), dev_(dev), ino_(ino) {}
+  ManifestLineReader(ManifestLineReader&& o) noexcept
+      : path_(std::move(o.path_)), dev_(o.dev_), ino_(o.ino_), fd_(o.fd_) {
+    o.fd_ = -1;
+  }
   ManifestLineReader(const ManifestLineReader&) = delete;
   ManifestLineReader& operator=(const ManifestLineReader&) = delete;
   ManifestLineReader& operator=(ManifestLineReader&&) = delete;
-  ~ManifestLineReader() {
-    if (fd_ >= 0) ::close(fd_);
-  }
+  ~ManifestLineReader() { close(); }
   /// The line's text (no '\n'); IoError naming the file when it cannot be read back whole.
-  std::string text(std::uint64_t offset, std::uint32_t length) const {
+  std::string text(std::uint64_t offset, std::uint32_t length) {
+    open();
     std::string t(length, '\0');
     std::size_t got = 0;
-    while (fd_ >= 0 && got < length) {
+    while (got < length) {
       const ssize_t n = ::pread(fd_, t.data() + got, length - got, static_cast<off_t>(offset + got));
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) break;
@@ -190,13 +193,32 @@ class ManifestLineReader {
     }
     if (got < length)
       throw IoError(path_.string(), "cannot read back its line at byte " + std::to_string(offset) +
-                                        " (the manifest changed or is unreadable)");
+                                        " (the manifest was cut or changed while it was read)");
     return t;
+  }
+  bool is_open() const { return fd_ >= 0; }
+  void close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
   }
 
  private:
+  void open() {
+    if (fd_ >= 0) return;
+    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0)
+      throw IoError(path_.string(), std::string("cannot open it again to read its lines: ") + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0 || st.st_dev != dev_ || st.st_ino != ino_) {
+      close();
+      throw IoError(path_.string(),
+                    "was replaced by another file while it was read (another process wrote the folder)");
+    }
+  }
   fs::path path_;
-  int fd_;
+  dev_t dev_;
+  ino_t ino_;
+  int fd_ = -1;
 };
 
 /// Appends complete lines to a manifest: each call is one write(2) of whole lines on an O_APPEND

@@ -34,6 +34,7 @@ struct ManifestLine {
   std::optional<std::string> shard;   ///< shard file, relative to the folder
   std::optional<long> row;            ///< the shard's row (an integer)
   std::string xxh3;                   ///< the vector's checksum ("" before checksums)
+  bool names_data = false;            ///< an "output" or "shard" key is there, of any type (a vector may be)
   RecordedIdentity src;               ///< the input file's identity when it was read ("src")
   std::uint64_t offset = 0;           ///< where the line starts in its manifest (bytes)
   std::uint32_t length = 0;           ///< its bytes, '\n' not counted
@@ -59,8 +60,8 @@ class ManifestSax {
   bool number_unsigned(json::number_unsigned_t v) {
     return scalar(Value{nullptr, true, static_cast<double>(v), static_cast<std::int64_t>(v), v});
   }
-  bool number_float(json::number_float_t v, const json::string_t&) {
-    return scalar(Value{nullptr, false, v, static_cast<std::int64_t>(v), static_cast<std::uint64_t>(v), true});
+  bool number_float(json::number_float_t v, const json::string_t&) {  // cast where a field takes it, in range
+    return scalar(Value{nullptr, false, v, 0, 0, true});
   }
   bool string(json::string_t& s) { return scalar(Value{&s}); }
   bool binary(json::binary_t&) { return scalar(Value{}); }
@@ -73,6 +74,8 @@ class ManifestSax {
       src_ = {};
     } else if (depth_ == 1) {
       top_level(Value{});  // an object where the format has a string or number: absent
+    } else if (depth_ == 2 && in_src_) {
+      in_src(Value{});  // the same inside "src" (an "xxh3" there that matches no file)
     }
     ++depth_;
     return true;
@@ -88,6 +91,7 @@ class ManifestSax {
   }
   bool start_array(std::size_t) {
     if (depth_ == 1) top_level(Value{});  // an array: absent ("src": malformed)
+    if (depth_ == 2 && in_src_) in_src(Value{});
     ++depth_;
     return true;
   }
@@ -111,7 +115,17 @@ class ManifestSax {
     std::int64_t i64 = 0;
     std::uint64_t u64 = 0;
     bool number_float = false;
-    bool number() const { return integer || number_float; }
+    /// An integer as it is, a float cast where it fits (nlohmann's get<> casts), else nothing.
+    std::optional<std::int64_t> as_i64() const {
+      if (integer) return i64;
+      if (number_float && real >= -9.2e18 && real <= 9.2e18) return static_cast<std::int64_t>(real);
+      return std::nullopt;
+    }
+    std::optional<std::uint64_t> as_u64() const {
+      if (integer) return u64;
+      if (number_float && real >= 0 && real <= 1.8e19) return static_cast<std::uint64_t>(real);
+      return std::nullopt;
+    }
   };
   struct Src {
     std::optional<std::int64_t> size, mtime_ns;
@@ -175,9 +189,11 @@ inline void ManifestSax::top_level(const Value& v) {
       break;
     case Key::output:
       opt_text(l_.output);
+      l_.names_data = true;
       break;
     case Key::shard:
       opt_text(l_.shard);
+      l_.names_data = true;
       break;
     case Key::row:
       l_.row = v.integer ? std::optional<long>(static_cast<long>(v.i64)) : std::nullopt;
@@ -197,16 +213,16 @@ inline void ManifestSax::top_level(const Value& v) {
 inline void ManifestSax::in_src(const Value& v) {
   switch (key_) {
     case Key::size:
-      src_.size = v.number() ? std::optional<std::int64_t>(v.i64) : std::nullopt;
+      src_.size = v.as_i64();
       break;
     case Key::mtime_ns:
-      src_.mtime_ns = v.number() ? std::optional<std::int64_t>(v.i64) : std::nullopt;
+      src_.mtime_ns = v.as_i64();
       break;
     case Key::ino:
-      src_.ino = v.number() ? std::optional<std::uint64_t>(v.u64) : std::nullopt;
+      src_.ino = v.as_u64();
       break;
     case Key::dev:
-      src_.dev = v.number() ? std::optional<std::uint64_t>(v.u64) : std::nullopt;
+      src_.dev = v.as_u64();
       break;
     case Key::xxh3:  // a checksum that is not a string matches none
       l_.src.has_xxh3 = true;
