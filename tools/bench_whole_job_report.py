@@ -98,6 +98,18 @@ def paired_best(a, peers):
     return (statistics.median(q), min(q), max(q), len(q)) if q else None
 
 
+def each_round(a, peers):
+    """Per round: a's img/s, the best of `peers` in that round (name, img/s) and the ratio."""
+    rows = []
+    for k, r in enumerate(by.get(a, [])):
+        rates = {p: run_ips(p, by[p][k]) for p in peers if len(by.get(p, [])) > k}
+        rates = {p: x for p, x in rates.items() if x}
+        if rates and run_ips(a, r):
+            best = max(rates, key=rates.get)
+            rows.append((k + 1, run_ips(a, r), best, rates[best], run_ips(a, r) / rates[best]))
+    return rows
+
+
 def paired(a, b):
     """a's img/s over b's, round by round (the k-th run of each: the rounds interleave every
     command, so a drift of the machine's speed cancels): (median, min, max, rounds), or None."""
@@ -250,4 +262,15 @@ with open(out + ".md", "w") as f:
                 "| ratio of img/s | median | min | max | rounds |\n|---|---:|---:|---:|---:|\n")
         for what, (m, lo, hi, n) in pairs:
             f.write(f"| {what} | {m:.3f} | {lo:.3f} | {hi:.3f} | {n} |\n")
+    rounds = each_round("default-100", FP32_PEERS) if "default-100" in by else []
+    if rounds:
+        f.write("\nEach round: the default command on the 100 photos against the best fp32 peer of that round "
+                "(#50), and vecbench's own model-only rate in the same round (a whole-job run of 3-4 s "
+                "that catches a slow phase of the host shows here as a ratio below its model-only one).\n\n"
+                "| round | default-100 img/s | best peer | its img/s | ratio | model-only-default img/s |\n"
+                "|---:|---:|---|---:|---:|---:|\n")
+        mo = by.get("model-only-default", [])
+        for k, a, best, b, q in rounds:
+            m = f"{run_ips('model-only-default', mo[k - 1]):.2f}" if len(mo) >= k else ""
+            f.write(f"| {k} | {a:.2f} | `{best}` | {b:.2f} | {q:.3f} | {m} |\n")
 print(open(out + ".md").read())
