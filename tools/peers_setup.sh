@@ -6,7 +6,7 @@
 # the scripted torchvision Inception-v3 and its ONNX export (Debian's python3-torch), ncnn's
 # conversion of that ONNX file (pnnx), and classify_image_graph_def.pb (tools/make_tf_graph.py
 # --seed 0) for the seed's TF program.
-#   tools/peers_setup.sh              every peer (about 8 GB: the torch wheel brings CUDA libraries)
+#   tools/peers_setup.sh              every peer (about 13 GB: the torch wheel, which pnnx needs too, brings CUDA libraries)
 #   tools/peers_setup.sh tensorflow   only TensorFlow and the FID tools (CI: tests/py/tf_fidelity.py, fid_check.py, fid_tools.py)
 # Each peer prints its package versions on the line the experiment records (effective.output).
 set -euo pipefail
