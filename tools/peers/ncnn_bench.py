@@ -1,17 +1,16 @@
 #!/usr/bin/env python3
 """Peer: ncnn (the ncnn wheel, CPU) model-only throughput on a synthetic image, the model
-converted from the ONNX file by pnnx (tools/peers_setup.sh ncnn), fp32: fp16 and bf16 storage and
+converted from the ONNX file by pnnx (tools/peers_setup.sh), fp32: fp16 and bf16 storage and
 arithmetic and int8 off, Winograd (ncnn's own x86 F(6,3), the trick vecbench's lead rests on)
 and the packed layout on. ncnn's extractor takes one image at a time.
 usage: ncnn_bench.py MODEL.ncnn.param THREADS [SECONDS] [PROCESSES]
 PROCESSES > 1: that many processes, each with its own net of THREADS threads, started together
 after their warm-up; img_per_s is the sum of their rates over the same window."""
 import sys
-import time
 
 import numpy as np
 
-from peer_procs import total_rate
+from peer_procs import timed_rate, total_rate
 
 
 def rate(param, threads, secs, start):
@@ -37,14 +36,7 @@ def rate(param, threads, secs, start):
             sys.exit(f"ncnn_bench: extract failed ({ret})")
         return out
 
-    for _ in range(3):
-        once()
-    start()
-    t0, n = time.time(), 0
-    while time.time() - t0 < secs:
-        once()
-        n += 1
-    return n / (time.time() - t0)
+    return timed_rate(once, 1, secs, start)
 
 
 def main():

@@ -5,11 +5,10 @@ PROCESSES > 1 (issue #50: ONNX Runtime's own advice for throughput on few cores 
 per core): that many processes, each with its own session of THREADS intra-op threads, started
 together after their warm-up; img_per_s is the sum of their rates over the same window."""
 import sys
-import time
 
 import numpy as np
 
-from peer_procs import total_rate
+from peer_procs import timed_rate, total_rate
 
 
 def rate(model, batch, threads, secs, start):
@@ -21,14 +20,7 @@ def rate(model, batch, threads, secs, start):
     sess = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
     name = sess.get_inputs()[0].name
     x = np.random.default_rng(0).uniform(-1, 1, (batch, 3, 299, 299)).astype(np.float32)
-    for _ in range(3):
-        sess.run(None, {name: x})
-    start()
-    t0, n = time.time(), 0
-    while time.time() - t0 < secs:
-        sess.run(None, {name: x})
-        n += batch
-    return n / (time.time() - t0)
+    return timed_rate(lambda: sess.run(None, {name: x}), batch, secs, start)
 
 
 def main():

@@ -7,6 +7,20 @@ and returns its images per second; it must be a module-level function (spawned p
 the script again: keep the script's work under `if __name__ == "__main__"`)."""
 import multiprocessing as mp
 import sys
+import time
+
+
+def timed_rate(step, images, seconds, start, warmup=3):
+    """The img/s of calling step() (each call `images` images) for `seconds`, after `warmup` calls
+    and start() (the rate functions' common loop)."""
+    for _ in range(warmup):
+        step()
+    start()
+    t0, n = time.time(), 0
+    while time.time() - t0 < seconds:
+        step()
+        n += images
+    return n / (time.time() - t0)
 
 
 def _child(rate_fn, args, barrier, out):

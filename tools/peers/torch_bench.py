@@ -7,9 +7,8 @@ usage: torch_bench.py MODE BATCH THREADS [SECONDS] [PROCESSES]
 PROCESSES > 1: that many processes of THREADS threads each, started together after their
 warm-up; img_per_s is the sum of their rates over the same window."""
 import sys
-import time
 
-from peer_procs import total_rate
+from peer_procs import timed_rate, total_rate
 
 
 def rate(mode, batch, threads, secs, start):
@@ -28,15 +27,8 @@ def rate(mode, batch, threads, secs, start):
         inductor.freezing = True
         m = torch.compile(m)
     x = torch.rand(batch, 3, 299, 299).contiguous(memory_format=torch.channels_last)
-    with torch.inference_mode():
-        for _ in range(3):  # the first compiles
-            m(x)
-        start()
-        t0, n = time.time(), 0
-        while time.time() - t0 < secs:
-            m(x)
-            n += batch
-    return n / (time.time() - t0)
+    with torch.inference_mode():  # the first warm-up call compiles
+        return timed_rate(lambda: m(x), batch, secs, start)
 
 
 def main():

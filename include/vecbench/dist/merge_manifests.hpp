@@ -111,7 +111,6 @@ struct MergePick {
   std::uint32_t length = 0;  ///< bytes of the line
   std::uint64_t offset = 0;  ///< where it starts in its file
   bool set = false;
-  bool rewrite = false;  ///< its output/shard path is made relative to the merged folder
 };
 
 /// An input seen by merge_manifests: its name, its newest complete ok line and its last error line.
@@ -150,13 +149,12 @@ struct MergeScan {
 };
 
 /// Reads every manifest of `dirs` (each input's newest complete ok line and last error line).
-inline MergeScan scan_for_merge(const std::vector<fs::path>& dirs, const fs::path& out_c, int dim, ManifestMerge& m) {
+inline MergeScan scan_for_merge(const std::vector<fs::path>& dirs, int dim, ManifestMerge& m) {
   MergeScan scan;
   std::unordered_map<std::string_view, std::size_t> by_name;  // views of scan.inputs' names
   std::error_code ec;
   for (const auto& dir : dirs) {
     const fs::path dir_c = fs::weakly_canonical(dir, ec);
-    const bool same = dir_c == out_c;
     LineDataCheck complete(dir, dim);
     for (const auto& file : manifest_files(dir)) {
       const auto file_index = static_cast<std::uint32_t>(m.files.size());
@@ -179,8 +177,7 @@ inline MergeScan scan_for_merge(const std::vector<fs::path>& dirs, const fs::pat
           it = by_name.emplace(scan.inputs.back().name, scan.inputs.size() - 1).first;
         }
         MergeInput& in = scan.inputs[it->second];
-        // An ok line of another folder points at its data from `out` (error lines stay as they are)
-        const MergePick pick{file_index, l.length, l.offset, true, !same && l.ok() && l.data_file()};
+        const MergePick pick{file_index, l.length, l.offset, true};
         if (!l.ok()) {
           in.err = pick;
         } else if (complete(l)) {
@@ -213,13 +210,16 @@ inline void write_merged(const fs::path& out, const fs::path& out_c, const std::
     return scan.readers[file];
   };
   std::map<std::pair<std::uint32_t, std::string>, std::string> moved;  // (manifest, data file) -> path from `out`
+  std::vector<char> elsewhere;                                         // per manifest: its folder is not `out`
+  for (const auto& dir : scan.file_dir) elsewhere.push_back(dir != out_c);
   ManifestLine again;
   auto line_text = [&](const MergePick& p, const std::string& input) {
     std::string text = reader(p.file).text(p.offset, p.length);
     if (!parse_manifest_line(text, again) || again.input != input)
       throw IoError(m.files[p.file].string(), "its line at byte " + std::to_string(p.offset) +
                                                   " is not the one scanned (the manifest changed while it was merged)");
-    if (!p.rewrite) return text + "\n";
+    // An ok line of another folder points at its data from `out` (error lines stay as they are)
+    if (!again.ok() || !again.data_file() || !elsewhere[p.file]) return text + "\n";
     auto j = nlohmann::json::parse(text);
     for (const char* k : {"output", "shard"}) {
       if (!j.contains(k) || !j[k].is_string()) continue;
@@ -258,7 +258,7 @@ inline ManifestMerge merge_manifests(const std::vector<fs::path>& dirs, const fs
   m.fingerprint_id = fp.empty() ? "" : fp.id();
   const int dim = fp.empty() ? 0 : fp.fields.value("feature_dim", 0);
   const fs::path out_c = fs::weakly_canonical(out, ec);
-  detail::MergeScan scan = detail::scan_for_merge(dirs, out_c, dim, m);
+  detail::MergeScan scan = detail::scan_for_merge(dirs, dim, m);
   if (!fp.empty()) open_store_identity(out, fp, false, std::cerr);
   detail::write_merged(out, out_c, order, scan, m);
   return m;

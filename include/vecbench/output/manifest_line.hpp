@@ -324,9 +324,6 @@ class PlainJsonScan {
   std::string text_;
 };
 
-}  // namespace detail
-
-namespace detail {
 /// parse_manifest_line, with or without the quick scan first (tests read every line both ways).
 inline bool parse_manifest_line_by(std::string_view text, ManifestLine& line, bool quick) {
   line = ManifestLine{};
