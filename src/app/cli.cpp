@@ -285,7 +285,9 @@ void add_tool_commands(CLI::App& app, Cli& c) {
       "(the largest: nothing clips)")
       ->default_str("max");
 
-  c.devs = app.add_subcommand("devices", "List devices and what each spec expands to");
+  c.devs = app.add_subcommand(
+      "devices",
+      "List devices, what each spec expands to and the oneDNN engine's route for each precision on this CPU");
   c.devs->add_option("specs", c.dev_specs, "Device specs to expand");
 
   CLI::App* model = app.add_subcommand("model", "Model commands");

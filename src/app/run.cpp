@@ -222,10 +222,9 @@ nlohmann::json tune_experiment(const std::string& images, const std::string& mod
 RouteChoice route_of(const RunResult& r, EngineKind engine) {
   RouteChoice c;
   c.engine = engine;
-  c.strategy = param_string(r.params, "strategy");
-  c.devices = param_string(r.params, "devices");
-  const std::string batch = param_string(r.params, "batch");
-  c.batch = batch.empty() ? 0 : std::stoi(batch);
+  c.strategy = r.params.strategy;
+  c.devices = r.params.devices;
+  c.batch = static_cast<int>(r.params.batch.value_or(0));
   if (r.effective.contains("devices") && r.effective["devices"].size() > 1)
     c.threads = r.effective["devices"][0].value("threads", 0);
   return c;
@@ -264,8 +263,7 @@ std::string tune_command(const RunResult& r, const TuneCandidate& c, const std::
                     " --out OUT --model " + c.model;
   if (c.engine != EngineKind::torchscript) cmd += std::string(" --engine ") + to_string(c.engine);
   if (c.int8) cmd += " --precision int8 --calibration " + calibration;
-  cmd += " --strategy " + param_string(p, "strategy") + " --devices " + param_string(p, "devices") + " --batch " +
-         param_string(p, "batch");
+  cmd += " --strategy " + p.strategy + " --devices " + p.devices + " --batch " + p.text_of("batch");
   if (r.effective["devices"].size() > 1)
     cmd += " --threads " + std::to_string(r.effective["devices"][0]["threads"].get<int>());
   return cmd;

@@ -49,9 +49,7 @@ Fingerprint vectorize_fingerprint(const VectorizeArgs& a, const ModelInfo& model
   // fewer; results/int8/own-pooling-20261204.md)
   if (a.model.engine != EngineKind::none && a.model.precision == Precision::int8) {
 #ifdef VECBENCH_WITH_ONEDNN
-    f.arithmetic += std::string(" ") +
-                    enum_name(onednn_route_version(Precision::int8, a.model.own_first_layer, a.model.own_pooling)) +
-                    " " + onednn_int8_isa();
+    f.arithmetic += cpu_route(Precision::int8, a.model.own_first_layer, a.model.own_pooling).fingerprint_words();
 #endif
     f.arithmetic += " calibration " + a.model.calibration_sha256.substr(0, 16);
   }
@@ -61,11 +59,8 @@ Fingerprint vectorize_fingerprint(const VectorizeArgs& a, const ModelInfo& model
   // vecbench's kernel (1-2 % from the oneDNN layer's vectors); " v3": and its poolings by
   // vecbench's kernels (features in float where oneDNN's last pool rounded them to bf16)
 #ifdef VECBENCH_WITH_ONEDNN
-  if (a.model.engine == EngineKind::onednn && a.model.precision == Precision::bf16 && onednn_bf16_amx()) {
-    const OneDnnRoute v = onednn_route_version(Precision::bf16, a.model.own_first_layer, a.model.own_pooling);
-    f.arithmetic +=
-        v == OneDnnRoute::v1 ? std::string(" avx512_core_amx") : std::string(" avx512_core_amx ") + enum_name(v);
-  }
+  if (a.model.engine == EngineKind::onednn && a.model.precision == Precision::bf16)
+    f.arithmetic += cpu_route(Precision::bf16, a.model.own_first_layer, a.model.own_pooling).fingerprint_words();
 #endif
   f.like = model.like;
   f.source = to_string(source.kind());
@@ -79,7 +74,7 @@ Fingerprint vectorize_fingerprint(const VectorizeArgs& a, const ModelInfo& model
 /// Whether the oneDNN engine runs on this CPU (built with it, and oneDNN has AVX2 code or better).
 bool onednn_runs_here() {
 #ifdef VECBENCH_WITH_ONEDNN
-  return onednn_info().value("isa", std::string("older")) != "older";
+  return cpu_route(Precision::fp32).runs();
 #else
   return false;
 #endif

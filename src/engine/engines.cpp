@@ -130,8 +130,7 @@ bool has_engine(EngineKind k) {
 
 Int8Calibration checked_int8_calibration(const ModelSettings& opt) {
 #ifdef VECBENCH_WITH_ONEDNN
-  std::string why;
-  if (!onednn_int8_supported(&why)) throw ConfigError("--precision", why);
+  if (const CpuRoute r = cpu_route(Precision::int8); !r.runs()) throw ConfigError("--precision", r.why_not());
 #endif
   if (opt.calibration.empty())
     throw ConfigError("--precision",

@@ -23,14 +23,9 @@ class ConvLayers : public GraphState {
                  int pw, float s_in = 1.0f, float s_out = 1.0f, bool relu = true) {
     const int oc = static_cast<int>(l.shape[0]), ic = static_cast<int>(l.shape[1]);
     const int kh = static_cast<int>(l.shape[2]), kw = static_cast<int>(l.shape[3]);
-    if (own_winograd_ && act_dt_ == dt::f32 && stride == 1 && relu) {
-      if (kh == 3 && kw == 3 && ph == pw && winograd_into(name, l, src, dst, winograd::Kernel::k3x3, ph)) return;
-      if (kh == 5 && kw == 5 && ph == pw && winograd_into(name, l, src, dst, winograd::Kernel::k5x5, ph)) return;
-      if (kh == 1 && kw == 7 && ph == 0 && winograd_into(name, l, src, dst, winograd::Kernel::k1x7, pw)) return;
-      if (kh == 7 && kw == 1 && pw == 0 && winograd_into(name, l, src, dst, winograd::Kernel::k7x1, ph)) return;
-      if (kh == 1 && kw == 3 && ph == 0 && winograd_into(name, l, src, dst, winograd::Kernel::k1x3, pw)) return;
-      if (kh == 3 && kw == 1 && pw == 0 && winograd_into(name, l, src, dst, winograd::Kernel::k3x1, ph)) return;
-    }
+    if (act_dt_ == dt::f32 && stride == 1 && relu)
+      if (const auto w = route_.winograd_for(kh, kw, ph, pw); w && winograd_into(name, l, src, dst, w->kernel, w->pad))
+        return;
     memory::desc w_any({oc, ic, kh, kw}, int8() ? dt::s8 : act_dt_, tag::any);  // bf16: packed (and rounded) once, here
     memory::desc b_md({oc}, dt::f32, tag::x);
     dnnl::post_ops po;
@@ -111,9 +106,9 @@ class ConvLayers : public GraphState {
                               static_cast<int>(dims[2]),
                               static_cast<int>(dims[3]),
                               pad,
-                              block_,
+                              route_.block,
                               kernel};
-    if (!winograd::supports(shape) || !blocked(src, block_, in) || !blocked(dst, block_, out)) return false;
+    if (!winograd::supports(shape) || !blocked(src, route_.block, in) || !blocked(dst, route_.block, out)) return false;
     const auto f = shared_winograd_filter(*wts_.packed, name, l, shape);
     scratch_floats_ = std::max(scratch_floats_, winograd::scratch_floats(shape));
     const int groups = winograd::channel_groups(shape, threads_);

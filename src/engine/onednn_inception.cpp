@@ -42,13 +42,9 @@ class OneDnnInception : public Model {
       : w_(std::move(w)), dev_(dev), opt_(opt), eng_(cpu_engine()), stream_(eng_) {
     if (dev.is_cuda())
       throw ReplicaError(w_->source + ": the onednn engine runs on CPU devices only, not " + dev.name());
-    if (opt.precision == Precision::fp16)
-      throw ReplicaError("onednn engine: precision fp16 is not supported (use fp32, bf16 or int8)");
-    std::string why;
-    if (opt.precision == Precision::int8 && !onednn_int8_supported(&why)) throw ReplicaError("onednn engine: " + why);
-    if (opt.precision == Precision::bf16 && !has_isa(dnnl::cpu_isa::avx512_core_bf16))
-      throw ReplicaError("onednn engine: bf16 needs a CPU with AVX-512 BF16 (oneDNN runs " +
-                         onednn_info()["isa"].get<std::string>() + " code here)");
+    // fp32 runs oneDNN's reference code on CPUs older than AVX2 (slowly: the route then picks torchscript)
+    if (const CpuRoute route = cpu_route(opt.precision); !route.runs() && opt.precision != Precision::fp32)
+      throw ReplicaError("onednn engine: " + route.why_not());
     omp_set_num_threads(dev.threads);
     // The network is built by prepare() or the first forward, in this replica's thread.
   }
@@ -115,54 +111,18 @@ nlohmann::json onednn_info() {
   const auto* v = dnnl::version();
   nlohmann::json j;
   j["version"] = std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
-  const bool avx512 = has_isa(dnnl::cpu_isa::avx512_core);
-  j["isa"] = avx512 ? "avx512_core" : has_isa(dnnl::cpu_isa::avx2) ? "avx2" : "older";
+  const CpuRoute fp32 = cpu_route(Precision::fp32), bf16 = cpu_route(Precision::bf16),
+                 int8 = cpu_route(Precision::int8);
+  j["isa"] = enum_name(fp32.isa);
   // the engine's own kernels where the CPU has them (AVX-512: 16-channel blocks, AVX2: 8); direct
   // convolutions otherwise
-  const bool own = winograd::available(avx512 ? 16 : 8);
-  j["winograd"] = own;
-  j["winograd_impl"] = own ? (avx512 ? "vecbench-avx512" : "vecbench-avx2") : "none";
-  j["bf16"] = has_isa(dnnl::cpu_isa::avx512_core_bf16);
-  j["amx"] = onednn_bf16_amx();  // bf16 and int8 only (bf16 channels-last then)
-  j["int8"] = onednn_int8_supported();
+  j["winograd"] = fp32.winograd;
+  j["winograd_impl"] = !fp32.winograd ? "none" : fp32.block == 16 ? "vecbench-avx512" : "vecbench-avx2";
+  j["bf16"] = bf16.runs();
+  j["amx"] = bf16.amx;  // bf16 and int8 only (bf16 channels-last then)
+  j["int8"] = int8.runs();
+  j["routes"] = {{"fp32", fp32.to_json()}, {"bf16", bf16.to_json()}, {"int8", int8.to_json()}};
   return j;
-}
-
-bool onednn_bf16_amx() { return has_isa(dnnl::cpu_isa::avx512_core_amx); }
-
-OneDnnRoute onednn_route_version(Precision precision, bool own_first_layer, bool own_pooling) {
-  const bool first = own_first_layer && onednn_own_first_layer(precision);
-  const bool pool = own_pooling && onednn_own_pooling(precision);
-  return first ? (pool ? OneDnnRoute::v3 : OneDnnRoute::v2) : (pool ? OneDnnRoute::v1_pool : OneDnnRoute::v1);
-}
-
-bool onednn_own_pooling(Precision precision) {
-  // the kernels read and write channels-last, as onednn_own_first_layer's
-  if (precision == Precision::int8) return onednn_int8_supported() && pool_kernels::available(pool_kernels::Type::u8);
-  if (precision == Precision::bf16) return onednn_bf16_amx() && pool_kernels::available(pool_kernels::Type::bf16);
-  return false;
-}
-
-bool onednn_own_first_layer(Precision precision) {
-  // the kernel writes channels-last, the layout the Graph takes for int8 always and for bf16 on AMX only
-  if (precision == Precision::int8) return onednn_int8_supported() && first_conv::available(first_conv::Output::u8);
-  if (precision == Precision::bf16) return onednn_bf16_amx() && first_conv::available(first_conv::Output::bf16);
-  return false;
-}
-
-const char* onednn_int8_isa() {
-  if (has_isa(dnnl::cpu_isa::avx512_core_vnni)) return "avx512_core_vnni";
-  if (has_isa(dnnl::cpu_isa::avx2_vnni)) return "avx2_vnni";
-  return "none";
-}
-
-bool onednn_int8_supported(std::string* why) {
-  if (has_isa(dnnl::cpu_isa::avx512_core_vnni) || has_isa(dnnl::cpu_isa::avx2_vnni)) return true;
-  if (why)
-    *why = "int8 needs a CPU with VNNI (AVX-512 VNNI or AVX-VNNI); oneDNN runs " +
-           onednn_info()["isa"].get<std::string>() +
-           " code here, where 8-bit products would be no faster than fp32's and saturate";
-  return false;
 }
 
 OneDnnCounters onednn_counters() {

@@ -1,5 +1,5 @@
 // The poolings of a oneDNN network (private to src/engine/): oneDNN's, or the engine's own
-// kernels (engine/pool_kernels.hpp) where onednn_own_pooling says so; the Mixed blocks' pool
+// kernels (engine/pool_kernels.hpp) where the CPU route says so; the Mixed blocks' pool
 // branch in the order that costs least.
 #pragma once
 #include <cassert>
@@ -110,7 +110,7 @@ class PoolLayers : public ConvLayers {
   void pool_branch(Concat& cat, const std::string& name, const Act& x) {
     const bool tf2015 = wts_.arch == InceptionArch::tf2015;
     if (own_pooling() && !opt_.observe && tf2015) return own_pool_branch(cat, name, x);
-    if ((act_dt_ == dt::f32 || (act_dt_ == dt::bf16 && onednn_bf16_amx())) && !opt_.observe && tf2015) {
+    if ((act_dt_ == dt::f32 || (act_dt_ == dt::bf16 && route_.amx)) && !opt_.observe && tf2015) {
       const auto& l = layer(name, x.c);
       const int oc = static_cast<int>(l.shape[0]);
       if (l.shape[2] == 1 && l.shape[3] == 1 && has_pool_relu(act_desc(oc, x.h, x.w))) {
@@ -149,10 +149,10 @@ class PoolLayers : public ConvLayers {
   }
 
   /// Whether this network's poolings run vecbench's kernels (engine/pool_kernels.hpp): int8 and
-  /// bf16 on channels-last activations where onednn_own_pooling says so for this CPU.
+  /// bf16 on channels-last activations where the route says so for this CPU.
   bool own_pooling() const {
-    const bool runs = opt_.own_pooling && act_dt_ != dt::f32 && onednn_own_pooling(opt_.precision);
-    assert(!runs || fmt_ == tag::nhwc);  // the layout onednn_own_pooling counts on
+    const bool runs = route_.own_pooling && act_dt_ != dt::f32;
+    assert(!runs || fmt_ == tag::nhwc);  // the layout the route's own poolings count on
     return runs;
   }
   pool_kernels::Type pool_type() const { return int8() ? pool_kernels::Type::u8 : pool_kernels::Type::bf16; }

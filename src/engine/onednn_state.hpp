@@ -18,7 +18,19 @@ namespace vecbench::onednn_detail {
 class GraphState {
  protected:
   GraphState(const InceptionWeights& wts, const OneDnnOptions& opt, dnnl::engine& eng, int n, int threads)
-      : wts_(wts), opt_(opt), eng_(eng), n_(n), threads_(std::max(1, threads)) {}
+      : wts_(wts),
+        opt_(opt),
+        route_(cpu_route(opt.precision, opt.own_first_layer, opt.own_pooling, opt.winograd)),
+        eng_(eng),
+        n_(n),
+        threads_(std::max(1, threads)) {}
+
+  /// oneDNN's format tag of a layout.
+  static tag format_of(ActivationLayout l) {
+    return l == ActivationLayout::channels_last ? tag::nhwc
+           : l == ActivationLayout::blocked16   ? tag::nChw16c
+                                                : tag::nChw8c;
+  }
 
   memory::desc act_desc(int c, int h, int w) const { return memory::desc({n_, c, h, w}, act_dt_, fmt_); }
   Act new_act(int c, int h, int w) { return Act{arena_.add(act_desc(c, h, w), eng_), c, h, w}; }
@@ -84,6 +96,7 @@ class GraphState {
 
   const InceptionWeights& wts_;
   OneDnnOptions opt_;
+  CpuRoute route_;  ///< this CPU's route for opt_ (layouts, block, which own kernels run)
   dnnl::engine& eng_;
   int n_;
   tag fmt_ = tag::nChw16c;
@@ -95,13 +108,10 @@ class GraphState {
   std::size_t arena_bytes_ = 0;
   std::vector<Op> ops_;
   std::deque<std::vector<float>> int8_bias_;  ///< int8: each layer's bias in its s32 sums' units
-  int block_ = 8;                             ///< channels per block of the f32 layout (16 where oneDNN runs AVX-512)
-  /// opt.winograd where the CPU has the kernels: 3x3, 5x5 and 1-D stride-1 layers by engine/winograd.hpp
-  bool own_winograd_ = false;
-  int threads_ = 1;                 ///< OpenMP threads of this replica (its device's), for own kernels
-  std::size_t scratch_floats_ = 0;  ///< per thread, for the largest Winograd layer
-  std::shared_ptr<void> scratch_;   ///< threads_ x scratch_floats_
-  dnnl::stream* stream_ = nullptr;  ///< run()'s stream, for ops of vecbench's own that run primitives
+  int threads_ = 1;                           ///< OpenMP threads of this replica (its device's), for own kernels
+  std::size_t scratch_floats_ = 0;            ///< per thread, for the largest Winograd layer
+  std::shared_ptr<void> scratch_;             ///< threads_ x scratch_floats_
+  dnnl::stream* stream_ = nullptr;            ///< run()'s stream, for ops of vecbench's own that run primitives
 };
 
 }  // namespace vecbench::onednn_detail

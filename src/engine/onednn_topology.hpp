@@ -20,26 +20,18 @@ class Graph : public PoolLayers {
   Graph(const InceptionWeights& wts, const OneDnnOptions& opt, dnnl::engine& eng, int n, int threads, int share = 0,
         int shares = 1)
       : PoolLayers(wts, opt, eng, n, threads) {
-    // One blocked layout for every activation: 16 channels per block where oneDNN runs AVX-512
-    // code, 8 otherwise (AVX2). Every Inception-v3 channel count and concat offset is a multiple of 16.
-    const bool avx512 = has_isa(dnnl::cpu_isa::avx512_core);
-    fmt_ = f32_fmt_ = avx512 ? tag::nChw16c : tag::nChw8c;
-    act_dt_ = opt.precision == Precision::bf16 ? dt::bf16 : dt::f32;
-    // bf16 on AMX: oneDNN 2.6 runs AMX (brgconv) only on channels-last activations; on the
-    // blocked layout it takes its AVX-512 bf16 code, slower there than fp32
-    // (results/levers/bf16-amx-20261203.md).
-    if (act_dt_ == dt::bf16 && onednn_bf16_amx()) fmt_ = tag::nhwc;
-    if (opt.precision == Precision::int8) {  // oneDNN's int8 convolutions run channels-last
-      act_dt_ = dt::u8;
-      fmt_ = tag::nhwc;
-      if (!opt.int8_ranges) throw ReplicaError(wts_.source + ": the int8 route needs a calibration (onednn engine)");
-    }
-    // The engine's own Winograd (engine/winograd.hpp) on every 3x3, 5x5, 1x7, 7x1, 1x3 and 3x1
-    // stride-1 layer: oneDNN 2.x has none in its AVX2 code and none but 3x3, and on AVX-512 its 3x3 one takes
-    // fewer layers and runs slower (results/kernels/winograd-avx512-20261203.md); layers these
-    // kernels don't fit run oneDNN's direct code.
-    block_ = avx512 ? 16 : 8;
-    own_winograd_ = opt.winograd && winograd::available(block_);
+    // The layouts and kernels of this CPU's route (engine/cpu_route.hpp): one blocked layout for
+    // every f32 activation (16 channels per block on AVX-512, 8 on AVX2); channels-last for int8
+    // and for bf16 on AMX. The engine's own Winograd (engine/winograd.hpp) on every 3x3, 5x5, 1x7,
+    // 7x1, 1x3 and 3x1 stride-1 layer: oneDNN 2.x has none in its AVX2 code and none but 3x3, and
+    // on AVX-512 its 3x3 one takes fewer layers and runs slower
+    // (results/kernels/winograd-avx512-20261203.md); layers these kernels don't fit run oneDNN's
+    // direct code.
+    f32_fmt_ = format_of(route_.f32_layout);
+    fmt_ = format_of(route_.layout);
+    act_dt_ = opt.precision == Precision::bf16 ? dt::bf16 : opt.precision == Precision::int8 ? dt::u8 : dt::f32;
+    if (int8() && !opt.int8_ranges)
+      throw ReplicaError(wts_.source + ": the int8 route needs a calibration (onednn engine)");
     build();
     make_primitives(share, shares);
     arena_bytes_ = arena_.place(ops_);
@@ -193,14 +185,13 @@ class Graph : public PoolLayers {
 
   first_conv::Output first_conv_output() const { return int8() ? first_conv::Output::u8 : first_conv::Output::bf16; }
   /// Whether Conv2d_1a runs vecbench's kernel (engine/first_conv.hpp) from the caller's floats
-  /// straight into u8 or bf16 channels-last: where onednn_own_first_layer says so for this CPU
-  /// (the output fingerprint asks it too) and the layer has its shape; else oneDNN's f32
-  /// convolution and a reorder (also with OneDnnOptions::own_first_layer off).
+  /// straight into u8 or bf16 channels-last: where the route says so for this CPU (the output
+  /// fingerprint reads it too) and the layer has its shape; else oneDNN's f32 convolution and a
+  /// reorder (also with OneDnnOptions::own_first_layer off).
   bool own_first_layer_runs() const {
     const std::array<int64_t, 4> shape{first_conv::kOutChannels, 3, 3, 3};
-    const bool runs = opt_.own_first_layer && onednn_own_first_layer(opt_.precision) && first_.shape == shape &&
-                      first_conv::out_dim(wts_.input_size) >= 8;
-    assert(!runs || fmt_ == tag::nhwc);  // the layout onednn_own_first_layer counts on
+    const bool runs = route_.own_first_layer && first_.shape == shape && first_conv::out_dim(wts_.input_size) >= 8;
+    assert(!runs || fmt_ == tag::nhwc);  // the layout the route's own first layer counts on
     return runs;
   }
   /// Conv2d_1a by that kernel into `x` (Conv2d_1a's quantization point).

@@ -91,9 +91,7 @@ class Executor {
     if (!s) s = env_.make_source(m);
     return *s;
   }
-  ResizeMode resolve_resize(const std::string& r) const {
-    return r == "default" ? env_.model_resize : parse_resize_mode(r);
-  }
+  ResizeMode resolve_resize(std::optional<ResizeMode> r) const { return r.value_or(env_.model_resize); }
   /// A matrix run's devices on this machine (`threads` per replica; 0: the cores split).
   std::vector<VirtualDevice> expand(const std::string& spec, int threads) const {
     DeviceOptions o;
@@ -437,7 +435,7 @@ ResultFile run_experiment(const Experiment& e, const ExperimentEnv& env) {
   const auto t_begin = Clock::now();
   Executor ex(e, env);
   PlanInputs in;
-  in.resolve_resize = [&](const std::string& r) { return ex.resolve_resize(r); };
+  in.resolve_resize = [&](std::optional<ResizeMode> r) { return ex.resolve_resize(r); };
   in.input_kind = [&](ResizeMode m) { return ex.source_for(m).kind(); };
   in.expand = [&](const std::string& spec, int threads) { return ex.expand(spec, threads); };
   std::vector<PlannedRun> runs = plan_runs(e, in);

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -48,9 +50,9 @@ std::vector<std::pair<std::string, std::string>> parse_params_filter(const std::
   return out;
 }
 
-bool matches_filter(const json& params, const std::vector<std::pair<std::string, std::string>>& filter) {
+bool matches_filter(const ResultParams& params, const std::vector<std::pair<std::string, std::string>>& filter) {
   return !filter.empty() && std::all_of(filter.begin(), filter.end(), [&](const auto& kv) {
-    return params.contains(kv.first) && param_string(params, kv.first) == kv.second;
+    return params.find(kv.first) == std::optional<std::string>(kv.second);
   });
 }
 
@@ -62,15 +64,13 @@ const RunResult* find_reference_run(const ResultFile& file, const RunResult& run
   std::string tied;  // ids of other candidates at best_d
   for (const RunResult& c : file.runs) {
     if (&c == &run || c.id == run.id || !matches_filter(c.params, filter)) continue;
-    std::vector<std::string> keys;
-    for (const auto& it : run.params.items()) keys.push_back(it.key());
-    for (const auto& it : c.params.items()) keys.push_back(it.key());
-    std::sort(keys.begin(), keys.end());
-    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    std::map<std::string, std::pair<std::optional<std::string>, std::optional<std::string>>> values;
+    for (auto& [k, v] : run.params.entries()) values[k].first = v;
+    for (auto& [k, v] : c.params.entries()) values[k].second = v;
     std::size_t d = 0;
-    for (const auto& k : keys)
+    for (const auto& [k, v] : values)
       if (std::none_of(filter.begin(), filter.end(), [&](const auto& kv) { return kv.first == k; }))
-        d += run.params.contains(k) != c.params.contains(k) || param_string(run.params, k) != param_string(c.params, k);
+        d += v.first != v.second;
     if (!best || d < best_d)
       best = &c, best_d = d, tied.clear();
     else if (d == best_d)
@@ -184,7 +184,7 @@ CompareReport compare_results(const ResultFile& base, const ResultFile& neu, con
   r.metric_key = metric.key;
   r.metric_better = metric.better;
   r.metric_is_speed = metric.is_speed();
-  r.metric = filter.empty() ? metric.key + " (" + metric.unit + ")"
+  r.metric = filter.empty() ? metric.key + " (" + enum_name(metric.unit) + ")"
                             : metric.key + " relative to the " + options.normalize_by + " run of the same file";
   auto find = [](const ResultFile& f, const std::string& id) -> const RunResult* {
     for (const RunResult& x : f.runs)

@@ -83,8 +83,8 @@ void to_json(json& j, const RunSummary& s) {
 }
 void to_json(json& j, const Verification& v) { j = detail::fields_to_json(v); }
 void to_json(json& j, const RunResult& r) {
-  j = {{"id", r.id},          {"params", r.params},       {"status", to_string(r.status)},
-       {"reason", r.reason},  {"effective", r.effective}, {"samples", r.samples},
+  j = {{"id", r.id},          {"params", params_to_json(r.params)}, {"status", to_string(r.status)},
+       {"reason", r.reason},  {"effective", r.effective},           {"samples", r.samples},
        {"summary", r.summary}};
   j["verification"] = r.verification ? json(*r.verification) : json(nullptr);
   if (r.validity) j["validity"] = *r.validity;
@@ -236,10 +236,12 @@ struct ResultReader {
             "stopping"});
     field(v, p, "id", o.id);
     if (o.id.empty()) fail(at(p, "id"), "must not be empty");
-    object(o.params = sub(v, p, "params"), at(p, "params"));
-    for (const auto& it : o.params.items())
-      if (!it.value().is_string() && !it.value().is_number())
-        expected(at(at(p, "params"), it.key()), "a string or number", it.value());
+    const json params = sub(v, p, "params");
+    object(params, at(p, "params"));
+    o.params = ResultParams();
+    for (const auto& it : params.items())
+      if (const std::string why = read_param(o.params, it.key(), it.value()); !why.empty())
+        fail(at(at(p, "params"), it.key()), why);
     std::string st;
     field(v, p, "status", st);
     if (const auto parsed = parse_run_status(st))

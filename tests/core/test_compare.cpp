@@ -47,7 +47,11 @@ ResultFile synthetic(const std::vector<std::pair<std::string, std::vector<double
     RunResult r;
     r.id = words;
     std::istringstream in(words);
-    for (std::string w; in >> w;) r.params[w.substr(0, w.find('='))] = w.substr(w.find('=') + 1);
+    for (std::string w; in >> w;) {
+      const std::string k = w.substr(0, w.find('=')), v = w.substr(w.find('=') + 1);
+      const bool number = !v.empty() && v.find_first_not_of("0123456789") == std::string::npos;
+      EXPECT_EQ(read_param(r.params, k, number ? json(std::stoll(v)) : json(v)), "") << w;
+    }
     for (std::size_t i = 0; i < ips.size(); ++i) {
       Sample s;
       s.rep = static_cast<std::int64_t>(i);
@@ -314,7 +318,7 @@ TEST(CompareResults, RecordedCiRunsWithAnInjected25PercentSlowdownAreSlower) {
   ResultFile slowed = base;
   int changed = 0;
   for (RunResult& r : slowed.runs) {
-    if (param_string(r.params, "strategy") != "data-parallel") continue;
+    if (r.params.strategy != "data-parallel") continue;
     for (Sample& s : r.samples) {
       s.wall_s *= 1.25;
       s.images_per_s /= 1.25;

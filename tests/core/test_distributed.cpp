@@ -218,7 +218,7 @@ TEST(Distributed, ShardsComeFromFlagsThenSlurmVariables) {
   s = resolve_shards(-1, 0, false);
   EXPECT_EQ(s.index, 3);
   EXPECT_EQ(s.count, 4);
-  EXPECT_EQ(s.from, "SLURM_PROCID/SLURM_NTASKS");
+  EXPECT_EQ(s.from, vecbench::ShardOrigin::slurm);
   s = resolve_shards(0, 2, false);  // flags win
   EXPECT_EQ(s.count, 2);
   std::ostringstream log;

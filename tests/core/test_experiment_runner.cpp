@@ -70,8 +70,7 @@ struct Env {
 
 const RunResult& run_named(const ResultFile& f, const std::string& strategy, int batch) {
   for (const auto& r : f.runs)
-    if (param_string(r.params, "strategy") == strategy && param_string(r.params, "batch") == std::to_string(batch))
-      return r;
+    if (r.params.strategy == strategy && r.params.batch == batch) return r;
   throw std::runtime_error("no run " + strategy);
 }
 
@@ -85,7 +84,7 @@ TEST(Planner, ExpandsMatricesDropsDuplicatesAndAppendsExternals) {
                     {{"strategy", {"sharded"}}, {"devices", {"cpu/2"}}, {"batch", {4}}}}},
                   {"external", {{{"name", "peer"}, {"command", "true"}}}}});
   PlanInputs in;
-  in.resolve_resize = [](const std::string&) { return ResizeMode::tf_legacy; };
+  in.resolve_resize = [](std::optional<ResizeMode>) { return ResizeMode::tf_legacy; };
   in.input_kind = [](ResizeMode) { return SourceKind::synthetic; };
   const auto runs = plan_runs(e, in);
   ASSERT_EQ(runs.size(), 5u);  // 2 x 2 from the first matrix, the second's run is a duplicate, + peer
@@ -102,7 +101,7 @@ TEST(Planner, EachMatrixRunCarriesItsTypedSettingsAndTheirJson) {
   const Experiment e = experiment(
       {{"matrix", {{"strategy", {"data-parallel"}}, {"devices", {"cpu/2"}}, {"batch", {4}}, {"threads", {1}}}}});
   PlanInputs in;
-  in.resolve_resize = [](const std::string&) { return ResizeMode::bilinear; };
+  in.resolve_resize = [](std::optional<ResizeMode>) { return ResizeMode::bilinear; };
   in.input_kind = [](ResizeMode) { return SourceKind::synthetic; };
   const auto runs = plan_runs(e, in);
   ASSERT_EQ(runs.size(), 1u);
@@ -114,8 +113,10 @@ TEST(Planner, EachMatrixRunCarriesItsTypedSettingsAndTheirJson) {
   EXPECT_EQ(p.devices[0].threads, 1);
   EXPECT_EQ(p.batch, 4);
   EXPECT_EQ(p.resize, ResizeMode::bilinear);
-  EXPECT_EQ(runs[0].result.params, p.to_json());
-  EXPECT_EQ(param_string(runs[0].result.params, "devices"), "cpu/2");
+  EXPECT_EQ(params_to_json(runs[0].result.params), params_to_json(p.recorded()));
+  EXPECT_EQ(runs[0].result.params.devices, "cpu/2");
+  EXPECT_EQ(runs[0].result.params.batch, 4);
+  EXPECT_EQ(runs[0].result.params.resize, "bilinear");
 }
 
 // A devices spec that cannot run fails the experiment before any run took its time: a bad

@@ -104,7 +104,8 @@ TEST(ResultIo, RoundTripIsLossless) {
   ASSERT_TRUE(f.runs[2].verification.has_value());
   EXPECT_EQ(f.runs[2].verification->compared_images, 40);
   EXPECT_EQ(f.runs[2].samples[0].queue_depth.size(), 3u);
-  EXPECT_EQ(vecbench::param_string(f.runs[2].params, "batch"), "1");
+  EXPECT_EQ(f.runs[2].params.batch, 1);
+  EXPECT_EQ(f.runs[2].params.text_of("batch"), "1");
 
   TempDir dir("result_roundtrip");
   vecbench::ResultFile g = f;
@@ -162,6 +163,57 @@ TEST(ResultIo, BadValuesNameTheFileAndTheKey) {
   EXPECT_NE(mutated([](json& c) { c["runs"][0]["summary"]["images_per_s"]["count"] = -1; }).find("must be >= 0"),
             std::string::npos);
   EXPECT_NE(parse_error(json::array()).find("expected an object"), std::string::npos);
+}
+
+TEST(ResultParams, TypedFromTheFileAndBackAsItWas) {
+  const json file = {{"strategy", "external:ort-b8"},
+                     {"command", "python3 ort.py 8"},
+                     {"devices", "cpu/2"},
+                     {"batch", 8},
+                     {"threads", 0},
+                     {"zeta", "z"},
+                     {"alpha", 2.5}};
+  vecbench::ResultParams p;
+  for (const auto& it : file.items()) EXPECT_EQ(vecbench::read_param(p, it.key(), it.value()), "") << it.key();
+  EXPECT_TRUE(p.is_external());
+  EXPECT_FALSE(p.is_sequential());
+  EXPECT_EQ(p.external, "ort-b8");
+  EXPECT_EQ(p.strategy, "");
+  EXPECT_EQ(p.strategy_label(), "external:ort-b8");
+  EXPECT_EQ(p.batch, 8);
+  EXPECT_EQ(p.threads, 0);
+  EXPECT_EQ(p.other.size(), 2u);
+  // the known keys in a fixed order, then the others by name; numbers as text
+  const std::vector<std::pair<std::string, std::string>> want = {
+      {"strategy", "external:ort-b8"}, {"devices", "cpu/2"}, {"batch", "8"}, {"threads", "0"},
+      {"command", "python3 ort.py 8"}, {"alpha", "2.5"},     {"zeta", "z"}};
+  EXPECT_EQ(p.entries(), want);
+  EXPECT_EQ(p.find("resize"), std::nullopt);
+  EXPECT_EQ(p.text_of("alpha"), "2.5");
+  EXPECT_EQ(vecbench::params_to_json(p), file);  // same keys, same JSON types
+  EXPECT_EQ(vecbench::params_to_json(p).dump(), file.dump());
+
+  vecbench::ResultParams q;
+  EXPECT_EQ(vecbench::read_param(q, "strategy", "sequential"), "");
+  EXPECT_TRUE(q.is_sequential());
+  EXPECT_FALSE(q.is_external());
+  EXPECT_EQ(vecbench::read_param(q, "batch", 4.0), "");  // an integral float is the integer
+  EXPECT_EQ(q.batch, 4);
+}
+
+TEST(ResultParams, WrongTypesAreRefusedWithTheKeyNamed) {
+  vecbench::ResultParams p;
+  EXPECT_NE(vecbench::read_param(p, "batch", "8").find("must be an integer"), std::string::npos);
+  EXPECT_NE(vecbench::read_param(p, "threads", 1.5).find("must be an integer"), std::string::npos);
+  EXPECT_NE(vecbench::read_param(p, "strategy", 3).find("must be a string"), std::string::npos);
+  EXPECT_NE(vecbench::read_param(p, "resize", true).find("must be a string"), std::string::npos);
+  EXPECT_NE(vecbench::read_param(p, "strategy", "external:").find("names no command"), std::string::npos);
+  EXPECT_NE(vecbench::read_param(p, "colour", json::array()).find("a string or number"), std::string::npos);
+  const json base = read_json(kGolden / "base.json");
+  json c = base;
+  c["runs"][1]["params"]["batch"] = "1";
+  const std::string msg = parse_error(c);
+  EXPECT_NE(msg.find("'runs[1].params.batch': must be an integer"), std::string::npos) << msg;
 }
 
 TEST(ResultIo, RejectsOtherSchemaVersions) {

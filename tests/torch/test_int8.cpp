@@ -35,7 +35,7 @@ const std::string kPhotos = "/usr/share/doc/opencv-doc/examples/data";
 
 bool int8_runs_here() {
 #ifdef VECBENCH_WITH_ONEDNN
-  return onednn_int8_supported();
+  return cpu_route(Precision::int8).runs();
 #else
   return false;
 #endif
@@ -43,7 +43,7 @@ bool int8_runs_here() {
 
 std::string int8_isa() {
 #ifdef VECBENCH_WITH_ONEDNN
-  return onednn_int8_isa();
+  return enum_name(cpu_route(Precision::int8).int8_isa);
 #else
   return "none";
 #endif

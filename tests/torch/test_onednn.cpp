@@ -576,7 +576,7 @@ TEST(OneDnn, VectorizeCommandLine) {
     // " v3": and its first layer and poolings by vecbench's kernels (engine/first_conv.hpp,
     // engine/pool_kernels.hpp), where they run
 #ifdef VECBENCH_WITH_ONEDNN
-    const bool own_first = onednn_own_first_layer(Precision::bf16);
+    const bool own_first = cpu_route(Precision::bf16).own_first_layer;
 #else
     const bool own_first = false;
 #endif
@@ -622,6 +622,15 @@ TEST(OneDnn, TheAvx2RouteSeenThroughAMaskedCpuidEqualsTorchScript) {
   EXPECT_NE(masked.find("onednn_verbose,info,cpu,isa:Intel AVX2\n"), std::string::npos) << masked.substr(0, 2000);
   EXPECT_EQ(masked.find("avx512"), std::string::npos) << "an AVX-512 kernel ran under the mask";
   EXPECT_NE(masked.find("engine onednn"), std::string::npos) << masked.substr(0, 2000);
+  // the route `vecbench devices` prints under the mask: AVX2's 8-channel blocks, Winograd, no int8
+  ASSERT_EQ(std::system((std::string("CPUID_MASK=avx2 LD_AUDIT=") + VECBENCH_CPUID_MASK + " " + VECBENCH_EXE +
+                         " devices cpu" + log)
+                            .c_str()),
+            0);
+  const std::string route = read_log();
+  EXPECT_NE(route.find("runs avx2 code"), std::string::npos) << route;
+  EXPECT_NE(route.find("  fp32  nChw8c, Winograd on the stride-1 3x3"), std::string::npos) << route;
+  EXPECT_NE(route.find("  int8  does not run here: int8 needs a CPU with VNNI"), std::string::npos) << route;
   ASSERT_EQ(std::system((args + (d / "b").string() + " --engine torchscript" + log).c_str()), 0) << read_log();
   for (int i = 0; i < 3; ++i) {
     const std::string f = "synthetic:" + std::to_string(i) + ".npy";

@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "vecbench/core/enum_names.hpp"
+
 namespace vecbench {
 
 /// What a span is: the eight pipeline stages (same order as core/metrics.hpp's Stage), the two
@@ -33,18 +35,33 @@ enum class SpanKind : std::uint8_t {
   setup,        ///< replica made and warmed up, before the clock starts
 };
 inline constexpr std::size_t kSpanKindCount = 11;
-inline constexpr std::array<const char*, kSpanKindCount> kSpanKindNames = {
-    "read", "decode", "resize", "assemble", "h2d", "forward", "d2h", "write", "wait_input", "wait_output", "setup"};
-
-/// The kind named `s` (kSpanKindNames), or false.
-inline bool parse_span_kind(const std::string& s, SpanKind& out) {
+template <>
+struct EnumNames<SpanKind> {
+  static constexpr const char* what = "span kind";
+  static constexpr std::array<std::pair<SpanKind, const char*>, kSpanKindCount> names = {
+      {{SpanKind::read, "read"},
+       {SpanKind::decode, "decode"},
+       {SpanKind::resize, "resize"},
+       {SpanKind::assemble, "assemble"},
+       {SpanKind::h2d, "h2d"},
+       {SpanKind::forward, "forward"},
+       {SpanKind::d2h, "d2h"},
+       {SpanKind::write, "write"},
+       {SpanKind::wait_input, "wait_input"},
+       {SpanKind::wait_output, "wait_output"},
+       {SpanKind::setup, "setup"}}};
+};
+namespace detail {
+constexpr bool span_names_in_order() {
   for (std::size_t i = 0; i < kSpanKindCount; ++i)
-    if (s == kSpanKindNames[i]) {
-      out = static_cast<SpanKind>(i);
-      return true;
-    }
-  return false;
+    if (static_cast<std::size_t>(EnumNames<SpanKind>::names[i].first) != i) return false;
+  return true;
 }
+}  // namespace detail
+static_assert(detail::span_names_in_order(), "EnumNames<SpanKind> lists the kinds in their order");
+
+/// The name of kind `k`, by its index (the table is in the kinds' order: the trace writer's hot path).
+inline const char* span_kind_name(SpanKind k) { return EnumNames<SpanKind>::names[static_cast<std::size_t>(k)].second; }
 
 /// Monotonic time in ns (steady_clock since its epoch): what spans are stamped with.
 inline std::int64_t trace_now_ns() {

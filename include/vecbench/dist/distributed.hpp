@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "vecbench/core/device.hpp"
+#include "vecbench/core/enum_names.hpp"
 #include "vecbench/core/error.hpp"
 
 namespace vecbench {
@@ -145,10 +146,22 @@ inline int rank_cpu_cores(const Comm& comm) {
 }
 
 /// Which shard of the input list this process takes when no MPI connects the processes.
+/// Where a process's shard came from.
+enum class ShardOrigin { none, flags, slurm, ompi };
+template <>
+struct EnumNames<ShardOrigin> {
+  static constexpr const char* what = "shard origin";
+  static constexpr std::array<std::pair<ShardOrigin, const char*>, 4> names = {
+      {{ShardOrigin::none, "one process"},
+       {ShardOrigin::flags, "--shard-index/--num-shards"},
+       {ShardOrigin::slurm, "SLURM_PROCID/SLURM_NTASKS"},
+       {ShardOrigin::ompi, "OMPI_COMM_WORLD_RANK/SIZE"}}};
+};
+
 struct ShardSpec {
   int index = 0;
   int count = 1;
-  std::string from;  ///< "--shard-index/--num-shards", "SLURM_PROCID/SLURM_NTASKS", ...
+  ShardOrigin from = ShardOrigin::none;  ///< the flags, Slurm's variables or Open MPI's
 };
 
 /// Shards from --shard-index/--num-shards (both, or neither: -1/0), else from
@@ -160,15 +173,15 @@ inline ShardSpec resolve_shards(int index, int count, bool use_ompi) {
     if (index < 0 || count <= 0) throw ConfigError("--shard-index/--num-shards", "give both or neither");
     if (index >= count)
       throw ConfigError("--shard-index", std::to_string(index) + " is not below --num-shards " + std::to_string(count));
-    s = {index, count, "--shard-index/--num-shards"};
+    s = {index, count, ShardOrigin::flags};
     return s;
   }
   const long pid = env_long("SLURM_PROCID"), ntasks = env_long("SLURM_NTASKS");
   if (pid >= 0 && ntasks > 1 && pid < ntasks)
-    return {static_cast<int>(pid), static_cast<int>(ntasks), "SLURM_PROCID/SLURM_NTASKS"};
+    return {static_cast<int>(pid), static_cast<int>(ntasks), ShardOrigin::slurm};
   if (use_ompi) {
     const long r = env_long("OMPI_COMM_WORLD_RANK"), n = env_long("OMPI_COMM_WORLD_SIZE");
-    if (r >= 0 && n > 1 && r < n) return {static_cast<int>(r), static_cast<int>(n), "OMPI_COMM_WORLD_RANK/SIZE"};
+    if (r >= 0 && n > 1 && r < n) return {static_cast<int>(r), static_cast<int>(n), ShardOrigin::ompi};
   }
   return s;
 }
@@ -190,13 +203,13 @@ inline std::unique_ptr<Comm> open_process_group(int shard_index, int num_shards,
     }
     c.reset();  // a single MPI rank: behave as one process (or as a Slurm shard)
   }
-  const bool use_ompi = !launcher.empty() && !mpi && launcher == "OMPI_COMM_WORLD_SIZE";
+  const bool use_ompi = !mpi && std::getenv("OMPI_COMM_WORLD_SIZE");  // Open MPI's mpirun started it
   const ShardSpec s = resolve_shards(shard_index, num_shards, use_ompi);
-  if (use_ompi && s.from == "OMPI_COMM_WORLD_RANK/SIZE")
+  if (s.from == ShardOrigin::ompi)
     log << "vecbench: note: started by mpirun, but this vecbench was built without MPI: static shards only "
            "(no --distribution dynamic, no merged manifest; run `vecbench merge` afterwards)\n";
   if (s.count > 1) {
-    log << "vecbench: shard " << s.index << " of " << s.count << " (from " << s.from << ")\n";
+    log << "vecbench: shard " << s.index << " of " << s.count << " (from " << enum_name(s.from) << ")\n";
     return std::make_unique<LocalComm>(s.index, s.count);
   }
   return std::make_unique<LocalComm>();

@@ -172,17 +172,20 @@ inline nlohmann::json merged_header(const std::vector<nlohmann::json>& files,
 /// "skipped" when skipped in any or missing from one; the reasons name the files.
 inline void merged_status(nlohmann::json& run, const std::vector<const nlohmann::json*>& runs,
                           const std::function<std::string(std::size_t)>& name_of) {
-  std::map<std::string, std::string> why;  // status -> "file: reason; ..."
-  auto add = [&](const std::string& st, const std::string& text) { why[st] += (why[st].empty() ? "" : "; ") + text; };
+  std::map<RunStatus, std::string> why;  // status -> "file: reason; ..."
+  auto add = [&](RunStatus st, const std::string& text) { why[st] += (why[st].empty() ? "" : "; ") + text; };
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    if (!runs[i])
-      add("skipped", name_of(i) + ": run missing");
-    else if ((*runs[i])["status"] != "ok")
-      add((*runs[i])["status"].get<std::string>(), name_of(i) + ": " + runs[i]->value("reason", std::string()));
+    if (!runs[i]) {
+      add(RunStatus::skipped, name_of(i) + ": run missing");
+      continue;
+    }
+    // the files were read by the result reader before: every status is one of the names
+    const RunStatus st = parse_run_status((*runs[i])["status"].get<std::string>()).value_or(RunStatus::error);
+    if (st != RunStatus::ok) add(st, name_of(i) + ": " + runs[i]->value("reason", std::string()));
   }
-  for (const char* st : {"error", "failed", "skipped"})
+  for (const RunStatus st : {RunStatus::error, RunStatus::failed, RunStatus::skipped})
     if (!why[st].empty()) {
-      run["status"] = st;
+      run["status"] = to_string(st);
       run["reason"] = why[st];
       return;
     }

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "vecbench/core/enum_names.hpp"
 #include "vecbench/core/error.hpp"
 #include "vecbench/core/fs_util.hpp"
 #include "vecbench/core/sha256.hpp"
@@ -27,11 +28,15 @@ enum class CalibrationMethod {
   max,       ///< the largest over all images (nothing clips; coarse steps when one image has outliers)
   mean_max,  ///< the mean of the images' largest values (OpenVINO's default preset): finer steps, rare clipping
 };
-inline const char* to_string(CalibrationMethod m) { return m == CalibrationMethod::max ? "max" : "mean-max"; }
+template <>
+struct EnumNames<CalibrationMethod> {
+  static constexpr const char* what = "calibration method";
+  static constexpr std::array<std::pair<CalibrationMethod, const char*>, 2> names = {
+      {{CalibrationMethod::mean_max, "mean-max"}, {CalibrationMethod::max, "max"}}};
+};
+inline const char* to_string(CalibrationMethod m) { return enum_name(m); }
 inline CalibrationMethod parse_calibration_method(const std::string& s, const std::string& key = "--method") {
-  if (s == "max") return CalibrationMethod::max;
-  if (s == "mean-max") return CalibrationMethod::mean_max;
-  throw ConfigError(key, "unknown calibration method '" + s + "' (use mean-max or max)");
+  return parse_enum<CalibrationMethod>(s, key);
 }
 
 /// The largest value of each quantization point in each forward (one image each, in calibration);

@@ -19,6 +19,7 @@
 
 #include "vecbench/core/device.hpp"
 #include "vecbench/core/enum_names.hpp"
+#include "vecbench/engine/cpu_route.hpp"
 #include "vecbench/engine/engine_kind.hpp"
 #include "vecbench/engine/int8_calibration.hpp"
 #include "vecbench/engine/model.hpp"
@@ -141,46 +142,8 @@ struct OneDnnOptions {
   bool own_pooling = true;
 };
 
-/// Whether this CPU runs the int8 route (oneDNN finds VNNI: AVX-512 VNNI or AVX-VNNI); when not,
-/// `why` says what the CPU has.
-bool onednn_int8_supported(std::string* why = nullptr);
-/// Whether bf16 runs oneDNN's AMX kernels here (oneDNN finds AMX; channels-last activations).
-bool onednn_bf16_amx();
-/// The ISA of the int8 kernels oneDNN runs here: "avx512_core_vnni", "avx2_vnni" or "none"
-/// (AMX's int8 kernels give the same bits as the AVX-512 VNNI ones: s32 sums, the same scaling).
-const char* onednn_int8_isa();
-
-/// Whether an int8 or bf16 network of the engine runs its first layer by vecbench's kernel on this
-/// CPU (OneDnnOptions::own_first_layer: int8 on AVX-512, bf16 on AMX), so rounding its vectors
-/// apart from the oneDNN layer's (a few percent: the output fingerprint names it).
-bool onednn_own_first_layer(Precision precision);
-/// Whether an int8 or bf16 network of the engine runs its poolings by vecbench's kernels on this
-/// CPU (OneDnnOptions::own_pooling: int8 on AVX-512, bf16 on AMX), whose pool branches and last
-/// pool round apart from oneDNN's (the output fingerprint names it).
-bool onednn_own_pooling(Precision precision);
-
-/// Which of vecbench's own kernels a bf16 or int8 oneDNN network runs, as the output
-/// fingerprint names it (its vectors round apart from the others').
-enum class OneDnnRoute {
-  v1,       ///< oneDNN's layers alone
-  v1_pool,  ///< the poolings by vecbench's kernels alone (tests only)
-  v2,       ///< the first layer by vecbench's kernel
-  v3,       ///< the first layer and the poolings (the default where both run)
-};
-template <>
-struct EnumNames<OneDnnRoute> {
-  static constexpr const char* what = "oneDNN route";
-  static constexpr std::array<std::pair<OneDnnRoute, const char*>, 4> names = {
-      {{OneDnnRoute::v1, "v1"}, {OneDnnRoute::v1_pool, "v1 pool"}, {OneDnnRoute::v2, "v2"}, {OneDnnRoute::v3, "v3"}}};
-};
-
-/// The int8 or bf16 route's kernels as its output fingerprint names them, given the settings
-/// `own_first_layer` and `own_pooling` and what this CPU runs: "v1" oneDNN's alone, "v2" the
-/// first layer by vecbench's kernel, "v3" the first layer and the poolings (the default where
-/// both run), "v1 pool" the poolings alone (tests only).
-OneDnnRoute onednn_route_version(Precision precision, bool own_first_layer, bool own_pooling);
-
-/// oneDNN version, the ISA it runs with, and whether Winograd, bf16 and AMX convolutions are available.
+/// oneDNN's version, the ISA it runs with, whether Winograd, bf16, AMX and int8 run here, and the
+/// route of each precision (cpu_route's, "routes": what `vecbench info` prints).
 nlohmann::json onednn_info();
 
 /// Process-wide counts of the engine's work, for tests and reports.

@@ -3,6 +3,7 @@
 #pragma once
 #include <algorithm>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -37,7 +38,8 @@ struct Experiment {
     std::vector<std::string> devices = {"cpu"};
     std::vector<int> batch_sizes = {1};
     std::vector<int> threads = {0};                 ///< intra-op threads per replica; 0 = split the cores
-    std::vector<std::string> resize = {"default"};  ///< "default" = the model's own mode
+    /// The resize modes; nullopt: "default", the model's own mode.
+    std::vector<std::optional<ResizeMode>> resize = {std::nullopt};
   };
   std::vector<Matrix> matrices = {Matrix{}};
   int warmup_batches = 3;  ///< untimed forwards per replica before each repetition
@@ -124,11 +126,10 @@ inline ImageSetSpec parse_images(const nlohmann::json& im) {
   if (g.contains("from")) G.from = get_as<std::string>(g["from"], "images.generate.from");
   if (g.contains("jpeg_quality")) G.jpeg_quality = get_as<int>(g["jpeg_quality"], "images.generate.jpeg_quality");
   if (g.contains("formats")) {
-    G.formats = get_list<std::string>(g["formats"], "images.generate.formats");
-    for (std::size_t i = 0; i < G.formats.size(); ++i)
-      if (!std::set<std::string>{"jpg", "png", "bmp", "webp", "tiff"}.count(G.formats[i]))
-        throw ConfigError("images.generate.formats[" + std::to_string(i) + "]",
-                          "unknown format '" + G.formats[i] + "' (use jpg, png, bmp, webp, tiff)");
+    const auto names = get_list<std::string>(g["formats"], "images.generate.formats");
+    G.formats.clear();
+    for (std::size_t i = 0; i < names.size(); ++i)
+      G.formats.push_back(parse_enum<ImageFileFormat>(names[i], "images.generate.formats[" + std::to_string(i) + "]"));
   }
   if (g.contains("sizes")) {
     const auto sz = get_list<std::vector<int>>(g["sizes"], "images.generate.sizes");
@@ -149,7 +150,8 @@ inline Experiment::Matrix parse_matrix(const nlohmann::json& m, const std::strin
   if (m.contains("devices")) x.devices = get_list<std::string>(m["devices"], w + ".devices");
   if (m.contains("batch")) x.batch_sizes = get_list<int>(m["batch"], w + ".batch");
   if (m.contains("threads")) x.threads = get_list<int>(m["threads"], w + ".threads");
-  if (m.contains("resize")) x.resize = get_list<std::string>(m["resize"], w + ".resize");
+  std::vector<std::string> resize_names = {"default"};
+  if (m.contains("resize")) resize_names = get_list<std::string>(m["resize"], w + ".resize");
   auto at = [&](const char* k, std::size_t i) { return w + "." + k + "[" + std::to_string(i) + "]"; };
   const auto& reg = strategy_registry();
   for (std::size_t i = 0; i < x.strategies.size(); ++i)
@@ -166,15 +168,18 @@ inline Experiment::Matrix parse_matrix(const nlohmann::json& m, const std::strin
     if (x.batch_sizes[i] < 1 || x.batch_sizes[i] > 4096) throw ConfigError(at("batch", i), "must be in 1..4096");
   for (std::size_t i = 0; i < x.threads.size(); ++i)
     if (x.threads[i] < 0 || x.threads[i] > 1024) throw ConfigError(at("threads", i), "must be in 0..1024");
-  for (std::size_t i = 0; i < x.resize.size(); ++i)
-    if (x.resize[i] != "default") {
-      try {
-        parse_resize_mode(x.resize[i]);
-      } catch (const ConfigError&) {
-        throw ConfigError(at("resize", i),
-                          "unknown resize mode '" + x.resize[i] + "' (use default, tf-legacy, bilinear)");
-      }
+  x.resize.clear();
+  for (std::size_t i = 0; i < resize_names.size(); ++i) {
+    if (resize_names[i] == "default") {
+      x.resize.emplace_back();
+      continue;
     }
+    const auto mode = find_enum<ResizeMode>(resize_names[i]);
+    if (!mode)
+      throw ConfigError(at("resize", i), "unknown resize mode '" + resize_names[i] + "' (use default, " +
+                                             enum_list<ResizeMode>() + ")");
+    x.resize.push_back(*mode);
+  }
   return x;
 }
 

@@ -16,7 +16,7 @@
 namespace vecbench {
 
 /// A matrix run's settings, typed from the experiment file to the executor: RunResult::params
-/// is their JSON (to_json()), made once by the planner for the result file and its id.
+/// is what the result file records of them (recorded()), made once by the planner.
 struct RunParams {
   const StrategyEntry* strategy = nullptr;  ///< the registry's entry (parse_matrix checked the name)
   std::string devices_spec;                 ///< the devices as the experiment file wrote them
@@ -26,9 +26,15 @@ struct RunParams {
   ResizeMode resize = ResizeMode::tf_legacy;
   SourceKind input = SourceKind::files;  ///< the kind of input its source gives
 
-  nlohmann::json to_json() const {
-    return {{"strategy", strategy->name}, {"devices", devices_spec},     {"batch", batch},
-            {"threads", threads},         {"resize", to_string(resize)}, {"input", to_string(input)}};
+  ResultParams recorded() const {
+    ResultParams p;
+    p.strategy = strategy->name;
+    p.devices = devices_spec;
+    p.batch = batch;
+    p.threads = threads;
+    p.resize = to_string(resize);
+    p.input = to_string(input);
+    return p;
   }
 };
 
@@ -41,8 +47,8 @@ struct PlannedRun {
 
 /// What the planner needs to know of the image sources.
 struct PlanInputs {
-  /// A matrix's resize entry ("default" or a mode name) -> the mode it runs with.
-  std::function<ResizeMode(const std::string&)> resolve_resize;
+  /// A matrix's resize entry (nullopt: "default") -> the mode it runs with.
+  std::function<ResizeMode(std::optional<ResizeMode>)> resolve_resize;
   /// The kind of input the source of a resize mode gives.
   std::function<SourceKind(ResizeMode)> input_kind;
   /// A devices spec expanded on this machine for `threads` per replica (0: cores split); a spec
@@ -50,13 +56,12 @@ struct PlanInputs {
   std::function<std::vector<VirtualDevice>(const std::string& spec, int threads)> expand;
 };
 
-/// "strategy=... devices=... batch=..." over the params a matrix run has.
-inline std::string run_id(const nlohmann::json& p) {
+/// "strategy=... devices=... batch=..." over the settings a run has (a peer's command not among
+/// them: "strategy=external:NAME").
+inline std::string run_id(const ResultParams& p) {
   std::string s;
-  for (const char* k : {"strategy", "devices", "batch", "threads", "resize", "input"}) {
-    if (!p.contains(k)) continue;
-    s += (s.empty() ? "" : " ") + std::string(k) + "=" + (p[k].is_string() ? p[k].get<std::string>() : p[k].dump());
-  }
+  for (const auto& [k, v] : p.entries())
+    if (k != "command" && p.other.count(k) == 0) s += (s.empty() ? "" : " ") + k + "=" + v;
   return s;
 }
 
@@ -86,7 +91,7 @@ inline std::vector<PlannedRun> plan_runs(const Experiment& e, const PlanInputs& 
               rp.resize = in.resolve_resize(r);
               rp.input = in.input_kind(rp.resize);
               PlannedRun p;
-              p.result.params = rp.to_json();
+              p.result.params = rp.recorded();
               p.result.id = run_id(p.result.params);
               if (!ids.insert(p.result.id).second) continue;
               try {
@@ -100,8 +105,9 @@ inline std::vector<PlannedRun> plan_runs(const Experiment& e, const PlanInputs& 
   for (std::size_t i = 0; i < e.external.size(); ++i) {
     PlannedRun p;
     p.external = i;
-    p.result.params = {{"strategy", "external:" + e.external[i].name}, {"command", e.external[i].command}};
-    p.result.id = "strategy=external:" + e.external[i].name;
+    p.result.params.external = e.external[i].name;
+    p.result.params.command = e.external[i].command;
+    p.result.id = run_id(p.result.params);
     runs.push_back(std::move(p));
   }
   return runs;

@@ -27,7 +27,7 @@ inline fs::path generate_image_set(const ImageSetSpec::Generate& g) {
   std::string key =
       std::to_string(g.count) + "|" + std::to_string(g.seed) + "|" + g.from + "|" + std::to_string(g.jpeg_quality);
   for (auto& s : sizes) key += "|" + std::to_string(s.first) + "x" + std::to_string(s.second);
-  for (auto& f : g.formats) key += "|" + f;
+  for (const ImageFileFormat f : g.formats) key += std::string("|") + enum_name(f);
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016zx", std::hash<std::string>{}(key));
   const fs::path dir = cache_dir() / "imagesets" / hex;
@@ -59,10 +59,11 @@ inline fs::path generate_image_set(const ImageSetSpec::Generate& g) {
     const int y = static_cast<int>(rng() % static_cast<unsigned>(src.rows - ch + 1));
     cv::Mat out;
     cv::resize(src(cv::Rect(x, y, cw, ch)), out, cv::Size(w, h), 0, 0, w < cw ? cv::INTER_AREA : cv::INTER_LINEAR);
-    const std::string& fmt = g.formats[i % g.formats.size()];
+    const ImageFileFormat format = g.formats[i % g.formats.size()];
+    const std::string fmt = enum_name(format);
     std::vector<int> params;
-    if (fmt == "jpg") params = {cv::IMWRITE_JPEG_QUALITY, g.jpeg_quality};
-    if (fmt == "webp") params = {cv::IMWRITE_WEBP_QUALITY, g.jpeg_quality};
+    if (format == ImageFileFormat::jpg) params = {cv::IMWRITE_JPEG_QUALITY, g.jpeg_quality};
+    if (format == ImageFileFormat::webp) params = {cv::IMWRITE_WEBP_QUALITY, g.jpeg_quality};
     std::vector<std::uint8_t> bytes;
     if (!cv::imencode("." + fmt, out, bytes, params)) throw Error("image set: cannot encode ." + fmt);
     char name[32];

@@ -6,7 +6,21 @@
 #include <utility>
 #include <vector>
 
+#include "vecbench/core/enum_names.hpp"
+
 namespace vecbench {
+
+/// The file formats a generated image set is written in (their file extensions).
+enum class ImageFileFormat { jpg, png, bmp, webp, tiff };
+template <>
+struct EnumNames<ImageFileFormat> {
+  static constexpr const char* what = "format";
+  static constexpr std::array<std::pair<ImageFileFormat, const char*>, 5> names = {{{ImageFileFormat::jpg, "jpg"},
+                                                                                    {ImageFileFormat::png, "png"},
+                                                                                    {ImageFileFormat::bmp, "bmp"},
+                                                                                    {ImageFileFormat::webp, "webp"},
+                                                                                    {ImageFileFormat::tiff, "tiff"}}};
+};
 
 /// Where an experiment's images come from (exactly one of the fields is set).
 struct ImageSetSpec {
@@ -20,7 +34,7 @@ struct ImageSetSpec {
     std::size_t count = 0;
     unsigned seed = 0;
     std::vector<std::pair<int, int>> sizes;  ///< (width, height); default: ImageNet-like sizes
-    std::vector<std::string> formats = {"jpg"};
+    std::vector<ImageFileFormat> formats = {ImageFileFormat::jpg};
     std::string from = "/usr/share/doc/opencv-doc/examples/data";
     int jpeg_quality = 90;
   } generate;

@@ -3,6 +3,7 @@
 #pragma once
 #include <string>
 
+#include "vecbench/core/enum_names.hpp"
 #include "vecbench/core/error.hpp"
 
 namespace vecbench {
@@ -14,13 +15,14 @@ namespace vecbench {
 /// PNG and other formats decode the same way under both.
 enum class JpegDecoder { exact, tf };
 
-inline const char* to_string(JpegDecoder d) { return d == JpegDecoder::tf ? "tf" : "exact"; }
-
-inline JpegDecoder parse_jpeg_decoder(const std::string& s) {
-  if (s == "exact") return JpegDecoder::exact;
-  if (s == "tf") return JpegDecoder::tf;
-  throw ConfigError("decode", "unknown JPEG decoder '" + s + "' (use exact or tf)");
-}
+template <>
+struct EnumNames<JpegDecoder> {
+  static constexpr const char* what = "JPEG decoder";
+  static constexpr std::array<std::pair<JpegDecoder, const char*>, 2> names = {
+      {{JpegDecoder::exact, "exact"}, {JpegDecoder::tf, "tf"}}};
+};
+inline const char* to_string(JpegDecoder d) { return enum_name(d); }
+inline JpegDecoder parse_jpeg_decoder(const std::string& s) { return parse_enum<JpegDecoder>(s, "decode"); }
 
 /// Where images are decoded.
 enum class DecodeWhere {
@@ -35,12 +37,31 @@ struct DecodeSetting {
   JpegDecoder jpeg = JpegDecoder::exact;  ///< the host's JPEG arithmetic
 };
 
+/// The values `--decode` takes.
+enum class DecodeChoice { automatic, cpu, exact, tf, gpu };
+template <>
+struct EnumNames<DecodeChoice> {
+  static constexpr const char* what = "decode setting";
+  static constexpr std::array<std::pair<DecodeChoice, const char*>, 5> names = {{{DecodeChoice::automatic, "auto"},
+                                                                                 {DecodeChoice::cpu, "cpu"},
+                                                                                 {DecodeChoice::exact, "exact"},
+                                                                                 {DecodeChoice::tf, "tf"},
+                                                                                 {DecodeChoice::gpu, "gpu"}}};
+};
+
 inline DecodeSetting parse_decode(const std::string& s) {
-  if (s == "auto") return {};
-  if (s == "cpu" || s == "exact") return {false, DecodeWhere::cpu, JpegDecoder::exact};
-  if (s == "tf") return {false, DecodeWhere::cpu, JpegDecoder::tf};
-  if (s == "gpu") return {false, DecodeWhere::gpu, JpegDecoder::exact};
-  throw ConfigError("decode", "unknown decode setting '" + s + "' (use auto, cpu, exact, tf or gpu)");
+  switch (parse_enum<DecodeChoice>(s, "decode")) {
+    case DecodeChoice::automatic:
+      return {};
+    case DecodeChoice::cpu:
+    case DecodeChoice::exact:
+      return {false, DecodeWhere::cpu, JpegDecoder::exact};
+    case DecodeChoice::tf:
+      return {false, DecodeWhere::cpu, JpegDecoder::tf};
+    case DecodeChoice::gpu:
+      break;
+  }
+  return {false, DecodeWhere::gpu, JpegDecoder::exact};
 }
 
 /// The effective decoder's name as results and the output fingerprint record it: "gpu", "tf" or

@@ -6,17 +6,21 @@
 #include <string>
 #include <vector>
 
+#include "vecbench/core/enum_names.hpp"
 #include "vecbench/core/error.hpp"
 #include "vecbench/input/resize_formula.hpp"
 
 namespace vecbench {
 
-inline ResizeMode parse_resize_mode(const std::string& s) {
-  if (s == "tf-legacy") return ResizeMode::tf_legacy;
-  if (s == "bilinear") return ResizeMode::bilinear;
-  throw ConfigError("resize", "unknown resize mode '" + s + "' (use tf-legacy or bilinear)");
-}
-inline std::string to_string(ResizeMode m) { return m == ResizeMode::tf_legacy ? "tf-legacy" : "bilinear"; }
+// the names of ResizeMode (input/resize_formula.hpp, which device code includes too)
+template <>
+struct EnumNames<ResizeMode> {
+  static constexpr const char* what = "resize mode";
+  static constexpr std::array<std::pair<ResizeMode, const char*>, 2> names = {
+      {{ResizeMode::tf_legacy, "tf-legacy"}, {ResizeMode::bilinear, "bilinear"}}};
+};
+inline ResizeMode parse_resize_mode(const std::string& s) { return parse_enum<ResizeMode>(s, "resize"); }
+inline std::string to_string(ResizeMode m) { return enum_name(m); }
 
 namespace detail {
 inline std::vector<Tap> resize_taps(int in, int out, ResizeMode mode) {

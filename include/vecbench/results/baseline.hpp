@@ -6,17 +6,15 @@
 namespace vecbench {
 
 /// The sequential reference of `run` for speedups: the ok run with strategy "sequential" and
-/// the highest median images/s among those with the same "batch", "resize" and "input" params
-/// as `run` (a key `run` lacks is not constrained). nullptr when there is none.
+/// the highest median images/s among those with the same batch, resize and input settings as
+/// `run` (a setting `run` lacks is not constrained). nullptr when there is none.
 inline const RunResult* best_sequential_run(const ResultFile& f, const RunResult& run) {
   const RunResult* best = nullptr;
   for (const RunResult& s : f.runs) {
-    if (s.status != RunStatus::ok || param_string(s.params, "strategy") != "sequential" ||
-        !(s.summary.images_per_s.median > 0))
-      continue;
-    bool same = true;
-    for (const char* k : {"batch", "resize", "input"})
-      same = same && (!run.params.contains(k) || param_string(s.params, k) == param_string(run.params, k));
+    if (s.status != RunStatus::ok || !s.params.is_sequential() || !(s.summary.images_per_s.median > 0)) continue;
+    const ResultParams &a = run.params, &b = s.params;
+    const bool same = (!a.batch || a.batch == b.batch) && (a.resize.empty() || a.resize == b.resize) &&
+                      (a.input.empty() || a.input == b.input);
     if (same && (!best || s.summary.images_per_s.median > best->summary.images_per_s.median)) best = &s;
   }
   return best;

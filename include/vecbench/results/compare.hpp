@@ -33,12 +33,12 @@ struct CompareOptions {
 /// A comparable Sample field: its key, unit, direction and how to read it.
 struct SampleMetric {
   std::string key;                           ///< e.g. "images_per_s"
-  std::string unit;                          ///< e.g. "images/s", "s", "bytes"
+  Unit unit = Unit::none;                    ///< e.g. images/s, s, bytes
   Better better = Better::higher;            ///< which way is an improvement
   std::function<double(const Sample&)> get;  ///< the value of one sample
 
   /// Time metrics say FASTER/SLOWER; others (memory) BETTER/WORSE.
-  bool is_speed() const { return unit == "images/s" || unit == "s"; }
+  bool is_speed() const { return unit == Unit::images_per_s || unit == Unit::seconds; }
 };
 
 /// The Sample fields `compare` can take: those of its field table with a direction.
@@ -99,7 +99,7 @@ struct CompareReport {
 std::vector<std::pair<std::string, std::string>> parse_params_filter(const std::string& spec);
 
 /// Whether `params` has every key=value of `filter` (a non-empty filter).
-bool matches_filter(const json& params, const std::vector<std::pair<std::string, std::string>>& filter);
+bool matches_filter(const ResultParams& params, const std::vector<std::pair<std::string, std::string>>& filter);
 
 /// The normalize_by reference of `run` within `file`, or nullptr with `problem` set.
 /// Rule: candidates are the other runs whose params match every key=value of the filter. The

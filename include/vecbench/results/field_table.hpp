@@ -11,6 +11,8 @@
 #include <tuple>
 #include <vector>
 
+#include "vecbench/core/enum_names.hpp"
+
 namespace vecbench {
 
 /// Whether a reader needs the key.
@@ -23,22 +25,36 @@ enum class Emit { always, when_set };
 /// Which way a metric improves; `none`: not a metric that can be compared (a name, a count).
 enum class Better { higher, lower, none };
 
+/// A field's unit; `none`: a count or a name.
+enum class Unit { none, seconds, milliseconds, bytes, images, images_per_s, fraction };
+template <>
+struct EnumNames<Unit> {
+  static constexpr const char* what = "unit";
+  static constexpr std::array<std::pair<Unit, const char*>, 7> names = {{{Unit::none, ""},
+                                                                         {Unit::seconds, "s"},
+                                                                         {Unit::milliseconds, "ms"},
+                                                                         {Unit::bytes, "bytes"},
+                                                                         {Unit::images, "images"},
+                                                                         {Unit::images_per_s, "images/s"},
+                                                                         {Unit::fraction, "fraction"}}};
+};
+
 /// One field of record `S`: its JSON key, the member that holds it and how it is treated.
 template <class S, class T>
 struct FieldSpec {
-  const char* key;   ///< JSON key
-  T S::*member;      ///< where the value lives
-  Need need;         ///< required by the reader?
-  Emit emit;         ///< written always or only when set
-  const char* unit;  ///< "s", "bytes", "images/s", "" (a count or a name)
-  Better better;     ///< direction, for comparisons
+  const char* key;  ///< JSON key
+  T S::*member;     ///< where the value lives
+  Need need;        ///< required by the reader?
+  Emit emit;        ///< written always or only when set
+  Unit unit;        ///< its unit (none: a count or a name)
+  Better better;    ///< direction, for comparisons
   using Record = S;
   using Value = T;
 };
 
 template <class S, class T>
 constexpr FieldSpec<S, T> field(const char* key, T S::*member, Need need = Need::required, Emit emit = Emit::always,
-                                const char* unit = "", Better better = Better::none) {
+                                Unit unit = Unit::none, Better better = Better::none) {
   return {key, member, need, emit, unit, better};
 }
 

@@ -47,22 +47,21 @@ class RunTablePrinter : public ResultPrinter {
     for (const RunResult& r : result.runs) {
       const auto& p = r.params;
       const auto& m = r.summary.images_per_s;
-      const bool external = param_string(p, "strategy").rfind("external:", 0) == 0;
-      const RunResult* seq = external ? nullptr : best_sequential_run(result, r);
+      const RunResult* seq = p.is_external() ? nullptr : best_sequential_run(result, r);
       const double vs = seq ? m.median / seq->summary.images_per_s.median : NAN;
       const double rel = r.verification ? r.verification->max_rel_diff : NAN;
       char vs_s[32] = "-", rel_s[32] = "-";  // no sequential run to compare with / not verified
       if (std::isfinite(vs)) std::snprintf(vs_s, sizeof vs_s, "%.2fx", vs);
       if (std::isfinite(rel)) std::snprintf(rel_s, sizeof rel_s, "%.1e", rel);
       auto cell = [&](const char* k) {
-        const std::string v = param_string(p, k);
+        const std::string v = p.text_of(k);
         return v.empty() ? std::string("-") : v;
       };
       // The median's confidence interval: +-half its width, and its level (stats::median_ci).
       char ci_s[48] = "-";
       if (const auto& ci = r.summary.images_per_s_median_ci)
         std::snprintf(ci_s, sizeof ci_s, "+-%.1f%% (%.0f%%)", 100 * ci->rel_half, 100 * ci->level);
-      table.row({param_string(p, "strategy"), cell("devices"), cell("batch"), cell("threads"), cell("resize"),
+      table.row({p.strategy_label(), cell("devices"), cell("batch"), cell("threads"), cell("resize"),
                  printed("%.2f", m.median), ci_s, std::to_string(r.samples.size()),
                  printed("%.1f%%", m.rel_spread * 100), vs_s, rel_s, status_text(r)});
     }

@@ -26,33 +26,6 @@
 
 namespace vecbench {
 
-/// Devices named by a devices spec: comma-separated parts, each "NAME" (1 device) or "NAME/N"
-/// (N devices): "cpu" -> 1, "cpu/3" -> 3, "cuda:0/3" -> 3, "cuda:0,cuda:1" -> 2; a number is
-/// itself. 0 when the spec cannot be parsed.
-inline int device_count(const json& devices) {
-  if (devices.is_number()) return devices.get<int>();
-  if (!devices.is_string() || devices.get<std::string>().empty()) return 0;
-  const std::string spec = devices.get<std::string>();
-  int total = 0;
-  for (std::size_t pos = 0; pos <= spec.size();) {
-    const std::size_t end = std::min(spec.find(',', pos), spec.size());
-    const std::string part = spec.substr(pos, end - pos);
-    const std::size_t slash = part.rfind('/');
-    if (part.empty() || slash == 0) return 0;
-    if (slash == std::string::npos) {
-      total += 1;
-    } else {
-      const std::string n = part.substr(slash + 1);
-      if (n.empty() || n.size() > 6 ||
-          !std::all_of(n.begin(), n.end(), [](unsigned char c) { return std::isdigit(c); }))
-        return 0;
-      total += std::stoi(n);
-    }
-    pos = end + 1;
-  }
-  return total;
-}
-
 namespace detail {
 /// The run's id without its strategy= and devices= words (ids keep the runner's param order).
 inline std::string config_text(const std::string& id) {
@@ -132,8 +105,8 @@ inline std::string verification_text(const RunResult& r) {
          format_number("%.3g", v.max_abs_diff) + ", max rel " + format_number("%.3g", v.max_rel_diff);
 }
 
-/// External commands of an experiment (peers) record their strategy as "external:NAME".
-inline bool is_external(const RunResult& r) { return param_string(r.params, "strategy").rfind("external:", 0) == 0; }
+/// Whether `r` is an external command of the experiment (a peer).
+inline bool is_external(const RunResult& r) { return r.params.is_external(); }
 
 /// The external commands beside the experiment's own runs, fastest first, each as a ratio of the
 /// fastest of vecbench's own (matrix) runs in the same file: what a user would run instead.
@@ -159,7 +132,7 @@ inline std::string externals_markdown(const ResultFile& f) {
   for (const RunResult* r : ext) {
     const stats::Summary& t = r->summary.images_per_s;
     const bool ok = r->status == RunStatus::ok;
-    table.row({"`" + md_cell(param_string(r->params, "strategy").substr(9)) + "`",
+    table.row({"`" + md_cell(r->params.external) + "`",
                ok ? format_number("%.2f", t.median) + " (" + format_number("%.2f", t.min) + "-" +
                         format_number("%.2f", t.max) + ")"
                   : "n/a",
@@ -174,20 +147,19 @@ inline std::string externals_markdown(const ResultFile& f) {
 }
 
 inline std::string scaling_markdown(const ResultFile& f) {
-  std::vector<std::string> strategies = {"sequential"};
+  std::vector<std::string> strategies = {ResultParams::kSequential};
   for (const RunResult& r : f.runs)
-    if (!is_external(r) &&
-        std::find(strategies.begin(), strategies.end(), param_string(r.params, "strategy")) == strategies.end())
-      strategies.push_back(param_string(r.params, "strategy"));
+    if (!is_external(r) && std::find(strategies.begin(), strategies.end(), r.params.strategy) == strategies.end())
+      strategies.push_back(r.params.strategy);
   std::vector<const RunResult*> refs;  // sequential references, labelled S1, S2, ...
   std::string md;
   for (const std::string& strategy : strategies) {
     std::vector<const RunResult*> runs;
     for (const RunResult& r : f.runs)
-      if (param_string(r.params, "strategy") == strategy) runs.push_back(&r);
+      if (!is_external(r) && r.params.strategy == strategy) runs.push_back(&r);
     if (runs.empty()) continue;
     std::stable_sort(runs.begin(), runs.end(), [](const RunResult* a, const RunResult* b) {
-      return device_count(a->params.value("devices", json())) < device_count(b->params.value("devices", json()));
+      return device_count(a->params.devices) < device_count(b->params.devices);
     });
     MarkdownTable table({{"devices", Align::right},
                          {"config"},
@@ -198,7 +170,7 @@ inline std::string scaling_markdown(const ResultFile& f) {
                          {"verification"},
                          {"status"}});
     for (const RunResult* r : runs) {
-      const int n = device_count(r->params.value("devices", json()));
+      const int n = device_count(r->params.devices);
       const stats::Summary& t = r->summary.images_per_s;
       std::string speedup = "n/a", vs = "none", eff = "n/a";
       if (const RunResult* s = r->status == RunStatus::ok ? best_sequential_run(f, *r) : nullptr) {
@@ -209,7 +181,7 @@ inline std::string scaling_markdown(const ResultFile& f) {
         speedup = format_number("%.2fx", x);
         if (n > 0) eff = format_number("%.2f", x / n);
       }
-      table.row({(n > 0 ? std::to_string(n) : "?") + " (" + md_cell(param_string(r->params, "devices")) + ")",
+      table.row({(n > 0 ? std::to_string(n) : "?") + " (" + md_cell(r->params.devices) + ")",
                  md_cell(config_text(r->id)),
                  r->status == RunStatus::ok ? format_number("%.2f", t.median) + " (" + format_number("%.2f", t.min) +
                                                   "-" + format_number("%.2f", t.max) + ")"

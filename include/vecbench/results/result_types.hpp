@@ -25,6 +25,7 @@
 #include "vecbench/core/stats.hpp"
 #include "vecbench/core/trace_figures.hpp"
 #include "vecbench/results/field_table.hpp"
+#include "vecbench/results/result_params.hpp"
 #include "vecbench/results/run_status.hpp"
 
 namespace vecbench {
@@ -108,10 +109,10 @@ struct DeviceSample {
 constexpr auto field_table(const DeviceSample&) {
   using D = DeviceSample;
   return std::make_tuple(field("name", &D::name), field("images", &D::images),
-                         field("busy_fraction", &D::busy_fraction, Need::required, Emit::always, "fraction"),
-                         field("peak_memory_bytes", &D::peak_memory_bytes, Need::required, Emit::always, "bytes"),
+                         field("busy_fraction", &D::busy_fraction, Need::required, Emit::always, Unit::fraction),
+                         field("peak_memory_bytes", &D::peak_memory_bytes, Need::required, Emit::always, Unit::bytes),
                          field("batches", &D::batches, Need::optional),
-                         field("busy_s", &D::busy_s, Need::optional, Emit::always, "s"));
+                         field("busy_s", &D::busy_s, Need::optional, Emit::always, Unit::seconds));
 }
 
 /// One rank's (process's) share of one repetition of a multi-process run.
@@ -129,9 +130,10 @@ constexpr auto field_table(const RankSample&) {
   using R = RankSample;
   return std::make_tuple(
       field("rank", &R::rank), field("host", &R::host, Need::optional), field("images", &R::images),
-      field("failed", &R::failed, Need::optional), field("wall_s", &R::wall_s, Need::required, Emit::always, "s"),
-      field("images_per_s", &R::images_per_s, Need::required, Emit::always, "images/s", Better::higher),
-      field("setup_s", &R::setup_s, Need::optional, Emit::always, "s", Better::lower),
+      field("failed", &R::failed, Need::optional),
+      field("wall_s", &R::wall_s, Need::required, Emit::always, Unit::seconds),
+      field("images_per_s", &R::images_per_s, Need::required, Emit::always, Unit::images_per_s, Better::higher),
+      field("setup_s", &R::setup_s, Need::optional, Emit::always, Unit::seconds, Better::lower),
       field("chunks", &R::chunks, Need::optional, Emit::when_set));
 }
 
@@ -144,10 +146,10 @@ struct RanksInfo {
 };
 constexpr auto field_table(const RanksInfo&) {
   using R = RanksInfo;
-  return std::make_tuple(
-      field("count", &R::count), field("distribution", &R::distribution, Need::optional),
-      field("scaling_efficiency", &R::scaling_efficiency, Need::optional, Emit::when_set, "fraction", Better::higher),
-      field("per_rank", &R::per_rank));
+  return std::make_tuple(field("count", &R::count), field("distribution", &R::distribution, Need::optional),
+                         field("scaling_efficiency", &R::scaling_efficiency, Need::optional, Emit::when_set,
+                               Unit::fraction, Better::higher),
+                         field("per_rank", &R::per_rank));
 }
 
 /// One timed repetition of a run.
@@ -184,13 +186,13 @@ struct Sample {
 /// The trace figures (core/trace_figures.hpp) as written in a sample's `trace`.
 constexpr auto field_table(const DeviceShare&) {
   using D = DeviceShare;
-  return std::make_tuple(field("name", &D::name), field("busy", &D::busy, Need::required, Emit::always, "fraction"),
-                         field("starved", &D::starved, Need::required, Emit::always, "fraction"),
-                         field("blocked", &D::blocked, Need::required, Emit::always, "fraction"));
+  return std::make_tuple(field("name", &D::name), field("busy", &D::busy, Need::required, Emit::always, Unit::fraction),
+                         field("starved", &D::starved, Need::required, Emit::always, Unit::fraction),
+                         field("blocked", &D::blocked, Need::required, Emit::always, Unit::fraction));
 }
 constexpr auto field_table(const TraceFigures&) {
   using T = TraceFigures;
-  return std::make_tuple(field("wall_s", &T::wall_s, Need::required, Emit::always, "s"),
+  return std::make_tuple(field("wall_s", &T::wall_s, Need::required, Emit::always, Unit::seconds),
                          field("forward_overlap", &T::forward_overlap), field("spans", &T::spans, Need::optional),
                          field("devices", &T::devices), field("file", &T::file, Need::optional, Emit::when_set));
 }
@@ -200,18 +202,18 @@ constexpr auto field_table(const Sample&) {
   constexpr auto opt = Need::optional;
   return std::make_tuple(
       field("rep", &S::rep), field("images", &S::images), field("failed", &S::failed, opt),
-      field("wall_s", &S::wall_s, Need::required, Emit::always, "s", Better::lower),
-      field("images_per_s", &S::images_per_s, Need::required, Emit::always, "images/s", Better::higher),
-      field("stage_s", &S::stage_s, opt, Emit::when_set, "s"),
-      field("latency_ms", &S::latency_ms, opt, Emit::when_set, "ms"), field("devices", &S::devices, opt),
+      field("wall_s", &S::wall_s, Need::required, Emit::always, Unit::seconds, Better::lower),
+      field("images_per_s", &S::images_per_s, Need::required, Emit::always, Unit::images_per_s, Better::higher),
+      field("stage_s", &S::stage_s, opt, Emit::when_set, Unit::seconds),
+      field("latency_ms", &S::latency_ms, opt, Emit::when_set, Unit::milliseconds), field("devices", &S::devices, opt),
       field("queue_depth", &S::queue_depth, opt),
-      field("peak_rss_bytes", &S::peak_rss_bytes, opt, Emit::always, "bytes", Better::lower),
-      field("setup_s", &S::setup_s, opt, Emit::always, "s", Better::lower),
-      field("device_decoded", &S::device_decoded, opt, Emit::when_set, "images"),
-      field("device_decode_fallbacks", &S::device_decode_fallbacks, opt, Emit::when_set, "images"),
+      field("peak_rss_bytes", &S::peak_rss_bytes, opt, Emit::always, Unit::bytes, Better::lower),
+      field("setup_s", &S::setup_s, opt, Emit::always, Unit::seconds, Better::lower),
+      field("device_decoded", &S::device_decoded, opt, Emit::when_set, Unit::images),
+      field("device_decode_fallbacks", &S::device_decode_fallbacks, opt, Emit::when_set, Unit::images),
       field("ranks", &S::ranks, opt, Emit::when_set), field("trace", &S::trace, opt, Emit::when_set),
-      field("foreign_cpu_share", &S::foreign_cpu_share, opt, Emit::when_set, "fraction"),
-      field("steal_share", &S::steal_share, opt, Emit::when_set, "fraction"));
+      field("foreign_cpu_share", &S::foreign_cpu_share, opt, Emit::when_set, Unit::fraction),
+      field("steal_share", &S::steal_share, opt, Emit::when_set, Unit::fraction));
 }
 
 /// Medians and spreads over a run's samples (filled by summarize_run).
@@ -226,10 +228,10 @@ struct RunSummary {
 };
 constexpr auto field_table(const stats::MedianCi&) {
   using C = stats::MedianCi;
-  return std::make_tuple(field("low", &C::low, Need::required, Emit::always, "images/s"),
-                         field("high", &C::high, Need::required, Emit::always, "images/s"),
-                         field("level", &C::level, Need::required, Emit::always, "fraction"),
-                         field("rel_half", &C::rel_half, Need::required, Emit::always, "fraction"));
+  return std::make_tuple(field("low", &C::low, Need::required, Emit::always, Unit::images_per_s),
+                         field("high", &C::high, Need::required, Emit::always, Unit::images_per_s),
+                         field("level", &C::level, Need::required, Emit::always, Unit::fraction),
+                         field("rel_half", &C::rel_half, Need::required, Emit::always, Unit::fraction));
 }
 
 /// Why a run with adaptive repetitions (experiment `max_repetitions` above `repetitions`) stopped
@@ -246,7 +248,7 @@ constexpr auto field_table(const Stopping&) {
   using S = Stopping;
   return std::make_tuple(field("rule", &S::rule), field("min_repetitions", &S::min_repetitions),
                          field("max_repetitions", &S::max_repetitions),
-                         field("target_rel_half", &S::target_rel_half, Need::required, Emit::always, "fraction"));
+                         field("target_rel_half", &S::target_rel_half, Need::required, Emit::always, Unit::fraction));
 }
 
 /// Output check of a run against a reference strategy.
@@ -288,7 +290,7 @@ constexpr auto field_table(const Validity&) {
 /// One point of the experiment's parameter grid.
 struct RunResult {
   std::string id;                            ///< "key=value ..." of params; unique within a file
-  json params = json::object();              ///< parameter name -> string or number (extra keys allowed)
+  ResultParams params;                       ///< the run's settings (the file's "params")
   RunStatus status = RunStatus::ok;          ///< ok, skipped, error or failed
   std::string reason;                        ///< why skipped/error; non-empty unless ok
   json effective = json::object();           ///< free-form: devices, threads ... as actually used
@@ -325,19 +327,6 @@ struct ResultFile {
   ResultConfig config;                        ///< requested and effective configuration
   std::vector<RunResult> runs;                ///< in execution order
 };
-
-/// A params value as text ("" when absent): strings as is, integral numbers without ".0".
-inline std::string param_string(const json& params, const std::string& key) {
-  const auto it = params.find(key);
-  if (it == params.end() || it->is_null()) return "";
-  if (it->is_string()) return it->get<std::string>();
-  if (it->is_number_float()) {
-    const double d = it->get<double>();
-    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 1e15)
-      return std::to_string(static_cast<std::int64_t>(d));
-  }
-  return it->dump();
-}
 
 /// Fills run.summary from run.samples (stats::summarize of each quantity).
 inline void summarize_run(RunResult& run) {

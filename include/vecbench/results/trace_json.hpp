@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -62,7 +63,7 @@ inline std::string trace_to_chrome_json(const Trace& t) {
     lanes.push_back({{"tid", tid}, {"name", l.name}, {"device", l.device}});
     for (const auto& s : l.spans) {
       out += ",\n{\"ph\":\"X\",\"name\":\"";
-      out += kSpanKindNames[static_cast<std::size_t>(s.kind)];
+      out += span_kind_name(s.kind);
       out += "\",\"pid\":" + pid + ",\"tid\":" + tids + ",\"ts\":";
       detail::append_us(out, s.start_ns - origin);
       out += ",\"dur\":";
@@ -137,8 +138,9 @@ inline std::vector<std::unique_ptr<Trace>> traces_from_chrome_json(const nlohman
     if (e.value("ph", "") != "X") continue;
     const int pid = e.value("pid", 0), tid = e.value("tid", 0);
     Trace& t = trace_of(pid);
-    SpanKind k;
-    if (!parse_span_kind(e.value("name", ""), k)) continue;
+    const std::optional<SpanKind> kind = find_enum<SpanKind>(e.value("name", ""));
+    if (!kind) continue;
+    const SpanKind k = *kind;
     const auto meta = lane_meta[pid].find(tid);
     const std::string lane_name = meta != lane_meta[pid].end() ? meta->second.first
                                   : names[pid].count(tid)      ? names[pid][tid]

@@ -1,0 +1,96 @@
+// A run's settings to and from a result file's "params" (include/vecbench/results/result_params.hpp).
+#include "vecbench/results/result_params.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+
+namespace vecbench {
+
+std::string ResultParams::text(const nlohmann::json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 1e15)
+      return std::to_string(static_cast<std::int64_t>(d));
+  }
+  return v.dump();
+}
+
+namespace {
+/// An integer setting: a JSON integer, or a float without a fraction (as JSON writers may give it).
+bool integer_of(const nlohmann::json& v, long long& out) {
+  if (v.is_number_integer()) return out = v.get<long long>(), true;
+  if (!v.is_number_float()) return false;
+  const double d = v.get<double>();
+  if (!std::isfinite(d) || d != std::floor(d) || std::fabs(d) >= 1e15) return false;
+  return out = static_cast<long long>(d), true;
+}
+}  // namespace
+
+std::string read_param(ResultParams& p, const std::string& key, const nlohmann::json& value) {
+  if (key == "batch" || key == "threads") {
+    long long n = 0;
+    if (!integer_of(value, n)) return "must be an integer, not " + value.dump();
+    (key == "batch" ? p.batch : p.threads) = n;
+    return "";
+  }
+  std::string* text = key == "strategy"  ? &p.strategy
+                      : key == "devices" ? &p.devices
+                      : key == "resize"  ? &p.resize
+                      : key == "input"   ? &p.input
+                      : key == "command" ? &p.command
+                                         : nullptr;
+  if (!text) {
+    if (!value.is_string() && !value.is_number()) return "must be a string or number, not " + value.dump();
+    p.other[key] = value;
+    return "";
+  }
+  if (!value.is_string()) return "must be a string, not " + value.dump();
+  *text = value.get<std::string>();
+  const std::string prefix = ResultParams::kExternalPrefix;
+  if (text == &p.strategy && p.strategy.compare(0, prefix.size(), prefix) == 0) {
+    p.external = p.strategy.substr(prefix.size());
+    p.strategy.clear();
+    if (p.external.empty()) return "names no command after '" + prefix + "'";
+  }
+  return "";
+}
+
+nlohmann::json params_to_json(const ResultParams& p) {
+  nlohmann::json j = nlohmann::json::object();
+  if (!p.strategy_label().empty()) j["strategy"] = p.strategy_label();
+  if (!p.devices.empty()) j["devices"] = p.devices;
+  if (p.batch) j["batch"] = *p.batch;
+  if (p.threads) j["threads"] = *p.threads;
+  if (!p.resize.empty()) j["resize"] = p.resize;
+  if (!p.input.empty()) j["input"] = p.input;
+  if (!p.command.empty()) j["command"] = p.command;
+  for (const auto& [k, v] : p.other) j[k] = v;
+  return j;
+}
+
+int device_count(const std::string& spec) {
+  if (spec.empty()) return 0;
+  int total = 0;
+  for (std::size_t pos = 0; pos <= spec.size();) {
+    const std::size_t end = std::min(spec.find(',', pos), spec.size());
+    const std::string part = spec.substr(pos, end - pos);
+    const std::size_t slash = part.rfind('/');
+    if (part.empty() || slash == 0) return 0;
+    if (slash == std::string::npos) {
+      total += 1;
+    } else {
+      const std::string n = part.substr(slash + 1);
+      if (n.empty() || n.size() > 6 ||
+          !std::all_of(n.begin(), n.end(), [](unsigned char c) { return std::isdigit(c); }))
+        return 0;
+      total += std::stoi(n);
+    }
+    pos = end + 1;
+  }
+  return total;
+}
+
+}  // namespace vecbench
