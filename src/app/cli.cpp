@@ -121,7 +121,9 @@ void add_vectorize_io_options(CLI::App* vec, VectorizeArgs& va) {
   vec->add_option("--out", va.out, "Output directory")->required();
   vec->add_option("--model", va.model.path, "TorchScript model from tools/export_inception.py")->capture_default_str();
   vec->add_option("--like", va.like,
-                  "pytorch-fid | torch-fidelity | clean-fid-legacy-pytorch | tf: that FID tool's Inception weights "
+                  "pytorch-fid | torch-fidelity | clean-fid | clean-fid-legacy-tensorflow | clean-fid-legacy-pytorch | "
+                  "tf: that FID "
+                  "tool's Inception weights "
                   "(found where the tool keeps them: `vecbench models`) and its exact decode, resize and scaling, "
                   "recorded in the fingerprint");
   add_parsed(
@@ -153,7 +155,8 @@ void add_vectorize_io_options(CLI::App* vec, VectorizeArgs& va) {
          "batches are the warm-up, and their features are kept; experiments keep their own warm-up)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000));
-  add_parsed(vec, "--resize", va.resize, parse_resize_mode, "tf-legacy | bilinear (default: the model's own)");
+  add_parsed(vec, "--resize", va.resize, parse_resize_mode,
+             "tf-legacy | bilinear | pil-bicubic (clean-fid's clean resize, host only) (default: the model's own)");
   vec->add_flag("--fast-decode", va.fast_decode,
                 "Decode large JPEGs at 1/2, 1/4 or 1/8 DCT scale (faster, not bit-exact)");
   vec->add_option("--memory-cap-gb", va.memory_cap_gb,
@@ -261,7 +264,7 @@ void add_tool_commands(CLI::App& app, Cli& c) {
                              "Decode and resize images once into a uint8 [N,S,S,3] .npy (model-side experiments)");
   c.pre->add_option("--images", c.pd_images, "Image directory or list file")->required();
   c.pre->add_option("--out", c.pd_out, "Output .npy")->required();
-  c.pre->add_option("--resize", c.pd_resize, "tf-legacy | bilinear")
+  c.pre->add_option("--resize", c.pd_resize, "tf-legacy | bilinear | pil-bicubic")
       ->capture_default_str()
       ->check(parsed_by(parse_resize_mode));
   c.pre->add_option("--size", c.pd_size, "Image side, 1..4096")->capture_default_str()->check(CLI::Range(1, 4096));
@@ -277,7 +280,7 @@ void add_tool_commands(CLI::App& app, Cli& c) {
   c.cal->add_option("--model", c.cal_args.model, "Model file (an export)")->capture_default_str();
   add_parsed(
       c.cal, "--resize", c.cal_args.resize, [](const std::string& s) { return parse_resize_mode(s); },
-      "tf-legacy | bilinear (default: the model's; use the one you will vectorize with)");
+      "tf-legacy | bilinear | pil-bicubic (default: the model's; use the one you will vectorize with)");
   c.cal->add_option("--limit", c.cal_args.limit, "Use the first N images only (0: all)")->capture_default_str();
   add_parsed(
       c.cal, "--method", c.cal_args.method, [](const std::string& s) { return parse_calibration_method(s); },
@@ -345,7 +348,8 @@ void add_fid_model_options(CLI::App* cmd, FidModelArgs& m) {
                   "first: `vecbench models`)");
   cmd->add_option(
       "--like", m.like,
-      "pytorch-fid | torch-fidelity | clean-fid-legacy-pytorch | tf: that tool's weights and exact pipeline "
+      "pytorch-fid | torch-fidelity | clean-fid | clean-fid-legacy-tensorflow | clean-fid-legacy-pytorch | tf: that "
+      "tool's weights and exact pipeline "
       "for image inputs; stores made otherwise are refused");
   cmd->add_flag("--allow-synthetic-weights", m.allow_synthetic,
                 "Compute from synthetic (random) weights anyway (refused by default); every figure then says so");
@@ -356,9 +360,10 @@ void add_fid_model_options(CLI::App* cmd, FidModelArgs& m) {
 
 /// verify, stats, fid: reading a store's vectors back.
 void add_store_commands(CLI::App& app, Cli& c) {
-  c.models = app.add_subcommand("models",
-                                "The FID tools' Inception weights files vecbench looks for (pytorch-fid's, "
-                                "torch-fidelity's), where, which were found, their SHA-256 and imported models");
+  c.models = app.add_subcommand(
+      "models",
+      "The FID tools' Inception weights files vecbench looks for (pytorch-fid's, "
+      "torch-fidelity's, the TF graph, clean-fid's), where, which were found, their SHA-256 and imported models");
   c.ver = app.add_subcommand("verify",
                              "Re-read every stored vector of an output folder against its manifest line and checksum; "
                              "print each missing, truncated or corrupted one (BAD input: file: why). Exit 0 all good, "

@@ -35,6 +35,18 @@ const std::vector<FidPreset>& fid_presets() {
        "JPEGs as TF's DecodeJpeg (libjpeg's fast integer IDCT), other formats exactly, to RGB uint8; the graph's "
        "ResizeBilinear to 299 (align_corners=False, in float); (x-128)/128; pool_3 (2048), as TTUR's and the "
        "seed's TensorFlow 1 graph"},
+      // both clean-fid modes that are not pytorch-fid's run NVIDIA's TorchScript file: one
+      // weights file, two pipelines (two presets, two stores)
+      {FidTool::clean_fid, "clean-fid", "inception-2015-12-05.pt", WeightsHome::tmp, "--weights",
+       ResizeMode::pil_bicubic, JpegDecoder::exact,
+       "PIL decode to RGB uint8; each channel as a float image, PIL's bicubic (antialiased) to 299, clipped to "
+       "0..255; (x-128)/128; the layers of NVIDIA's inception-2015-12-05.pt (tf2015); pool_3 (2048): clean-fid's "
+       "mode \"clean\""},
+      {FidTool::clean_fid_legacy_tensorflow, "clean-fid-legacy-tensorflow", "inception-2015-12-05.pt", WeightsHome::tmp,
+       "--weights", ResizeMode::tf_legacy, JpegDecoder::exact,
+       "PIL decode to RGB uint8; the file's own resize to 299 (grid_sample: TF1 ResizeBilinear, align_corners=False, "
+       "in float); (x-127.5)/127.5; NVIDIA's inception-2015-12-05.pt (tf2015); pool_3 (2048): clean-fid's mode "
+       "\"legacy_tensorflow\""},
   };
   return presets;
 }
@@ -91,7 +103,17 @@ fs::path preset_model_path(const FidPreset& p, const std::string& sha) {
 std::vector<fs::path> weight_search_dirs(const FidPreset& p) {
   std::vector<fs::path> dirs;
   if (const std::string m = env("VECBENCH_MODELS"); !m.empty()) dirs.emplace_back(m);
-  dirs.push_back(p.home == WeightsHome::tf_tutorial ? fs::path("/tmp/imagenet") : torch_home() / "hub" / "checkpoints");
+  switch (p.home) {
+    case WeightsHome::torch_hub:
+      dirs.push_back(torch_home() / "hub" / "checkpoints");
+      break;
+    case WeightsHome::tf_tutorial:
+      dirs.emplace_back("/tmp/imagenet");
+      break;
+    case WeightsHome::tmp:  // clean-fid: "./" on Windows, "/tmp" elsewhere (features.feature_extractor)
+      dirs.emplace_back("/tmp");
+      break;
+  }
   return dirs;
 }
 

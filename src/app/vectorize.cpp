@@ -378,7 +378,8 @@ int cmd_vectorize(const VectorizeArgs& args, const CommandHooks& hooks) {
   if (dist.active()) dopt.cpu_cores = dist.cpu_cores();
   const auto devs = expand_devices(a.devices, dopt);
   InputOptions in = input_options(a, model);
-  in.decode_where = resolve_decode(a.decode, all_cuda(devs), nvjpeg_available(), a.devices);
+  in.decode_where =
+      resolve_decode(a.decode, all_cuda(devs), nvjpeg_available(), a.devices, in.resize != ResizeMode::pil_bicubic);
   auto source = make_source(a.images, in);
   const WriterOptions w = writer_options(a, model, in, *source, dist);
   check_replicas_fit(devs, dist.active() ? dist.cpu_cores() : hardware_cores(), a.model.path, a.force);

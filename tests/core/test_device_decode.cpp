@@ -216,6 +216,9 @@ TEST(DecodeSetting, ParsesAndResolvesAgainstTheDevices) {
   EXPECT_EQ(resolve_decode(parse_decode("auto"), false, true, "cpu,cuda:0"), DecodeWhere::cpu);
   EXPECT_EQ(resolve_decode(parse_decode("auto"), true, false, "cuda:0"), DecodeWhere::cpu);
   EXPECT_EQ(resolve_decode(parse_decode("tf"), true, true, "cuda:0"), DecodeWhere::cpu);
+  // pil-bicubic (clean-fid's resize) is the host's only: auto decodes there, gpu is refused
+  EXPECT_EQ(resolve_decode(parse_decode("auto"), true, true, "cuda:0", false), DecodeWhere::cpu);
+  EXPECT_THROW(resolve_decode(parse_decode("gpu"), true, true, "cuda:0", false), ConfigError);
   // gpu where it cannot run: a clear error naming the cause
   try {
     resolve_decode(parse_decode("gpu"), false, true, "cpu/2");

@@ -119,3 +119,64 @@ TEST(DeviceDecode, BuildWithoutNvjpegRefusesGpuDecoding) {
 #else
 TEST(DeviceDecode, BuildWithNvjpegHasIt) { EXPECT_TRUE(nvjpeg_available()); }
 #endif
+
+// clean-fid's resize (pil-bicubic): Pillow's taps, its normalization at the borders, the
+// antialiasing support when downscaling, the skipped pass of an unchanged axis and the clip.
+TEST(PilBicubic, TapsArePillowsBicubicNormalizedAtTheBorders) {
+  // 2 -> 4 (upscale): output 0's centre is input 0.25, support 2: inputs 0..1 (2 of them, the
+  // window cut at the left border) with bicubic(-0.25 + ...) weights, divided by their sum
+  const detail::PilTaps t = detail::pil_bicubic_taps(2, 4);
+  EXPECT_EQ(t.ksize, 5);
+  ASSERT_EQ(t.first[0], 0);
+  ASSERT_EQ(t.count[0], 2);
+  const double w0 = detail::pil_bicubic(0 - 0.25 + 0.5), w1 = detail::pil_bicubic(1 - 0.25 + 0.5);
+  EXPECT_DOUBLE_EQ(t.weights[0], w0 / (w0 + w1));
+  EXPECT_DOUBLE_EQ(t.weights[1], w1 / (w0 + w1));
+  // the filter: 1 at 0, 0 at the integers, negative lobes between 1 and 2 (a = -0.5)
+  EXPECT_EQ(detail::pil_bicubic(0.0), 1.0);
+  EXPECT_EQ(detail::pil_bicubic(1.0), 0.0);
+  EXPECT_EQ(detail::pil_bicubic(2.0), 0.0);
+  EXPECT_LT(detail::pil_bicubic(1.5), 0.0);
+  EXPECT_DOUBLE_EQ(detail::pil_bicubic(-0.5), detail::pil_bicubic(0.5));
+  // 1000 -> 299 (downscale 3.34x): the support widens with the scale (antialiasing)
+  const detail::PilTaps d = detail::pil_bicubic_taps(1000, 299);
+  EXPECT_EQ(d.ksize, 2 * static_cast<int>(std::ceil(2.0 * 1000 / 299)) + 1);
+  for (std::size_t i = 0; i < 299; ++i) {
+    double sum = 0;
+    for (int k = 0; k < d.count[i]; ++k) sum += d.weights[i * static_cast<std::size_t>(d.ksize) + k];
+    EXPECT_NEAR(sum, 1.0, 1e-12) << i;
+    if (i >= 2 && i + 2 < 299) {
+      EXPECT_GE(d.count[i], 13) << i;  // 4 taps upscaling; the borders cut the window
+    }
+  }
+}
+
+TEST(PilBicubic, FlatStaysFlatEdgesClipAndAnUnchangedSizeIsCopied) {
+  const int h = 37, w = 53;
+  std::vector<std::uint8_t> img(static_cast<std::size_t>(h) * w * 3, 200);
+  std::vector<float> out(3 * 299 * 299);
+  resize_rgb_to_chw(img.data(), h, w, static_cast<std::size_t>(w) * 3, 299, ResizeMode::pil_bicubic, out.data());
+  for (float v : out) ASSERT_NEAR(v, 200.0f, 1e-3f);  // normalized weights: a flat image stays flat
+  // a hard edge 0 | 255: bicubic overshoots on both sides; clean-fid clips to 0..255
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x)
+      for (int c = 0; c < 3; ++c) img[(static_cast<std::size_t>(y) * w + x) * 3 + c] = x < w / 2 ? 0 : 255;
+  resize_rgb_to_chw(img.data(), h, w, static_cast<std::size_t>(w) * 3, 299, ResizeMode::pil_bicubic, out.data());
+  EXPECT_EQ(*std::min_element(out.begin(), out.end()), 0.0f);
+  EXPECT_EQ(*std::max_element(out.begin(), out.end()), 255.0f);
+  // the same width as the output: only the vertical pass runs, each column resized on its own
+  std::vector<std::uint8_t> col(static_cast<std::size_t>(h) * 299 * 3);
+  std::mt19937 rng(5);
+  for (auto& v : col) v = static_cast<std::uint8_t>(rng() & 255);
+  resize_rgb_to_chw(col.data(), h, 299, 299 * 3, 299, ResizeMode::pil_bicubic, out.data());
+  const detail::PilTaps t = detail::pil_bicubic_taps(h, 299);
+  for (std::size_t y : {std::size_t{0}, std::size_t{150}, std::size_t{298}}) {
+    double ss = 0;
+    for (int k = 0; k < t.count[y]; ++k)
+      ss += static_cast<float>(col[(static_cast<std::size_t>(t.first[y] + k) * 299 + 7) * 3 + 1]) *
+            t.weights[y * static_cast<std::size_t>(t.ksize) + k];
+    EXPECT_EQ(out[299 * 299 + y * 299 + 7], std::clamp(static_cast<float>(ss), 0.0f, 255.0f)) << y;
+  }
+  EXPECT_EQ(parse_resize_mode("pil-bicubic"), ResizeMode::pil_bicubic);
+  EXPECT_EQ(to_string(ResizeMode::pil_bicubic), "pil-bicubic");
+}

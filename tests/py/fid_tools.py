@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`vecbench fid --like TOOL` against the FID tools themselves (issue #46).
 
-For pytorch-fid 0.3.0, torch-fidelity 0.4.0 and clean-fid 0.1.35's legacy_pytorch mode (the venv of tools/peers_setup.sh: VECBENCH_VENVS,
+For pytorch-fid 0.3.0, torch-fidelity 0.4.0 and clean-fid 0.1.35's three modes (the venv of tools/peers_setup.sh: VECBENCH_VENVS,
 default ~/.cache/vecbench/venvs/fid-tools): random Inception weights (tf2015 layout, batch norm
 calibrated so that the features are O(1), fc of 1008 classes) are saved in the tool's own file
 format (a torch.save'd state_dict) under the file name the tool downloads, in a fresh
@@ -10,11 +10,16 @@ $TORCH_HOME/hub/checkpoints/, where the tool finds it instead of downloading. Th
 distance functions) and `vecbench fid A B --like TOOL` run on the same two folders of real-photo crops (opencv-doc's photos; 200 PNGs of 256x256
 in A, 200 of 320x320 in B, so that both an upscale and a downscale are exercised): FID equal
 within 1e-4 relative; KID (torch-fidelity's and clean-fid's, over the whole sets: 200 is under
-their subset sizes) within 1e-3 (their kernel matrices are float32). Also: the preset is imported once and found again by its hash, and a
-weights file of the right name but the wrong content is refused naming it.
+their subset sizes) within 1e-3 (their kernel matrices are float32). clean-fid's "clean" and
+"legacy_tensorflow" modes run NVIDIA's TorchScript inception-2015-12-05.pt, which cannot be fetched
+here: a stand-in in that file's format (nvidia_inception.py, the same random weights) in a folder
+that $VECBENCH_MODELS names, given to clean-fid's own InceptionV3W. Also: the preset is imported
+once and found again by its hash, and a weights file of the right name but the wrong content is
+refused naming it.
 
 Run by ctest (environment VECBENCH_EXE) with Debian's Python (torch 1.13), one test per tool
-(py.fid_tools.pytorch_fid, .torch_fidelity, .clean_fid: the test names as arguments). Exit 77 (skipped) when
+(py.fid_tools.pytorch_fid, .torch_fidelity, .clean_fid, .clean_fid_clean, .clean_fid_legacy_tensorflow:
+the test names as arguments). Exit 77 (skipped) when
 the venv is missing.
 """
 import json
@@ -34,6 +39,7 @@ from PIL import Image
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
 from vecbench_export.weights import seeded_state_dict  # noqa: E402
+from nvidia_inception import save_nvidia_inception  # noqa: E402
 from reference_cache import Key, cached  # noqa: E402
 
 EXE = os.environ.get("VECBENCH_EXE", "build/vecbench")
@@ -105,12 +111,59 @@ class FidTools(unittest.TestCase):
         torch.save(tool_weights(8), os.path.join(cls.ckpt, "weights-inception-2015-12-05-6726825d.pth"))
         cls.env = dict(os.environ, TORCH_HOME=cls.torch_home, VECBENCH_CACHE=os.path.join(t, "cache"))
         cls.env.pop("VECBENCH_MODELS", None)
+        # clean-fid's file (NVIDIA's TorchScript) in a folder of its own, which $VECBENCH_MODELS names
+        # for vecbench and clean-fid's InceptionV3W is given: the tool looks in /tmp, which a test
+        # must not write to (a user's real file may be there)
+        cls.nvidia = os.path.join(t, "nvidia")
+        os.makedirs(cls.nvidia)
+        save_nvidia_inception(tool_weights(9), os.path.join(cls.nvidia, "inception-2015-12-05.pt"))
+        cls.nvidia_weights = os.path.join(t, "nvidia-weights.pth")  # what the stand-in holds, for the key
+        torch.save(tool_weights(9), cls.nvidia_weights)
         cls.versions = subprocess.run([PY, "-c", VERSIONS], capture_output=True, text=True, check=True).stdout
 
     def key(self, name, weights, *code):
         """The key of a tool's result: its code, the versions, both folders and the weights file it reads."""
         k = Key(name).text("versions", self.versions).text("code", "\n".join(code))
         return k.folder("A", self.a).folder("B", self.b).file("weights", os.path.join(self.ckpt, weights))
+
+    def clean_fid_mode(self, mode, like):
+        """clean-fid's FID and KID in `mode` on NVIDIA's file (the stand-in) against `vecbench fid --like`."""
+        # clean-fid's own functions, as compute_fid calls them, its feature extractor made as
+        # features.feature_extractor makes it, but from the stand-in's folder (it hard-codes /tmp)
+        code = ("import sys, json, torch\n"
+                "from cleanfid import fid\n"
+                "from cleanfid.inception_torchscript import InceptionV3W\n"
+                "mode, path = sys.argv[3], sys.argv[4]\n"
+                "net = InceptionV3W(path, download=False, resize_inside=mode == 'legacy_tensorflow').eval()\n"
+                "f = [fid.get_folder_features(d, lambda x: net(x), num_workers=0, batch_size=50,\n"
+                "     device=torch.device('cpu'), mode=mode, verbose=False) for d in sys.argv[1:3]]\n"
+                "print(json.dumps({'fid': fid.fid_from_feats(f[0], f[1]), 'kid': fid.kernel_distance(f[0], f[1])}))\n")
+        weights = os.path.join(self.nvidia, "inception-2015-12-05.pt")
+        # the stand-in's bytes differ from save to save (TorchScript's archive): its weights and maker key it
+        key = Key(f"clean-fid-{mode}").text("versions", self.versions).text("code", code)
+        key = key.folder("A", self.a).folder("B", self.b).file("weights", self.nvidia_weights)
+        key = key.file("maker", os.path.join(HERE, "nvidia_inception.py"))
+        theirs = cached(key, lambda: json.loads(self.tool(code, self.a, self.b, mode, self.nvidia).strip().splitlines()[-1]))
+        env = dict(self.env, VECBENCH_MODELS=self.nvidia)
+        out = os.path.join(self.tmp.name, f"{like}.json")
+        run = self.vb("fid", self.a, self.b, "--like", like, "--kid", "--json", out, env=env)
+        with open(out) as f:
+            ours = json.load(f)
+        self.assertAlmostEqual(ours["fid"] / theirs["fid"], 1.0, delta=1e-4, msg=(ours["fid"], theirs))
+        self.assertAlmostEqual(ours["kid"] / theirs["kid"], 1.0, delta=1e-3, msg=(ours["kid"], theirs))
+        self.assertEqual(ours["like"], like)
+        self.assertIn(weights, run.stderr.splitlines()[0])  # found where $VECBENCH_MODELS says
+        print(f"clean-fid {mode} FID {theirs['fid']!r} vecbench {ours['fid']!r} "
+              f"rel {ours['fid'] / theirs['fid'] - 1:.2e}; KID {theirs['kid']!r} vecbench {ours['kid']!r} "
+              f"rel {ours['kid'] / theirs['kid'] - 1:.2e}")
+        listed = self.vb("models", env=env).stdout
+        self.assertIn(f"{like}: inception-2015-12-05.pt: {weights}", listed)
+
+    def test_clean_fid(self):
+        self.clean_fid_mode("clean", "clean-fid")
+
+    def test_clean_fid_legacy_tensorflow(self):
+        self.clean_fid_mode("legacy_tensorflow", "clean-fid-legacy-tensorflow")
 
     @classmethod
     def tearDownClass(cls):

@@ -41,8 +41,12 @@ TEST(CpuRoute, LayoutsAndBlockFollowWhatOneDnnRunsHere) {
   EXPECT_EQ(bf16.layout, bf16.amx ? ActivationLayout::channels_last : fp32.f32_layout);
   // vecbench's kernels only where the activations are channels-last and the CPU has them
   EXPECT_FALSE(fp32.own_first_layer || fp32.own_pooling);
-  if (!bf16.amx) EXPECT_FALSE(bf16.own_first_layer || bf16.own_pooling);
-  if (!int8.runs()) EXPECT_FALSE(int8.own_first_layer || int8.own_pooling);
+  if (!bf16.amx) {
+    EXPECT_FALSE(bf16.own_first_layer || bf16.own_pooling);
+  }
+  if (!int8.runs()) {
+    EXPECT_FALSE(int8.own_first_layer || int8.own_pooling);
+  }
   // one probe: onednn_info() says what the routes say
   const auto info = onednn_info();
   EXPECT_EQ(info["isa"], enum_name(fp32.isa));
@@ -61,7 +65,9 @@ TEST(CpuRoute, TheSwitchesTurnOwnKernelsOffAndNameTheVersion) {
   EXPECT_EQ(off.version(), OneDnnRoute::v1);
   EXPECT_EQ(cpu_route(Precision::int8, true, false).own_pooling, false);
   EXPECT_EQ(cpu_route(Precision::int8, false, true).own_first_layer, false);
-  if (on.own_first_layer && on.own_pooling) EXPECT_EQ(on.version(), OneDnnRoute::v3);
+  if (on.own_first_layer && on.own_pooling) {
+    EXPECT_EQ(on.version(), OneDnnRoute::v3);
+  }
   CpuRoute r = on;
   r.own_first_layer = true, r.own_pooling = false;
   EXPECT_EQ(r.version(), OneDnnRoute::v2);
@@ -111,10 +117,11 @@ TEST(CpuRoute, TheDevicesCommandPrintsEachPrecisionsRoute) {
   EXPECT_NE(out.find(std::string("runs ") + enum_name(fp32.isa) + " code"), std::string::npos) << out;
   EXPECT_NE(out.find(std::string("  fp32  ") + enum_name(fp32.layout)), std::string::npos) << out;
   EXPECT_NE(out.find(fp32.winograd ? "Winograd on the stride-1 3x3" : "direct convolutions"), std::string::npos) << out;
-  if (int8.runs())
+  if (int8.runs()) {
     EXPECT_NE(out.find("fingerprint \"int8" + int8.fingerprint_words() + "\""), std::string::npos) << out;
-  else
+  } else {
     EXPECT_NE(out.find("  int8  does not run here: int8 needs a CPU with VNNI"), std::string::npos) << out;
+  }
 }
 #else
 TEST(CpuRoute, NeedsTheOneDnnEngine) { GTEST_SKIP() << "built without oneDNN"; }

@@ -23,7 +23,11 @@ Weight sources (exactly one; default --seed 0)
                      to uniform noise) so that the pool features are O(1).
   --weights FILE     a state_dict in torchvision's key layout (a dict of
                      tensors, or {'state_dict': ...}); AuxLogits.* ignored,
-                     fc.* (any class count; optional) kept as the classifier.
+                     fc.* (any class count; optional) kept as the classifier;
+                     or NVIDIA's TorchScript inception-2015-12-05.pt (clean-fid's,
+                     StyleGAN2-ADA's): its layers' state_dict, the TF graph's
+                     scopes under layers., BN without scale (ones), output.* the
+                     classifier.
   --from-tf FILE.pb  classify_image_graph_def.pb, read straight from the
                      protobuf wire format (no TensorFlow, no protobuf package).
                      Kernels HWIO -> OIHW; BN gamma is used only if present
@@ -31,9 +35,10 @@ Weight sources (exactly one; default --seed 0)
                      scale_after_normalization=false (else ones); the node's
                      variance_epsilon, if present, sets the BN eps.
 
---like TOOL (pytorch-fid | torch-fidelity with --weights, tf with --from-tf; --arch tf2015) gives
-the module that tool's input normalization (pytorch-fid: x/255, then 2x-1; torch-fidelity and tf:
-(x-128)/128) and that tool's resize as resize_default (bilinear | tf-legacy), and records "like" in the
+--like TOOL (pytorch-fid | torch-fidelity | clean-fid | clean-fid-legacy-tensorflow with --weights,
+tf with --from-tf; --arch tf2015) gives the module that tool's input normalization (pytorch-fid: x/255,
+then 2x-1; torch-fidelity, tf and clean-fid: (x-128)/128; clean-fid-legacy-tensorflow: (x-127.5)/127.5)
+and that tool's resize as resize_default (bilinear | tf-legacy | pil-bicubic), and records "like" in the
 metadata: `vecbench vectorize/stats/fid --like TOOL` import the tool's weights file this way.
 
 The saved file carries an extra file "vecbench_meta.json" with keys
@@ -203,7 +208,7 @@ def parse_args(argv):
     p.add_argument("--arch", choices=sorted(ARCH_INFO), default="tf2015")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--seed", type=int, help="synthetic weights from this seed (default 0)")
-    src.add_argument("--weights", metavar="FILE", help="PyTorch state_dict, torchvision key layout")
+    src.add_argument("--weights", metavar="FILE", help="PyTorch state_dict, torchvision key layout (or NVIDIA's inception-2015-12-05.pt)")
     src.add_argument("--from-tf", metavar="GRAPH.pb", dest="from_tf",
                      help="classify_image_graph_def.pb (inception-2015-12-05)")
     p.add_argument("--fuse", choices=["none", "prepacked"], default="none",

@@ -39,6 +39,11 @@ ARCH_INFO = {
 #   pytorch-fid     ToTensor (x/255), F.interpolate(bilinear, align_corners=False), then 2x-1
 #   torch-fidelity  uint8 -> float, TF1's ResizeBilinear (align_corners=False), then (x-128)/128
 #   tf              the seed's graph itself (--from-tf): the same as torch-fidelity after DecodeJpeg
+#   clean-fid       its "clean" mode: Pillow's bicubic on float channels (clipped), then (x-128)/128
+#                   into the layers of NVIDIA's inception-2015-12-05.pt
+#   clean-fid-legacy-tensorflow
+#                   that file's own forward: uint8 -> float, TF1's ResizeBilinear (grid_sample,
+#                   border), then (x-127.5)/127.5
 LIKE_INFO = {
     "pytorch-fid": {
         "div": 255.0,
@@ -50,9 +55,19 @@ LIKE_INFO = {
     # TF's own pipeline, as tf2015's
     "torch-fidelity": {k: ARCH_INFO["tf2015"][k] for k in ("div", "mean", "std", "normalization", "resize_default")},
     "tf": {k: ARCH_INFO["tf2015"][k] for k in ("div", "mean", "std", "normalization", "resize_default")},
+    "clean-fid": {**{k: ARCH_INFO["tf2015"][k] for k in ("div", "mean", "std", "normalization")},
+                  "resize_default": "pil-bicubic"},
+    "clean-fid-legacy-tensorflow": {
+        "div": 1.0,
+        "mean": (127.5, 127.5, 127.5),
+        "std": (127.5, 127.5, 127.5),
+        "normalization": "(x-127.5)/127.5",
+        "resize_default": "tf-legacy",
+    },
 }
 # The weights file each tool's preset is imported from: a state_dict (--weights) or the TF graph (--from-tf).
-LIKE_SOURCE = {"pytorch-fid": "weights", "torch-fidelity": "weights", "tf": "from_tf"}
+LIKE_SOURCE = {"pytorch-fid": "weights", "torch-fidelity": "weights", "tf": "from_tf", "clean-fid": "weights",
+               "clean-fid-legacy-tensorflow": "weights"}
 
 # Buffers of the feature module that hold the input normalization.
 NORM_BUFFERS = ("input_div", "input_mean", "input_std")

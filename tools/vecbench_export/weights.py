@@ -92,9 +92,59 @@ def check_and_prepare_state_dict(sd, arch: str, path: str) -> Dict[str, Tensor]:
     return out
 
 
+def is_torchscript_archive(path: str) -> bool:
+    """Whether `path` is a TorchScript archive (a zip with code/ and constants.pkl), not a state_dict."""
+    import zipfile
+
+    if not zipfile.is_zipfile(path):
+        return False
+    with zipfile.ZipFile(path) as z:
+        names = z.namelist()
+    return any(n.endswith("/constants.pkl") for n in names) and any("/code/" in n for n in names)
+
+
+def _canonical_scope(scope: str) -> str:
+    """A layer's scope with '/' and '.' alike: the TF graph's "mixed_9/tower/mixed/conv" and NVIDIA's
+    TorchScript "mixed_9.tower_mixed_conv" are one layer."""
+    return scope.replace("/", "_").replace(".", "_")
+
+
+def nvidia_state_dict(sd: Dict[str, Tensor], path: str) -> Dict[str, Tensor]:
+    """The state_dict of NVIDIA's inception-2015-12-05.pt (StyleGAN2-ADA's metrics network, which
+    clean-fid loads from /tmp) in torchvision's key layout: its layers are the TF graph's scopes
+    under `layers.` (a conv's `conv.weight`; `bn.bias`, `bn.running_mean`, `bn.running_var`, and
+    no `bn.weight`: the graph's batch norms have no scale, 1 here), its classifier `output.*`.
+    Keys it does not know are passed on unchanged, for the layout check to name them."""
+    by_scope = {_canonical_scope(tf): tv for tv, tf in tf_scope_map().items()}
+    if len(by_scope) != len(tf_scope_map()):
+        raise AssertionError("internal: two TF scopes share a canonical name")
+    out: Dict[str, Tensor] = {}
+    for k, v in sd.items():
+        if k in ("output.weight", "output.bias"):
+            out["fc." + k.split(".")[1]] = v
+            continue
+        head, _, leaf = k.rpartition(".")            # layers.<scope>.conv | .bn, weight | bias | ...
+        scope, _, layer = head.rpartition(".")
+        tv = by_scope.get(_canonical_scope(scope[len("layers."):])) if scope.startswith("layers.") else None
+        if tv is None or layer not in ("conv", "bn"):
+            out[k] = v
+            continue
+        out[f"{tv}.{layer}.{leaf}"] = v
+    for tv in tf_scope_map():
+        if f"{tv}.bn.running_var" in out and f"{tv}.bn.weight" not in out:
+            out[f"{tv}.bn.weight"] = torch.ones_like(out[f"{tv}.bn.running_var"])
+    return out
+
+
 def load_weights_file(path: str, arch: str) -> Dict[str, Tensor]:
     if not os.path.isfile(path):
         raise ExportError(f"{path}: no such file")
+    if is_torchscript_archive(path):  # NVIDIA's inception-2015-12-05.pt (clean-fid's)
+        try:
+            sd = torch.jit.load(path, map_location="cpu").state_dict()
+        except Exception as e:  # noqa: BLE001 - report any load failure
+            raise ExportError(f"{path}: cannot load this TorchScript archive ({type(e).__name__}: {e})")
+        return check_and_prepare_state_dict(nvidia_state_dict(dict(sd), path), arch, path)
     try:
         try:
             obj = torch.load(path, map_location="cpu", weights_only=True)

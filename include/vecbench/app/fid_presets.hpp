@@ -20,23 +20,27 @@ enum class FidTool {
   pytorch_fid,     ///< pytorch-fid 0.3.0: PIL RGB, ToTensor, bilinear (align_corners=False), 2x-1, FIDInception
   torch_fidelity,  ///< torch-fidelity 0.4: PIL RGB uint8, TF1 ResizeBilinear, (x-128)/128, inception-v3-compat
   tf,              ///< the seed's classify_image_graph_def.pb: DecodeJpeg (fast IDCT), ResizeBilinear, pool_3
+  clean_fid,       ///< clean-fid 0.1.35 "clean": PIL RGB, PIL bicubic on float channels, (x-128)/128, NVIDIA's layers
+  clean_fid_legacy_tensorflow,  ///< its "legacy_tensorflow": NVIDIA's file's own forward (TF1 resize, (x-127.5)/127.5)
 };
 
 /// Where a tool keeps its weights file (after $VECBENCH_MODELS, which comes first for every tool).
 enum class WeightsHome {
   torch_hub,    ///< $TORCH_HOME/hub/checkpoints (torch.hub's download folder)
   tf_tutorial,  ///< /tmp/imagenet, where TF's classify_image.py tutorial downloads its graph
+  tmp,          ///< /tmp, where clean-fid downloads NVIDIA's inception-2015-12-05.pt (on Linux)
 };
 
 struct FidPreset {
   FidTool tool;
   const char* name;          ///< the --like value
-  const char* weights_file;  ///< the file name the tool downloads into $TORCH_HOME/hub/checkpoints/
+  const char* weights_file;  ///< the file name the tool downloads (into the folder `home` says)
   WeightsHome home;          ///< where the tool keeps it
-  const char* import_flag;   ///< how tools/export_inception.py reads it: --weights (a state_dict) or --from-tf
-  ResizeMode resize;         ///< the tool's resize, as vecbench's mode
-  JpegDecoder jpeg;          ///< the tool's JPEG arithmetic: exact (PIL's) or tf (DecodeJpeg's fast IDCT)
-  const char* pipeline;      ///< decode, resize, scaling and layer, in words
+  /// how tools/export_inception.py reads it: --weights (a state_dict, or NVIDIA's TorchScript) or --from-tf
+  const char* import_flag;
+  ResizeMode resize;     ///< the tool's resize, as vecbench's mode
+  JpegDecoder jpeg;      ///< the tool's JPEG arithmetic: exact (PIL's) or tf (DecodeJpeg's fast IDCT)
+  const char* pipeline;  ///< decode, resize, scaling and layer, in words
 };
 
 /// Every preset, in the order `fid` and `stats` try them without --like (pytorch-fid first: the
@@ -50,7 +54,7 @@ const FidPreset* preset_of_model(const std::string& like);
 
 /// Where the preset's weights file is looked for, in order: $VECBENCH_MODELS, then the tool's own
 /// folder: $TORCH_HOME/hub/checkpoints (TORCH_HOME defaulting to $XDG_CACHE_HOME/torch, else
-/// ~/.cache/torch, as torch.hub does), or /tmp/imagenet for the TF graph.
+/// ~/.cache/torch, as torch.hub does), /tmp/imagenet for the TF graph, /tmp for clean-fid's file.
 std::vector<std::filesystem::path> weight_search_dirs(const FidPreset& p);
 /// The preset's weights file in the first search folder that holds it.
 std::optional<std::filesystem::path> find_preset_weights(const FidPreset& p);

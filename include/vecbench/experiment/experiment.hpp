@@ -37,7 +37,7 @@ struct Experiment {
     std::vector<std::string> strategies = {"sequential"};
     std::vector<std::string> devices = {"cpu"};
     std::vector<int> batch_sizes = {1};
-    std::vector<int> threads = {0};                 ///< intra-op threads per replica; 0 = split the cores
+    std::vector<int> threads = {0};  ///< intra-op threads per replica; 0 = split the cores
     /// The resize modes; nullopt: "default", the model's own mode.
     std::vector<std::optional<ResizeMode>> resize = {std::nullopt};
   };
@@ -176,8 +176,8 @@ inline Experiment::Matrix parse_matrix(const nlohmann::json& m, const std::strin
     }
     const auto mode = find_enum<ResizeMode>(resize_names[i]);
     if (!mode)
-      throw ConfigError(at("resize", i), "unknown resize mode '" + resize_names[i] + "' (use default, " +
-                                             enum_list<ResizeMode>() + ")");
+      throw ConfigError(at("resize", i),
+                        "unknown resize mode '" + resize_names[i] + "' (use default, " + enum_list<ResizeMode>() + ")");
     x.resize.push_back(*mode);
   }
   return x;

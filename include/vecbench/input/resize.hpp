@@ -9,6 +9,7 @@
 #include "vecbench/core/enum_names.hpp"
 #include "vecbench/core/error.hpp"
 #include "vecbench/input/resize_formula.hpp"
+#include "vecbench/input/resize_pil.hpp"
 
 namespace vecbench {
 
@@ -16,8 +17,10 @@ namespace vecbench {
 template <>
 struct EnumNames<ResizeMode> {
   static constexpr const char* what = "resize mode";
-  static constexpr std::array<std::pair<ResizeMode, const char*>, 2> names = {
-      {{ResizeMode::tf_legacy, "tf-legacy"}, {ResizeMode::bilinear, "bilinear"}}};
+  static constexpr std::array<std::pair<ResizeMode, const char*>, 3> names = {
+      {{ResizeMode::tf_legacy, "tf-legacy"},
+       {ResizeMode::bilinear, "bilinear"},
+       {ResizeMode::pil_bicubic, "pil-bicubic"}}};
 };
 inline ResizeMode parse_resize_mode(const std::string& s) { return parse_enum<ResizeMode>(s, "resize"); }
 inline std::string to_string(ResizeMode m) { return enum_name(m); }
@@ -47,7 +50,8 @@ inline void resize_row(const std::uint8_t* row, const std::vector<Tap>& tx, floa
 }  // namespace detail
 
 /// Resizes an interleaved RGB uint8 image (h x w, `row_stride` bytes per row) to out x out and
-/// writes it planar (CHW) as float 0..255 into `dst` (3*out*out floats). Interpolates in float
+/// writes it planar (CHW) as float 0..255 into `dst` (3*out*out floats). pil-bicubic: clean-fid's
+/// resize (resize_rgb_to_chw_pil_bicubic). The bilinear modes interpolate in float
 /// (detail::bilinear_blend's operations; the CUDA kernel computes the same floats:
 /// resize_formula.hpp): each source row that an output row reads is interpolated across once and
 /// kept while the next output row reads it too (a downscale below 2x reads most rows twice), then
@@ -55,6 +59,7 @@ inline void resize_row(const std::uint8_t* row, const std::vector<Tap>& tx, floa
 inline void resize_rgb_to_chw(const std::uint8_t* src, int h, int w, std::size_t row_stride, int out, ResizeMode mode,
                               float* dst) {
   if (h <= 0 || w <= 0) throw Error("resize: empty image");
+  if (mode == ResizeMode::pil_bicubic) return resize_rgb_to_chw_pil_bicubic(src, h, w, row_stride, out, dst);
   const std::size_t plane = static_cast<std::size_t>(out) * static_cast<std::size_t>(out);
   if (h == out && w == out) {  // identity in both modes: just convert
     for (int y = 0; y < out; ++y) {

@@ -31,6 +31,9 @@ enum class ResizeMode {
   tf_legacy,
   /// Bilinear with half-pixel centres: src = (dst + 0.5) * in/out - 0.5 (clamped at 0).
   bilinear,
+  /// clean-fid's "clean" resize: Pillow's bicubic (antialiased) on float channels, clipped to
+  /// 0..255 (input/resize_pil.hpp). Host only: the functions below never see it.
+  pil_bicubic,
 };
 
 namespace detail {

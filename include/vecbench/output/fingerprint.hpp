@@ -37,7 +37,7 @@ struct FingerprintFields {
   std::string model_arch;    ///< tf2015 | torchvision | ... ("?" unknown)
   int input_size = 299;      ///< pixels per side fed to the network
   int feature_dim = 2048;    ///< floats per vector
-  std::string resize;        ///< tf-legacy | bilinear
+  std::string resize;        ///< tf-legacy | bilinear | pil-bicubic
   std::string exif;          ///< ignore | apply
   bool fast_decode = false;  ///< reduced-DCT JPEG decode (not exact)
   /// JPEG arithmetic; recorded as "decode" only when not exact, so that folders written before

@@ -1,0 +1,117 @@
+// clean-fid's resize (its "clean" mode): each channel of the RGB uint8 image as a float image
+// (PIL mode "F"), resized by Pillow's Image.resize(BICUBIC), then clipped to 0..255. Pillow's
+// resampling as it computes it for float images: a separable convolution, the horizontal pass
+// first into a float image, then the vertical one, each output a sum in double of float pixels
+// times double weights, stored as float. The weights: Pillow's bicubic (a = -0.5) over a support
+// of 2 input pixels, widened by the scale when downscaling (antialiasing), taken at the input
+// pixels' centres and divided by their sum (fewer taps at the borders, not clamped pixels).
+// Host only (no CUDA kernel does it: --decode gpu refuses this mode).
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace vecbench {
+namespace detail {
+
+/// Pillow's bicubic filter (a = -0.5), support 2.
+inline double pil_bicubic(double x) {
+  constexpr double a = -0.5;
+  if (x < 0.0) x = -x;
+  if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0;
+  if (x < 2.0) return (((x - 5.0) * x + 8.0) * x - 4.0) * a;
+  return 0.0;
+}
+
+/// The taps of one axis: output i reads inputs first[i] .. first[i] + count[i] - 1 with the
+/// weights weights[i * ksize ...] (normalized to sum 1).
+struct PilTaps {
+  int ksize = 0;
+  std::vector<int> first, count;
+  std::vector<double> weights;
+};
+
+/// The taps of resizing `in` samples to `out` as Pillow computes them (its precompute_coeffs,
+/// for the whole image as the box).
+inline PilTaps pil_bicubic_taps(int in, int out) {
+  PilTaps t;
+  const double scale = static_cast<double>(in) / out;
+  const double filterscale = std::max(scale, 1.0);  // widened only when downscaling
+  const double support = 2.0 * filterscale;
+  t.ksize = static_cast<int>(std::ceil(support)) * 2 + 1;
+  t.first.resize(static_cast<std::size_t>(out));
+  t.count.resize(static_cast<std::size_t>(out));
+  t.weights.assign(static_cast<std::size_t>(out) * static_cast<std::size_t>(t.ksize), 0.0);
+  for (int i = 0; i < out; ++i) {
+    const double center = (i + 0.5) * scale;
+    const double ss = 1.0 / filterscale;
+    // truncation toward zero, as C's (int) cast (a negative value is 0 after the clamp anyway)
+    const int lo = std::max(static_cast<int>(center - support + 0.5), 0);
+    const int hi = std::min(static_cast<int>(center + support + 0.5), in);
+    const int n = std::max(hi - lo, 0);
+    double* w = t.weights.data() + static_cast<std::size_t>(i) * static_cast<std::size_t>(t.ksize);
+    double sum = 0.0;
+    for (int x = 0; x < n; ++x) sum += w[x] = pil_bicubic((x + lo - center + 0.5) * ss);
+    if (sum != 0.0)
+      for (int x = 0; x < n; ++x) w[x] /= sum;
+    t.first[static_cast<std::size_t>(i)] = lo;
+    t.count[static_cast<std::size_t>(i)] = n;
+  }
+  return t;
+}
+
+}  // namespace detail
+
+/// Resizes the interleaved RGB uint8 image `src` (h x w, `row_stride` bytes per row) to out x out
+/// as clean-fid's "clean" resize does and writes it planar (CHW) as float 0..255 into `dst`
+/// (3*out*out floats). The same floats as clean-fid's make_resizer("PIL", False, "bicubic")
+/// (tests/py/fid_tools.py compares the features; tests/core test the taps and the identity).
+inline void resize_rgb_to_chw_pil_bicubic(const std::uint8_t* src, int h, int w, std::size_t row_stride, int out,
+                                          float* dst) {
+  const std::size_t n = static_cast<std::size_t>(out), plane = n * n;
+  const std::size_t W = static_cast<std::size_t>(w), H = static_cast<std::size_t>(h);
+  // Pillow skips a pass whose size does not change; the other reads the float image as it is
+  const bool horizontal = w != out, vertical = h != out;
+  const std::size_t tw = horizontal ? n : W;
+  std::vector<float> tmp(3 * H * tw);  // the horizontal pass's float image, planar
+  const detail::PilTaps tx = detail::pil_bicubic_taps(w, horizontal ? out : w);
+  for (std::size_t y = 0; y < H; ++y) {
+    const std::uint8_t* row = src + y * row_stride;
+    for (std::size_t c = 0; c < 3; ++c) {
+      float* o = tmp.data() + (c * H + y) * tw;
+      if (!horizontal) {
+        for (std::size_t x = 0; x < W; ++x) o[x] = row[x * 3 + c];
+        continue;
+      }
+      for (std::size_t x = 0; x < n; ++x) {
+        const double* k = tx.weights.data() + x * static_cast<std::size_t>(tx.ksize);
+        const int first = tx.first[x], count = tx.count[x];
+        double ss = 0.0;
+        for (int i = 0; i < count; ++i)
+          ss += static_cast<float>(row[static_cast<std::size_t>(first + i) * 3 + c]) * k[i];
+        o[x] = static_cast<float>(ss);
+      }
+    }
+  }
+  const detail::PilTaps ty = detail::pil_bicubic_taps(h, vertical ? out : h);
+  for (std::size_t c = 0; c < 3; ++c)
+    for (std::size_t y = 0; y < n; ++y) {
+      float* o = dst + c * plane + y * n;
+      if (!vertical) {
+        std::copy(tmp.data() + (c * H + y) * tw, tmp.data() + (c * H + y + 1) * tw, o);
+      } else {
+        const double* k = ty.weights.data() + y * static_cast<std::size_t>(ty.ksize);
+        const int first = ty.first[y], count = ty.count[y];
+        for (std::size_t x = 0; x < n; ++x) {
+          double ss = 0.0;
+          for (int i = 0; i < count; ++i) ss += tmp[(c * H + static_cast<std::size_t>(first + i)) * tw + x] * k[i];
+          o[x] = static_cast<float>(ss);
+        }
+      }
+      for (std::size_t x = 0; x < n; ++x) o[x] = std::clamp(o[x], 0.0f, 255.0f);  // clean-fid's clip
+    }
+}
+
+}  // namespace vecbench
