@@ -42,12 +42,17 @@ VARIANTS = [
 PRESETS = [
     ("pytorch-fid", "pytorch-fid's pipeline: x/255, bilinear resize with half-pixel centres in float, 2x-1"),
     ("torch-fidelity", "torch-fidelity's pipeline: TF1's bilinear resize in float, (x-128)/128 (the default's)"),
+    ("clean-fid", "clean-fid's clean mode: PIL's bicubic (antialiased) on float channels, clipped, (x-128)/128"),
+    ("clean-fid-legacy-tensorflow",
+     "clean-fid's legacy_tensorflow mode: TF1's bilinear resize (grid_sample), (x-127.5)/127.5"),
 ]
 
 
 def write_preset_weights(torch_home, seed):
     """The tf2015 weights of `seed` (export_inception.py --seed) plus an fc of 1008 classes, saved as
-    pytorch-fid's and torch-fidelity's weights files under TORCH_HOME/hub/checkpoints."""
+    pytorch-fid's and torch-fidelity's weights files under TORCH_HOME/hub/checkpoints, and as
+    clean-fid's inception-2015-12-05.pt (the tests' stand-in of NVIDIA's TorchScript file,
+    tests/py/nvidia_inception.py) in TORCH_HOME/nvidia, which $VECBENCH_MODELS then names."""
     import torch
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from vecbench_export.weights import seeded_state_dict
@@ -59,6 +64,13 @@ def write_preset_weights(torch_home, seed):
     for name in ("pt_inception-2015-12-05-6726825d.pth", "weights-inception-2015-12-05-6726825d.pth"):
         if not os.path.exists(os.path.join(ckpt, name)):
             torch.save(sd, os.path.join(ckpt, name))
+    nvidia = os.path.join(torch_home, "nvidia")
+    if not os.path.exists(os.path.join(nvidia, "inception-2015-12-05.pt")):
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "py"))
+        from nvidia_inception import save_nvidia_inception
+        os.makedirs(nvidia, exist_ok=True)
+        save_nvidia_inception(sd, os.path.join(nvidia, "inception-2015-12-05.pt"))
+    os.environ["VECBENCH_MODELS"] = nvidia
     return torch_home
 
 
@@ -100,8 +112,9 @@ def main():
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--only", help="comma-separated variant names to run (the default always runs)")
     ap.add_argument("--presets", action="store_true",
-                    help="also the FID tools' pipelines (--like pytorch-fid, --like torch-fidelity) on the weights "
-                         "files found where they look ($TORCH_HOME/hub/checkpoints, $VECBENCH_MODELS)")
+                    help="also the FID tools' pipelines (--like pytorch-fid, torch-fidelity, clean-fid, "
+                         "clean-fid-legacy-tensorflow) on the weights files found where they look "
+                         "($VECBENCH_MODELS, $TORCH_HOME/hub/checkpoints, /tmp)")
     ap.add_argument("--preset-weights-seed", type=int,
                     help="with --presets: write the synthetic weights of this seed (0: the default model's) as both "
                          "tools' weights files into WORK/torch and use them, so that the presets run the same "
