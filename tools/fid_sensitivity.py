@@ -44,7 +44,7 @@ PRESETS = [
     ("torch-fidelity", "torch-fidelity's pipeline: TF1's bilinear resize in float, (x-128)/128 (the default's)"),
     ("clean-fid", "clean-fid's clean mode: PIL's bicubic (antialiased) on float channels, clipped, (x-128)/128"),
     ("clean-fid-legacy-tensorflow",
-     "clean-fid's legacy_tensorflow mode: TF1's bilinear resize (grid_sample), (x-127.5)/127.5"),
+     "clean-fid's legacy_tensorflow mode: TF1's bilinear resize (grid_sample), (x-128)/128"),
 ]
 
 

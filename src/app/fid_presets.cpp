@@ -2,6 +2,7 @@
 // tools keep them, imported once into TorchScript by the export tool, and `vecbench models`.
 #include "vecbench/app/fid_presets.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -45,7 +46,7 @@ const std::vector<FidPreset>& fid_presets() {
       {FidTool::clean_fid_legacy_tensorflow, "clean-fid-legacy-tensorflow", "inception-2015-12-05.pt", WeightsHome::tmp,
        "--weights", ResizeMode::tf_legacy, JpegDecoder::exact,
        "PIL decode to RGB uint8; the file's own resize to 299 (grid_sample: TF1 ResizeBilinear, align_corners=False, "
-       "in float); (x-127.5)/127.5; NVIDIA's inception-2015-12-05.pt (tf2015); pool_3 (2048): clean-fid's mode "
+       "in float); (x-128)/128; NVIDIA's inception-2015-12-05.pt (tf2015); pool_3 (2048): clean-fid's mode "
        "\"legacy_tensorflow\""},
   };
   return presets;
@@ -117,10 +118,33 @@ std::vector<fs::path> weight_search_dirs(const FidPreset& p) {
   return dirs;
 }
 
-std::optional<fs::path> find_preset_weights(const FidPreset& p) {
+std::string shared_folder_refusal(const fs::path& file) {
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0) return "";
+  if (st.st_uid != ::geteuid() && st.st_uid != 0)
+    return file.string() + " belongs to another user (uid " + std::to_string(st.st_uid) +
+           "): in a folder every user may write, it is not loaded (move it to $VECBENCH_MODELS)";
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+    return file.string() +
+           " is writable by other users: in a folder every user may write, it is not loaded "
+           "(chmod go-w it, or move it to $VECBENCH_MODELS)";
+  return "";
+}
+
+std::optional<fs::path> find_preset_weights(const FidPreset& p, std::string* refused) {
   std::error_code ec;
-  for (const auto& d : weight_search_dirs(p))
-    if (fs::is_regular_file(d / p.weights_file, ec)) return d / p.weights_file;
+  const auto dirs = weight_search_dirs(p);
+  for (std::size_t i = 0; i < dirs.size(); ++i) {
+    const fs::path f = dirs[i] / p.weights_file;
+    if (!fs::is_regular_file(f, ec)) continue;
+    // the tool's own folder under /tmp (clean-fid's, the TF tutorial's): only a file no one else can replace
+    const bool shared = i + 1 == dirs.size() && p.home != WeightsHome::torch_hub;
+    if (const std::string why = shared ? shared_folder_refusal(f) : ""; !why.empty()) {
+      if (refused) *refused = why;
+      continue;
+    }
+    return f;
+  }
   return std::nullopt;
 }
 
@@ -176,7 +200,9 @@ FidModelChoice choose_fid_model(const std::string& model_flag, const std::string
   }
   if (!like_flag.empty()) {
     const FidPreset& p = find_fid_preset(like_flag);
-    const auto w = find_preset_weights(p);
+    std::string refused;
+    const auto w = find_preset_weights(p, &refused);
+    if (!w && !refused.empty()) throw ConfigError("--like", refused);
     if (!w) {
       std::string where;
       for (const auto& d : weight_search_dirs(p)) where += "\n  " + (d / p.weights_file).string();
@@ -207,7 +233,10 @@ FidModelChoice choose_fid_model(const std::string& model_flag, const std::string
 int cmd_models() {
   for (const auto& p : fid_presets()) {
     std::cout << p.name << ": " << p.weights_file;
-    const auto w = find_preset_weights(p);
+    std::string refused;
+    const auto w = find_preset_weights(p, &refused);
+    if (!refused.empty()) std::cout << ": refused: " << refused << "\n";
+    if (!w && !refused.empty()) continue;
     if (!w) {
       std::cout << ": not found (looked for in";
       for (const auto& d : weight_search_dirs(p)) std::cout << " " << d.string();

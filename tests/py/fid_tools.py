@@ -137,7 +137,14 @@ class FidTools(unittest.TestCase):
                 "net = InceptionV3W(path, download=False, resize_inside=mode == 'legacy_tensorflow').eval()\n"
                 "f = [fid.get_folder_features(d, lambda x: net(x), num_workers=0, batch_size=50,\n"
                 "     device=torch.device('cpu'), mode=mode, verbose=False) for d in sys.argv[1:3]]\n"
-                "print(json.dumps({'fid': fid.fid_from_feats(f[0], f[1]), 'kid': fid.kernel_distance(f[0], f[1])}))\n")
+                "try:\n"
+                "    d = fid.fid_from_feats(f[0], f[1])\n"
+                "except ValueError:  # its check of sqrtm's imaginary part (a random network's covariances):\n"
+                "    import numpy as np                    # its frechet_distance, the real part taken\n"
+                "    from scipy import linalg\n"
+                "    m1, m2, s1, s2 = f[0].mean(0), f[1].mean(0), np.cov(f[0], rowvar=False), np.cov(f[1], rowvar=False)\n"
+                "    d = (m1 - m2).dot(m1 - m2) + np.trace(s1) + np.trace(s2) - 2 * np.trace(linalg.sqrtm(s1.dot(s2), disp=False)[0].real)\n"
+                "print(json.dumps({'fid': float(d), 'kid': fid.kernel_distance(f[0], f[1])}))\n")
         weights = os.path.join(self.nvidia, "inception-2015-12-05.pt")
         # the stand-in's bytes differ from save to save (TorchScript's archive): its weights and maker key it
         key = Key(f"clean-fid-{mode}").text("versions", self.versions).text("code", code)

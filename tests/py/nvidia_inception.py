@@ -2,16 +2,18 @@
 metrics and clean-fid load; it cannot be fetched here) in that file's own format, so that
 clean-fid's own code runs on it and vecbench imports it as it would the real file.
 
-The real file, as clean-fid uses it: `torch.jit.load(path)`, its `layers` module (the Inception
-layers under the TF graph's scope names: `conv`, `conv_1` ... `mixed_10`, `pool2`; a tower's convs
-nested as `tower.conv_1`, the E blocks' named flat as `tower_mixed_conv`; each conv a `conv`
-without bias and a batch norm `bn` without scale, eps 0.001) applied to (x-128)/128 in clean-fid's
-"clean" mode, and its forward `(img, return_features=False, use_fp16=False, no_output_bias=False)`
-in the "legacy_tensorflow" mode: the image resized to 299 by `affine_grid`/`grid_sample` (bilinear,
-border) as TF1's ResizeBilinear does (source = destination * in/out), then (x-127.5)/127.5, the
-layers, and the features or the softmax of `output`. This module is written from that
-description; its weights come from a state_dict in torchvision's key layout (the tests' seeded
-tf2015 weights, whose batch norms have scale 1).
+The real file, as clean-fid uses it and NVIDIA's published source of its module (the Apache-2.0
+Inception "for FID metrics" of StyleGAN2-ADA/StyleGAN-XL) defines it: `torch.jit.load(path)`, its
+`layers` module (the Inception layers under the TF graph's scope names: `conv`, `conv_1` ...
+`mixed_10`, `pool2`; a tower's convs nested as `tower.conv_1`, the E blocks' named flat as
+`tower_mixed_conv`; each conv one module with the parameters `weight`, `beta`, `mean` and `var`:
+the convolution, then a batch norm with a shift and no scale, eps 0.001, then ReLU) applied to
+(x-128)/128 in clean-fid's "clean" mode, and its forward `(img, return_features=False,
+use_fp16=False, no_output_bias=False)` in the "legacy_tensorflow" mode: the image resized to 299 by
+`affine_grid`/`grid_sample` (bilinear, border) as TF1's ResizeBilinear does (source = destination
+* in/out), then (x-128)/128, the layers, and the features or the softmax of `output`. This module
+is written from that description; its weights come from a state_dict in torchvision's key layout
+(the tests' seeded tf2015 weights, whose batch norms have scale 1).
 
 Run with /usr/bin/python3 (Debian's torch 1.13): a file it saves loads in any later LibTorch.
 """
@@ -24,27 +26,23 @@ import torch.nn.functional as F
 from torch import Tensor
 
 
-class _ScalelessBatchNorm(nn.Module):
-    """Inference batch norm with a shift and no scale (the TF graph's), eps 0.001."""
-
-    def __init__(self, c: int):
-        super().__init__()
-        self.register_buffer("running_mean", torch.zeros(c))
-        self.register_buffer("running_var", torch.ones(c))
-        self.bias = nn.Parameter(torch.zeros(c))
-
-    def forward(self, x: Tensor) -> Tensor:
-        return F.batch_norm(x, self.running_mean, self.running_var, None, self.bias, False, 0.0, 0.001)
-
-
 class _Conv(nn.Module):
+    """One layer: convolution without bias, the TF graph's batch norm (shift, no scale, eps 0.001), ReLU."""
+
     def __init__(self, cin: int, cout: int, k, stride: int = 1, pad=0):
         super().__init__()
-        self.conv = nn.Conv2d(cin, cout, k, stride=stride, padding=pad, bias=False)
-        self.bn = _ScalelessBatchNorm(cout)
+        kh, kw = (k, k) if isinstance(k, int) else k
+        self.stride = stride
+        self.pad: List[int] = [pad, pad] if isinstance(pad, int) else list(pad)
+        # parameters, as the file has them (state_dict keys), never trained: no gradients
+        self.weight = nn.Parameter(torch.zeros(cout, cin, kh, kw), requires_grad=False)
+        self.beta = nn.Parameter(torch.zeros(cout), requires_grad=False)
+        self.mean = nn.Parameter(torch.zeros(cout), requires_grad=False)
+        self.var = nn.Parameter(torch.ones(cout), requires_grad=False)
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.relu(self.bn(self.conv(x)))
+        y = F.conv2d(x, self.weight, None, self.stride, self.pad)
+        return F.relu(F.batch_norm(y, self.mean, self.var, None, self.beta, False, 0.0, 0.001))
 
 
 def _seq(*convs: Tuple[str, nn.Module]) -> nn.Sequential:
@@ -155,7 +153,7 @@ class NvidiaInception(nn.Module):
         theta[1, 2] = 1.0 / h - 1.0 / 299.0
         grid = F.affine_grid(theta.unsqueeze(0).repeat(n, 1, 1), [n, c, 299, 299], align_corners=False)
         x = F.grid_sample(x, grid, mode="bilinear", padding_mode="border", align_corners=False)
-        x = (x - 127.5) / 127.5
+        x = (x - 128.0) / 128.0
         features = self.layers(x).reshape(-1, 2048)
         if return_features:
             return features
@@ -203,9 +201,10 @@ def save_nvidia_inception(sd: Dict[str, Tensor], path: str) -> None:
     for tv, nv in _tv_to_nvidia().items():
         if not torch.all(sd[f"{tv}.bn.weight"] == 1):
             raise ValueError(f"{tv}: the file's batch norms have no scale; this one's is not 1")
-        mine[f"layers.{nv}.conv.weight"] = sd[f"{tv}.conv.weight"]
-        for leaf in ("bias", "running_mean", "running_var"):
-            mine[f"layers.{nv}.bn.{leaf}"] = sd[f"{tv}.bn.{leaf}"]
+        mine[f"layers.{nv}.weight"] = sd[f"{tv}.conv.weight"]
+        mine[f"layers.{nv}.beta"] = sd[f"{tv}.bn.bias"]
+        mine[f"layers.{nv}.mean"] = sd[f"{tv}.bn.running_mean"]
+        mine[f"layers.{nv}.var"] = sd[f"{tv}.bn.running_var"]
     mine["output.weight"], mine["output.bias"] = sd["fc.weight"], sd["fc.bias"]
     net.load_state_dict(mine, strict=True)
     torch.jit.save(torch.jit.script(net), path)

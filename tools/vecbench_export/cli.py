@@ -26,8 +26,8 @@ Weight sources (exactly one; default --seed 0)
                      fc.* (any class count; optional) kept as the classifier;
                      or NVIDIA's TorchScript inception-2015-12-05.pt (clean-fid's,
                      StyleGAN2-ADA's): its layers' state_dict, the TF graph's
-                     scopes under layers., BN without scale (ones), output.* the
-                     classifier.
+                     scopes under layers., each with weight, beta, mean and var
+                     (BN without scale: ones), output.* the classifier.
   --from-tf FILE.pb  classify_image_graph_def.pb, read straight from the
                      protobuf wire format (no TensorFlow, no protobuf package).
                      Kernels HWIO -> OIHW; BN gamma is used only if present
@@ -37,7 +37,7 @@ Weight sources (exactly one; default --seed 0)
 
 --like TOOL (pytorch-fid | torch-fidelity | clean-fid | clean-fid-legacy-tensorflow with --weights,
 tf with --from-tf; --arch tf2015) gives the module that tool's input normalization (pytorch-fid: x/255,
-then 2x-1; torch-fidelity, tf and clean-fid: (x-128)/128; clean-fid-legacy-tensorflow: (x-127.5)/127.5)
+then 2x-1; the others: (x-128)/128)
 and that tool's resize as resize_default (bilinear | tf-legacy | pil-bicubic), and records "like" in the
 metadata: `vecbench vectorize/stats/fid --like TOOL` import the tool's weights file this way.
 

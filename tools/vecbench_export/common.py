@@ -43,7 +43,7 @@ ARCH_INFO = {
 #                   into the layers of NVIDIA's inception-2015-12-05.pt
 #   clean-fid-legacy-tensorflow
 #                   that file's own forward: uint8 -> float, TF1's ResizeBilinear (grid_sample,
-#                   border), then (x-127.5)/127.5
+#                   border), then (x-128)/128: TF's pipeline, as torch-fidelity's
 LIKE_INFO = {
     "pytorch-fid": {
         "div": 255.0,
@@ -57,13 +57,8 @@ LIKE_INFO = {
     "tf": {k: ARCH_INFO["tf2015"][k] for k in ("div", "mean", "std", "normalization", "resize_default")},
     "clean-fid": {**{k: ARCH_INFO["tf2015"][k] for k in ("div", "mean", "std", "normalization")},
                   "resize_default": "pil-bicubic"},
-    "clean-fid-legacy-tensorflow": {
-        "div": 1.0,
-        "mean": (127.5, 127.5, 127.5),
-        "std": (127.5, 127.5, 127.5),
-        "normalization": "(x-127.5)/127.5",
-        "resize_default": "tf-legacy",
-    },
+    "clean-fid-legacy-tensorflow": {k: ARCH_INFO["tf2015"][k]
+                                    for k in ("div", "mean", "std", "normalization", "resize_default")},
 }
 # The weights file each tool's preset is imported from: a state_dict (--weights) or the TF graph (--from-tf).
 LIKE_SOURCE = {"pytorch-fid": "weights", "torch-fidelity": "weights", "tf": "from_tf", "clean-fid": "weights",

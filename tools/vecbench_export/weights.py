@@ -109,12 +109,18 @@ def _canonical_scope(scope: str) -> str:
     return scope.replace("/", "_").replace(".", "_")
 
 
+# NVIDIA's per-layer parameters (one module per conv: the convolution, then the TF graph's batch
+# norm, which has a shift and no scale, eps 0.001) -> torchvision's keys
+_NVIDIA_LEAVES = {"weight": "conv.weight", "beta": "bn.bias", "mean": "bn.running_mean", "var": "bn.running_var"}
+
+
 def nvidia_state_dict(sd: Dict[str, Tensor], path: str) -> Dict[str, Tensor]:
     """The state_dict of NVIDIA's inception-2015-12-05.pt (StyleGAN2-ADA's metrics network, which
     clean-fid loads from /tmp) in torchvision's key layout: its layers are the TF graph's scopes
-    under `layers.` (a conv's `conv.weight`; `bn.bias`, `bn.running_mean`, `bn.running_var`, and
-    no `bn.weight`: the graph's batch norms have no scale, 1 here), its classifier `output.*`.
-    Keys it does not know are passed on unchanged, for the layout check to name them."""
+    under `layers.` (a tower's convs nested, `mixed.tower.conv_1`, an E block's flat,
+    `mixed_9.tower_mixed_conv`), each with `weight`, `beta`, `mean` and `var` (no scale: 1 here),
+    its classifier `output.*`. Keys it does not know are passed on unchanged, for the layout check
+    to name them."""
     by_scope = {_canonical_scope(tf): tv for tv, tf in tf_scope_map().items()}
     if len(by_scope) != len(tf_scope_map()):
         raise AssertionError("internal: two TF scopes share a canonical name")
@@ -123,13 +129,12 @@ def nvidia_state_dict(sd: Dict[str, Tensor], path: str) -> Dict[str, Tensor]:
         if k in ("output.weight", "output.bias"):
             out["fc." + k.split(".")[1]] = v
             continue
-        head, _, leaf = k.rpartition(".")            # layers.<scope>.conv | .bn, weight | bias | ...
-        scope, _, layer = head.rpartition(".")
+        scope, _, leaf = k.rpartition(".")            # layers.<scope>, weight | beta | mean | var
         tv = by_scope.get(_canonical_scope(scope[len("layers."):])) if scope.startswith("layers.") else None
-        if tv is None or layer not in ("conv", "bn"):
+        if tv is None or leaf not in _NVIDIA_LEAVES:
             out[k] = v
             continue
-        out[f"{tv}.{layer}.{leaf}"] = v
+        out[f"{tv}.{_NVIDIA_LEAVES[leaf]}"] = v
     for tv in tf_scope_map():
         if f"{tv}.bn.running_var" in out and f"{tv}.bn.weight" not in out:
             out[f"{tv}.bn.weight"] = torch.ones_like(out[f"{tv}.bn.running_var"])

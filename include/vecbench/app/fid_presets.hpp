@@ -21,7 +21,7 @@ enum class FidTool {
   torch_fidelity,  ///< torch-fidelity 0.4: PIL RGB uint8, TF1 ResizeBilinear, (x-128)/128, inception-v3-compat
   tf,              ///< the seed's classify_image_graph_def.pb: DecodeJpeg (fast IDCT), ResizeBilinear, pool_3
   clean_fid,       ///< clean-fid 0.1.35 "clean": PIL RGB, PIL bicubic on float channels, (x-128)/128, NVIDIA's layers
-  clean_fid_legacy_tensorflow,  ///< its "legacy_tensorflow": NVIDIA's file's own forward (TF1 resize, (x-127.5)/127.5)
+  clean_fid_legacy_tensorflow,  ///< its "legacy_tensorflow": NVIDIA's file's own forward (TF1 resize, (x-128)/128)
 };
 
 /// Where a tool keeps its weights file (after $VECBENCH_MODELS, which comes first for every tool).
@@ -56,8 +56,14 @@ const FidPreset* preset_of_model(const std::string& like);
 /// folder: $TORCH_HOME/hub/checkpoints (TORCH_HOME defaulting to $XDG_CACHE_HOME/torch, else
 /// ~/.cache/torch, as torch.hub does), /tmp/imagenet for the TF graph, /tmp for clean-fid's file.
 std::vector<std::filesystem::path> weight_search_dirs(const FidPreset& p);
-/// The preset's weights file in the first search folder that holds it.
-std::optional<std::filesystem::path> find_preset_weights(const FidPreset& p);
+/// The preset's weights file in the first search folder that holds it. A file in the tool's own
+/// folder under /tmp (clean-fid's, the TF tutorial's: folders every user may write) is taken only
+/// when it belongs to the user or root and no one else may write it; else it is skipped and
+/// `refused` (when given) says why (shared_folder_refusal).
+std::optional<std::filesystem::path> find_preset_weights(const FidPreset& p, std::string* refused = nullptr);
+/// Why `file` is not loaded from a folder every user may write ("" when it may be): it belongs to
+/// another user than this one or root, or others may write it.
+std::string shared_folder_refusal(const std::filesystem::path& file);
 
 /// The preset's TorchScript model for the weights file `weights`: the cache folder's
 /// models/<tool>-<sha256[:16]>.c1.pt, imported first when absent (Debian's Python with
