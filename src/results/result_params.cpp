@@ -4,30 +4,31 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <cstdint>
 
 namespace vecbench {
 
-std::string ResultParams::text(const nlohmann::json& v) {
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_number_float()) {
-    const double d = v.get<double>();
-    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 1e15)
-      return std::to_string(static_cast<std::int64_t>(d));
-  }
-  return v.dump();
-}
-
 namespace {
-/// An integer setting: a JSON integer, or a float without a fraction (as JSON writers may give it).
-bool integer_of(const nlohmann::json& v, long long& out) {
-  if (v.is_number_integer()) return out = v.get<long long>(), true;
+/// A JSON float without a fraction (as JSON writers may give an integer), within the range a
+/// double holds exactly, as that integer.
+bool whole_float(const nlohmann::json& v, long long& out) {
   if (!v.is_number_float()) return false;
   const double d = v.get<double>();
   if (!std::isfinite(d) || d != std::floor(d) || std::fabs(d) >= 1e15) return false;
   return out = static_cast<long long>(d), true;
 }
+
+/// An integer setting: a JSON integer, or a float without a fraction.
+bool integer_of(const nlohmann::json& v, long long& out) {
+  if (v.is_number_integer()) return out = v.get<long long>(), true;
+  return whole_float(v, out);
+}
 }  // namespace
+
+std::string ResultParams::text(const nlohmann::json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (long long n = 0; whole_float(v, n)) return std::to_string(n);
+  return v.dump();
+}
 
 std::string read_param(ResultParams& p, const std::string& key, const nlohmann::json& value) {
   if (key == "batch" || key == "threads") {

@@ -2,7 +2,7 @@
 // effective ISA for its kernels, core/cpu_features.hpp for vecbench's own) for a precision and the
 // engine's switches, and read by everything that depends on it: the network builder
 // (src/engine/onednn_*.hpp), the output fingerprint (the route's words: its vectors round apart
-// from other routes') and `vecbench info` (onednn_info()'s "routes").
+// from other routes') and `vecbench devices` (onednn_info()'s "routes").
 #pragma once
 #include <optional>
 #include <string>
@@ -105,7 +105,7 @@ struct CpuRoute {
   /// kernels' ISA: AVX2-VNNI and AVX-512 VNNI round apart), bf16 on AMX " avx512_core_amx" and
   /// its version past v1; "" otherwise (fp32: every route gives the same vectors within 1e-5).
   std::string fingerprint_words() const;
-  /// The route as `vecbench info` and result files show it.
+  /// The route as `vecbench devices` and result files show it.
   nlohmann::json to_json() const;
 };
 

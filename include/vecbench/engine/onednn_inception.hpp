@@ -143,7 +143,7 @@ struct OneDnnOptions {
 };
 
 /// oneDNN's version, the ISA it runs with, whether Winograd, bf16, AMX and int8 run here, and the
-/// route of each precision (cpu_route's, "routes": what `vecbench info` prints).
+/// route of each precision (cpu_route's, "routes": what `vecbench devices` prints).
 nlohmann::json onednn_info();
 
 /// Process-wide counts of the engine's work, for tests and reports.

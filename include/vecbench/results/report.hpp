@@ -105,16 +105,13 @@ inline std::string verification_text(const RunResult& r) {
          format_number("%.3g", v.max_abs_diff) + ", max rel " + format_number("%.3g", v.max_rel_diff);
 }
 
-/// Whether `r` is an external command of the experiment (a peer).
-inline bool is_external(const RunResult& r) { return r.params.is_external(); }
-
 /// The external commands beside the experiment's own runs, fastest first, each as a ratio of the
 /// fastest of vecbench's own (matrix) runs in the same file: what a user would run instead.
 inline std::string externals_markdown(const ResultFile& f) {
   std::vector<const RunResult*> ext;
   const RunResult* best = nullptr;
   for (const RunResult& r : f.runs) {
-    if (is_external(r)) {
+    if (r.params.is_external()) {
       ext.push_back(&r);
     } else if (r.status == RunStatus::ok &&
                (!best || r.summary.images_per_s.median > best->summary.images_per_s.median)) {
@@ -149,14 +146,15 @@ inline std::string externals_markdown(const ResultFile& f) {
 inline std::string scaling_markdown(const ResultFile& f) {
   std::vector<std::string> strategies = {ResultParams::kSequential};
   for (const RunResult& r : f.runs)
-    if (!is_external(r) && std::find(strategies.begin(), strategies.end(), r.params.strategy) == strategies.end())
+    if (!r.params.is_external() &&
+        std::find(strategies.begin(), strategies.end(), r.params.strategy) == strategies.end())
       strategies.push_back(r.params.strategy);
   std::vector<const RunResult*> refs;  // sequential references, labelled S1, S2, ...
   std::string md;
   for (const std::string& strategy : strategies) {
     std::vector<const RunResult*> runs;
     for (const RunResult& r : f.runs)
-      if (!is_external(r) && r.params.strategy == strategy) runs.push_back(&r);
+      if (!r.params.is_external() && r.params.strategy == strategy) runs.push_back(&r);
     if (runs.empty()) continue;
     std::stable_sort(runs.begin(), runs.end(), [](const RunResult* a, const RunResult* b) {
       return device_count(a->params.devices) < device_count(b->params.devices);

@@ -1,6 +1,7 @@
 // A run's settings as its result file records them (the run's "params"), typed: what the readers
 // of results (tables, report, compare, the sequential baseline, tune) take. Only the result file's
-// reader and writer (src/results/result.cpp) turn them into JSON and back (read_param, to_json).
+// reader and writer (src/results/result.cpp) turn them into JSON and back (read_param,
+// params_to_json).
 #pragma once
 #include <map>
 #include <optional>
