@@ -152,7 +152,8 @@ void add_vectorize_io_options(CLI::App* vec, VectorizeArgs& va) {
   vec->add_option(
          "--warmup", va.warmup,
          "Extra untimed warm-up forwards per replica before the first real batch, 0..1000 (default 0: the first real "
-         "batches are the warm-up, and their features are kept; experiments keep their own warm-up)")
+         "batches are the warm-up, and their features are kept; experiments keep their own warm-up); with --decode "
+         "gpu they run the first batch through the replica's JPEG decoder, which is then made before the clock")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000));
   add_parsed(vec, "--resize", va.resize, parse_resize_mode,

@@ -4,6 +4,8 @@
 // memory" is host memory.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <mutex>
 #include <set>
 
 #include "vecbench/input/jpeg_decoder.hpp"
@@ -26,6 +28,7 @@ class EncodedSource : public SyntheticSource {
     if (corrupt_.count(i)) throw InputError(name(i), "corrupt JPEG data (injected)");
     SyntheticSource::load(i, size, dst, t);
   }
+  bool hands_over_jpegs() const override { return true; }
   bool load_or_encoded(std::size_t i, int size, float* dst, std::vector<std::uint8_t>& bytes,
                        StageTimes& t) const override {
     if (i % 2 != 0) return SyntheticSource::load_or_encoded(i, size, dst, bytes, t);
@@ -69,14 +72,48 @@ class StubDeviceDecoder : public DeviceJpegDecoder {
   std::set<std::size_t> reject_;
 };
 
+// What each replica was asked to do, in order: "prepare", "warmup" (the model's plain warm-up),
+// "encoded:I,J,..." (a forward with device decoding; the encoded inputs' indices), "forward".
+struct CallLog {
+  std::mutex m;
+  std::map<int, std::vector<std::string>> by_device;
+  void add(int device, std::string what) {
+    std::lock_guard<std::mutex> lk(m);
+    by_device[device].push_back(std::move(what));
+  }
+};
+
 // A stub replica that, like the CUDA engine, decodes encoded slots with a device decoder
 // (here the stub) and the rest of the batch as given.
 class DecodingStub : public StubModel {
  public:
-  DecodingStub(const VirtualDevice& d, StubOptions o, const SyntheticSource& src, std::set<std::size_t> reject)
-      : StubModel(d, o), decoder_(src, o.input_size, std::move(reject)) {}
+  DecodingStub(const VirtualDevice& d, StubOptions o, const SyntheticSource& src, std::set<std::size_t> reject,
+               CallLog* log = nullptr)
+      : StubModel(d, o), decoder_(src, o.input_size, std::move(reject)), log_(log), device_(d.virtual_index) {}
+  void prepare(int max_batch) override {
+    if (log_) log_->add(device_, "prepare");
+    StubModel::prepare(max_batch);
+  }
+  void warmup(int, int) override {
+    if (log_) log_->add(device_, "warmup");
+  }
+  ForwardTiming forward(const float* in, int n, float* out) override {
+    if (log_ && !in_encoded_) log_->add(device_, "forward");
+    return StubModel::forward(in, n, out);
+  }
   ForwardTiming forward_encoded(float* input, const EncodedImages& enc, int n, float* output,
                                 DeviceDecodeCounts& counts) override {
+    if (log_) {
+      std::string what = "encoded:";
+      for (std::size_t k = 0; k < enc.bytes.size(); ++k)
+        what += (k ? "," : "") + std::to_string(enc.bytes[k][0] | (enc.bytes[k][1] << 8));
+      log_->add(device_, what);
+    }
+    struct Inside {  // forward() below is part of this call, not a plain one
+      bool& flag;
+      explicit Inside(bool& f) : flag(f) { flag = true; }
+      ~Inside() { flag = false; }
+    } inside(in_encoded_);
     std::vector<float> scratch;
     counts = decode_on_device(
         decoder_, enc, input_size(), input, scratch,
@@ -86,6 +123,9 @@ class DecodingStub : public StubModel {
 
  private:
   StubDeviceDecoder decoder_;
+  CallLog* log_;
+  int device_;
+  bool in_encoded_ = false;
 };
 
 std::vector<VirtualDevice> cpu_devs(const std::string& spec) {
@@ -281,4 +321,67 @@ TEST(DeviceDecode, NvjpegStatusesThatAreTheFilesFault) {
   for (int s : {success, not_initialized, invalid_parameter, allocator_failure, execution_failed, arch_mismatch,
                 internal_error})
     EXPECT_FALSE(nvjpeg_status_is_file_fault(s)) << s;
+}
+
+// The warm-up batch of a device-decoding run: the run's first inputs as the run loads them, JPEGs
+// still as bytes; none for a source that hands over no JPEG (or whose first batch has none).
+TEST(DeviceDecode, TheWarmupBatchIsTheRunsFirstInputsWithTheirJpegBytes) {
+  StubOptions o;
+  EncodedSource src(9, {2});
+  const std::vector<std::size_t> todo{4, 2, 5, 6, 7, 8};
+  const auto w = decode_warmup_batch(src, todo, 4, o.input_size);
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->indices, (std::vector<std::size_t>{4, 2, 5, 6}));  // input 2 is handed over as bytes: it loads
+  ASSERT_EQ(w->encoded.slot, (std::vector<int>{0, 1, 3}));
+  EXPECT_EQ(w->encoded.bytes[2][0], 6);
+  EXPECT_EQ(w->input.size(), 4u * 3 * o.input_size * o.input_size);
+  SyntheticSource plain(9);
+  EXPECT_EQ(decode_warmup_batch(plain, todo, 4, o.input_size), nullptr);     // host decoding: no such batch
+  EXPECT_EQ(decode_warmup_batch(src, {1, 3, 5}, 4, o.input_size), nullptr);  // no JPEG among them
+  EXPECT_EQ(decode_warmup_batch(src, {}, 4, o.input_size), nullptr);
+  EXPECT_EQ(decode_warmup_batch(src, todo, 100, o.input_size)->n(), 6);  // a short run: all of it
+}
+
+// Under `--decode gpu` each replica's warm-up decodes the run's first batch through its device
+// decoder (where the CUDA engine makes and sizes its nvJPEG decoder), warmup_batches times,
+// before the clock; the plain warm-up on constant tensors is not run, nothing of the warm-up is
+// delivered or counted, and a host-decoding run warms up as before.
+TEST(DeviceDecode, EachReplicaWarmsItsDecoderUpOnTheRunsFirstBatchBeforeTheClock) {
+  StubOptions o;
+  SyntheticSource ref(13);
+  for (const std::string strategy : {"sequential", "naive", "sharded", "data-parallel", "mirrored"}) {
+    EncodedSource src(13, {10});
+    CallLog log;
+    auto factory = [&](const VirtualDevice& d) -> std::unique_ptr<Model> {
+      return std::make_unique<DecodingStub>(d, o, ref, std::set<std::size_t>{4, 10}, &log);
+    };
+    RunSettings s = decode_settings(3);
+    s.warmup_batches = 2;
+    MemorySink got(13);
+    const RunStats st = run_strategy(strategy, src, all_indices(13), cpu_devs("cpu/2"), factory, got, s, o.input_size);
+    for (std::size_t i = 0; i < 13; ++i) EXPECT_EQ(got.times_seen(i), 1) << strategy << " input " << i;
+    EXPECT_EQ(st.device_decoded, 5u) << strategy;  // the run's own: 0 2 6 8 12
+    EXPECT_EQ(st.device_decode_fallbacks, 1u) << strategy;
+    const std::size_t replicas = strategy == "sequential" ? 1 : 2;
+    ASSERT_EQ(log.by_device.size(), replicas) << strategy;
+    for (const auto& [dev, calls] : log.by_device) {
+      ASSERT_GE(calls.size(), 3u) << strategy << " device " << dev;
+      EXPECT_EQ(calls[0], "prepare") << strategy;
+      EXPECT_EQ(calls[1], "encoded:0,2") << strategy;  // inputs 0..2 (1 is no JPEG), the run's first batch
+      EXPECT_EQ(calls[2], "encoded:0,2") << strategy;
+      for (std::size_t k = 3; k < calls.size(); ++k) EXPECT_NE(calls[k], "warmup") << strategy;
+    }
+  }
+  // host decoding: the model's own warm-up
+  CallLog log;
+  auto factory = [&](const VirtualDevice& d) -> std::unique_ptr<Model> {
+    return std::make_unique<DecodingStub>(d, o, ref, std::set<std::size_t>{}, &log);
+  };
+  RunSettings s = decode_settings(3);
+  s.warmup_batches = 2;
+  MemorySink got(13);
+  run_strategy("sequential", ref, all_indices(13), cpu_devs("cpu"), factory, got, s, o.input_size);
+  ASSERT_GE(log.by_device[0].size(), 2u);
+  EXPECT_EQ(log.by_device[0][0], "prepare");
+  EXPECT_EQ(log.by_device[0][1], "warmup");
 }

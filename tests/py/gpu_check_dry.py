@@ -110,8 +110,28 @@ def killed_check(tmp, full_s):
         check("| started |" in row(report, running), f"killed: the stopped stage {running}: {row(report, running)}")
 
 
+def verdict_check(tmp):
+    """gpu_env.sh's gpu_configure_verdict, the checks of a configure log that CI's cuda-build and
+    the GPU machine's build (gpu_check.sh build_here) share, on the lines CMake prints."""
+    good = ["-- vecbench: LibTorch 2.11.0, CUDA: ON", "-- vecbench: nvJPEG: ON (/x/libnvjpeg.so.13)",
+            "-- vecbench: image decoding: JPEG+PNG (libjpeg, libpng)"]
+    cases = [(good, "0", 0, ""), (good[1:], "0", 1, "did not enable CUDA"), ([good[0], good[2]], "0", 1, "nvJPEG"),
+             ([good[0], good[2]], "1", 0, ""), (good[:2], "0", 2, "codecs")]
+    for k, (lines, allow, want_rc, want_why) in enumerate(cases):
+        log = os.path.join(tmp, f"cmake{k}.log")
+        with open(log, "w") as f:
+            f.write("\n".join(["-- The CXX compiler identification is GNU 12.2.0", *lines, "-- Configuring done"]) + "\n")
+        env = os.path.join(ROOT, "tools", "device", "gpu_env.sh")
+        r = subprocess.run(["bash", "-c", f'source "{env}"; gpu_configure_verdict "$1" "$2"', "-", log, allow],
+                           capture_output=True, text=True)
+        check(r.returncode == want_rc and want_why in r.stdout,
+              f"gpu_configure_verdict case {k}: exit {r.returncode} {r.stdout!r}, wanted {want_rc} {want_why!r}")
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="gpu_check_dry.") as tmp:
+        # 0. The configure checks both builds share.
+        verdict_check(tmp)
         # 1. The whole dry run, from a budget (750 s left: a 240 s deadline): every stage that can
         #    run on a CPU runs.
         report, names, took = run_check(tmp, "full", ["--budget-left", "750"], 240)

@@ -350,14 +350,10 @@ build_here() {  # configure and build `vecbench` with gpu_env.sh's settings: 0 w
   local rc=$?
   grep -E "^-- vecbench|Error|error:" "$log"
   [ "$rc" -eq 0 ] || { note "configure failed (exit $rc): see logs/cmake.log"; return 1; }
-  if ! grep -q "vecbench: LibTorch .*CUDA: ON" "$log"; then
-    fail 1 "CMake did not enable CUDA (LibTorch without CUDA?)"; return 1
-  fi
-  if ! grep -q "vecbench: nvJPEG: ON" "$log" && [ "$ALLOW_NO_NVJPEG" = 0 ]; then
-    fail 1 "CMake did not find nvJPEG (carry .gpu-deps with nvjpeg/, or --allow-no-nvjpeg)"
-    return 1
-  fi
-  grep -q "image decoding: JPEG+PNG" "$log" || echo "gpu_check: this build cannot read JPEG files: decode runs will fail"
+  local why verdict=0
+  why=$(gpu_configure_verdict "$log" "$ALLOW_NO_NVJPEG") || verdict=$?
+  if [ "$verdict" -eq 1 ]; then fail 1 "$why"; return 1; fi
+  [ "$verdict" -eq 0 ] || echo "gpu_check: $why: decode runs will fail"
   step cmake --build "$BUILD" -j"$(nproc)" --target vecbench > "$WORK/logs/build.log" 2>&1 \
     || { tail -n 40 "$WORK/logs/build.log"; return 1; }
   VB=$BUILD/vecbench

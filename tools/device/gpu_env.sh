@@ -21,6 +21,25 @@ gpu_cmake_args() {
   if [ -d "$root/.gpu-deps/codec" ]; then echo "-DVECBENCH_CODEC_ROOT=$root/.gpu-deps/codec"; fi
 }
 
+# gpu_configure_verdict LOG ALLOW_NO_NVJPEG: what a configure log (gpu_cmake_args) says of the
+# build, the one set of checks tools/cuda_build.sh (CI's cuda-build) and gpu_check.sh's build_here
+# (on the GPU machine) share. Prints why and returns 1 when CUDA is off, or nvJPEG missing and
+# ALLOW_NO_NVJPEG is 0; prints why and returns 2 when the codecs are missing (files cannot be
+# read: cuda_build fails, gpu_check warns); 0 when all is there.
+gpu_configure_verdict() {
+  local log=$1 allow_no_nvjpeg=$2
+  if ! grep -q "vecbench: LibTorch .*CUDA: ON" "$log"; then
+    echo "CMake did not enable CUDA (LibTorch without CUDA?)"; return 1
+  fi
+  if ! grep -q "vecbench: nvJPEG: ON" "$log" && [ "$allow_no_nvjpeg" = 0 ]; then
+    echo "CMake did not find nvJPEG (carry .gpu-deps with nvjpeg/, or --allow-no-nvjpeg)"; return 1
+  fi
+  if ! grep -q "image decoding: JPEG+PNG" "$log"; then
+    echo "CMake did not find the carried codecs (.gpu-deps/codec): this build cannot read JPEG or PNG files"; return 2
+  fi
+  return 0
+}
+
 # gpu_lib_path ROOT PYTHON: the LD_LIBRARY_PATH that the prebuilt binary runs with: the pip
 # PyTorch's own libraries (libtorch*, libc10*), its nvidia-* wheels' (libcudart, cuDNN, cuBLAS, ...),
 # then the carried nvJPEG and codecs. Empty when PYTHON has no torch.

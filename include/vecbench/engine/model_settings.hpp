@@ -31,9 +31,11 @@ struct ModelSettings {
   std::string calibration_sha256{};
   /// engine onednn, fp32: every replica records its activations' ranges here (`vecbench calibrate`)
   std::shared_ptr<ActivationRanges> observe{};
-  bool optimize = true;         ///< torch::jit::optimize_for_inference (freeze + fold) after loading
-  bool channels_last = false;   ///< feed NHWC-strided input (channels_last memory format)
-  bool cudnn_benchmark = true;  ///< CUDA only: let cuDNN autotune convolution algorithms
+  bool optimize = true;        ///< torch::jit::optimize_for_inference (freeze + fold) after loading
+  bool channels_last = false;  ///< feed NHWC-strided input (channels_last memory format)
+  /// CUDA only: let cuDNN autotune convolution algorithms, once per input shape; a shorter batch
+  /// (a run's last) is then padded to the run's batch, so the warm-up tuned every shape the clock sees
+  bool cudnn_benchmark = true;
   bool flush_denormal = false;  ///< CPU: flush denormal floats to zero (FTZ/DAZ) in each replica thread
   bool cuda_graphs = false;     ///< CUDA only: capture the forward of full batches once, then replay it
   bool winograd = true;         ///< onednn: Winograd for 3x3 stride-1 convolutions where the CPU has them

@@ -90,6 +90,7 @@ class FileSource : public ImageSource {
   std::string name(std::size_t i) const override { return list_.paths.at(i); }
   SourceKind kind() const override { return SourceKind::files; }
   ResizeMode resize_mode() const override { return mode_; }
+  bool hands_over_jpegs() const override { return where_ == DecodeWhere::gpu; }
   std::filesystem::path root() const override { return list_.root; }
   std::string warning(std::size_t i) const override { return warnings_.at(i); }
   std::size_t duplicates_skipped() const override { return list_.duplicates; }

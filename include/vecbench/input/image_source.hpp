@@ -61,6 +61,9 @@ class ImageSource {
     load(i, size, dst, t);
     return false;
   }
+  /// Whether load_or_encoded may hand over JPEG bytes (device decoding on): the run then warms
+  /// each replica's decoder up on a batch of its own inputs before the clock (RunSettings::decode_warmup).
+  virtual bool hands_over_jpegs() const { return false; }
   /// How this source resizes (what a device decoder must do the same way).
   virtual ResizeMode resize_mode() const { return ResizeMode::tf_legacy; }
   /// The root the inputs' names are relative to (for output names); empty if none.

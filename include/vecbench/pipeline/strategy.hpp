@@ -1,6 +1,7 @@
 // Strategy base: what every execution strategy gets (RunContext), shared steps (forward a
 // batch, deliver it). The registry of strategies by name is strategies/strategies.hpp.
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <string>
@@ -36,6 +37,11 @@ struct RunSettings {
   const std::atomic<bool>* stop = nullptr;
   /// Records every thread's spans here (core/trace.hpp); null: tracing off (the default).
   Trace* trace = nullptr;
+  /// Device decoding (`--decode gpu`): a batch of the run's own first inputs, JPEGs still as
+  /// bytes, that each replica decodes and runs `warmup_batches` times before the clock instead of
+  /// the model's plain warm-up, so its JPEG decoder is made, sized and run outside the timed
+  /// window (decode_warmup_batch; run_strategy fills it when the source hands over JPEGs).
+  std::shared_ptr<const Batch> decode_warmup{};
 };
 
 /// Everything a strategy runs on.
@@ -121,15 +127,51 @@ inline void deliver_batch(const Batch& b, int dim, ResultSink& sink, Metrics& me
   metrics.add_stages(t);
 }
 
+/// The warm-up batch of a run whose source hands JPEG bytes to the replicas (RunSettings::decode_warmup):
+/// `todo`'s first `batch` inputs loaded as a run loads them (inputs that fail are left out here and
+/// reported by the run itself); null when the source keeps none of them as bytes (nothing for a
+/// device decoder to warm up on), or hands over none at all.
+inline std::shared_ptr<const Batch> decode_warmup_batch(const ImageSource& src, const std::vector<std::size_t>& todo,
+                                                        int batch, int size) {
+  if (!src.hands_over_jpegs() || todo.empty()) return nullptr;
+  struct Discard : ResultSink {
+    void on_features(std::size_t, const float*, int) override {}
+    void on_error(std::size_t, const std::string&) override {}
+  } discard;
+  Metrics scratch({});
+  auto b = std::make_shared<Batch>();
+  load_batch(src, todo, 0, std::min(todo.size(), static_cast<std::size_t>(std::max(1, batch))), size, *b, discard,
+             scratch);
+  if (b->encoded.empty()) return nullptr;
+  return b;
+}
+
+namespace detail {
+/// `calls` untimed forwards of the warm-up batch `w` through the device decoder (its encoded
+/// slots decoded by the replica, as in the run); nothing is counted or delivered.
+inline void warm_up_decoding(Model& m, const Batch& w, int calls) {
+  std::vector<float> in, out(static_cast<std::size_t>(w.n()) * static_cast<std::size_t>(m.feature_dim()));
+  for (int i = 0; i < calls; ++i) {
+    in = w.input;  // the host decoder writes the slots the device rejects: a fresh copy each call
+    DeviceDecodeCounts ignored;
+    m.forward_encoded(in.data(), w.encoded, w.n(), out.data(), ignored);
+  }
+}
+}  // namespace detail
+
 /// In a worker's job: the worker's replica (made on first use), prepared for batch
-/// `s.batch_size` (Model::prepare) and warmed up with `s.warmup_batches` forwards of that batch.
+/// `s.batch_size` (Model::prepare) and warmed up with `s.warmup_batches` forwards of that batch,
+/// or of `s.decode_warmup` through the device decoder where the run decodes on the devices.
 /// Errors name the device.
 inline Model& prepare_replica(Replica& r, const RunSettings& s) {
   TraceSpan span(SpanKind::setup);
   Model& m = r.model();
   try {
     m.prepare(s.batch_size);
-    if (s.warmup_batches > 0) m.warmup(s.batch_size, s.warmup_batches);
+    if (s.warmup_batches > 0 && s.decode_warmup)
+      detail::warm_up_decoding(m, *s.decode_warmup, s.warmup_batches);
+    else if (s.warmup_batches > 0)
+      m.warmup(s.batch_size, s.warmup_batches);
   } catch (const std::exception& e) {
     throw ReplicaError(r.device().name() + ": " + e.what());
   }
