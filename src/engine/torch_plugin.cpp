@@ -208,6 +208,44 @@ class TorchScriptModel : public Model {
     return Model::forward_encoded(in, enc, n, out, counts);
   }
 
+#ifdef VECBENCH_WITH_CUDA
+  /// The batch on the device, on this replica's stream, in the precision and layout the module
+  /// takes: `x` staged into pinned memory and uploaded, the JPEGs of `enc` decoded into their
+  /// slots (`*counts`), padded to the prepared batch while cuDNN autotunes. Times go to `t`.
+  torch::Tensor device_batch(const torch::Tensor& x, int n, const EncodedImages* enc, DeviceDecodeCounts* counts,
+                             ForwardTiming& t) {
+    const int64_t s = input_size_;
+    auto t0 = clk::now();
+    if (!pinned_.defined() || pinned_.numel() < x.numel())
+      pinned_ = torch::empty({x.numel()}, torch::TensorOptions().dtype(torch::kFloat).pinned_memory(true));
+    auto staged = pinned_.narrow(0, 0, x.numel()).view(x.sizes());
+    staged.copy_(x);
+    // cuDNN autotunes each input shape the first time it sees it: a short batch is padded to
+    // the prepared one (its slots past n hold an earlier batch's images; their features are
+    // dropped), so that tuning happened in the warm-up, not inside the clock.
+    const int64_t rows = opt_.cudnn_benchmark && n < max_batch_ ? max_batch_ : n;
+    if (!device_in_.defined() || device_in_.size(0) < rows)
+      device_in_ = torch::zeros({rows, 3, s, s}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
+    auto xd = device_in_.narrow(0, 0, rows);
+    xd.narrow(0, 0, n).copy_(staged, /*non_blocking=*/true);
+    if (enc && !enc->empty()) {  // --decode gpu: the JPEGs into their slots of xd, on this stream
+      stream_->synchronize();
+      t.h2d_s = since(t0);
+      t0 = clk::now();
+      *counts = jpeg_.decode(*enc, xd.data_ptr<float>(), static_cast<int>(rows), input_size_);
+      stream_->synchronize();
+      t.decode_s = since(t0);
+      t0 = clk::now();
+    }
+    if (opt_.channels_last) xd = xd.contiguous(at::MemoryFormat::ChannelsLast);
+    if (opt_.precision == Precision::fp16) xd = xd.to(torch::kHalf);
+    if (opt_.precision == Precision::bf16) xd = xd.to(torch::kBFloat16);
+    stream_->synchronize();
+    t.h2d_s += since(t0);
+    return xd;
+  }
+#endif
+
   /// One forward; on a CUDA device the JPEGs of `enc` (if any) are decoded into their slots of the
   /// device batch after the upload, and what was decoded where goes to `*counts`.
   ForwardTiming run(const float* in, int n, float* out, const EncodedImages* enc, DeviceDecodeCounts* counts) {
@@ -223,39 +261,14 @@ class TorchScriptModel : public Model {
 #ifdef VECBENCH_WITH_CUDA
       if (dev_.is_cuda()) {
         c10::cuda::CUDAStreamGuard sg(*stream_);
+        const torch::Tensor xd = device_batch(x, n, enc, counts, t);
         auto t0 = clk::now();
-        if (!pinned_.defined() || pinned_.numel() < x.numel())
-          pinned_ = torch::empty({x.numel()}, torch::TensorOptions().dtype(torch::kFloat).pinned_memory(true));
-        auto staged = pinned_.narrow(0, 0, x.numel()).view(x.sizes());
-        staged.copy_(x);
-        // cuDNN autotunes each input shape the first time it sees it: a short batch is padded to
-        // the prepared one (its slots past n hold an earlier batch's images; their features are
-        // dropped), so that tuning happened in the warm-up, not inside the clock.
-        const int64_t rows = opt_.cudnn_benchmark && n < max_batch_ ? max_batch_ : n;
-        if (!device_in_.defined() || device_in_.size(0) < rows)
-          device_in_ = torch::zeros({rows, 3, s, s}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
-        auto xd = device_in_.narrow(0, 0, rows);
-        xd.narrow(0, 0, n).copy_(staged, /*non_blocking=*/true);
-        if (enc && !enc->empty()) {  // --decode gpu: the JPEGs into their slots of xd, on this stream
-          stream_->synchronize();
-          t.h2d_s = since(t0);
-          t0 = clk::now();
-          *counts = jpeg_.decode(*enc, xd.data_ptr<float>(), static_cast<int>(rows), input_size_);
-          stream_->synchronize();
-          t.decode_s = since(t0);
-          t0 = clk::now();
-        }
-        if (opt_.channels_last) xd = xd.contiguous(at::MemoryFormat::ChannelsLast);
-        if (opt_.precision == Precision::fp16) xd = xd.to(torch::kHalf);
-        if (opt_.precision == Precision::bf16) xd = xd.to(torch::kBFloat16);
-        stream_->synchronize();
-        t.h2d_s += since(t0);
-        t0 = clk::now();
+        const int64_t rows = xd.size(0);
         ++calls_;
         if (opt_.cuda_graphs && calls_ > 3 && (!graph_ || graph_batch_ == rows)) {
-          // CUDA graph of this replica's forward for batch n: captured once after warm-up on the
-          // replica's own stream, then replayed (no per-op launch cost). Other batch sizes
-          // (the last partial batch) take the normal path.
+          // CUDA graph of this replica's forward for its batch: captured once after warm-up on the
+          // replica's own stream, then replayed (no per-op launch cost). A shorter batch (padded
+          // while cuDNN autotunes, so only when that is off) takes the normal path.
           if (!graph_) {
             static_in_ = xd.clone();
             graph_ = std::make_unique<at::cuda::CUDAGraph>();
