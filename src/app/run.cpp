@@ -118,6 +118,7 @@ ExperimentOutcome run_and_save(Experiment e, const std::string& origin, const st
   ref.engine = EngineKind::torchscript;
   env.make_reference_factory = [ref] { return model_factory(ref); };
   env.make_source = [&e](ResizeMode m) { return experiment_source(e.images, m); };
+  env.host_memory = [](const std::vector<VirtualDevice>& devs) { return host_memory_for(devs); };
   env.work_dir = fs::path(results_dir) / e.name / (".tmp-" + std::to_string(::getpid()));
   env.stop = &stop_flag();
   const Distribution& dist = current_distribution();

@@ -360,6 +360,22 @@ void apply_preset_pipeline(VectorizeArgs& a, const ModelInfo& model) {
     throw ConfigError("--precision", std::string(to_string(a.model.precision)) + ": " + what + ", in fp32");
 }
 
+/// The run's settings from the resolved arguments; `route_decoders`: the decode threads come from
+/// the route, not a flag (one more whenever the devices wait for input).
+RunSettings run_settings(const VectorizeArgs& a, bool route_decoders, const Distribution& dist,
+                         const std::vector<VirtualDevice>& devs) {
+  RunSettings s;
+  s.batch_size = a.batch;
+  s.decode_threads = a.decode_threads;
+  s.max_decode_threads = route_decoders ? (dist.active() ? dist.cpu_cores() : hardware_cores()) : 0;
+  s.prefetch_batches = a.prefetch;
+  s.warmup_batches = a.warmup;
+  s.overlap_setup = true;                 // data-parallel: decoding fills the queue while the replicas build
+  s.host_memory = host_memory_for(devs);  // CUDA: pinned batch buffers, copied with no staging
+  s.stop = &stop_flag();
+  return s;
+}
+
 }  // namespace
 
 int cmd_vectorize(const VectorizeArgs& args, const CommandHooks& hooks) {
@@ -389,15 +405,7 @@ int cmd_vectorize(const VectorizeArgs& args, const CommandHooks& hooks) {
   OutputWriter writer(*source, w);
   std::size_t share = source->size();
   auto todo = dist.todo(writer.pending(), source->size(), &share);
-  RunSettings s;
-  s.batch_size = a.batch;
-  s.decode_threads = a.decode_threads;
-  // decode threads from the route, not a flag: one more whenever the devices wait for input
-  s.max_decode_threads = args.decode_threads == 0 ? (dist.active() ? dist.cpu_cores() : hardware_cores()) : 0;
-  s.prefetch_batches = a.prefetch;
-  s.warmup_batches = a.warmup;
-  s.overlap_setup = true;  // data-parallel: decoding fills the queue while the replicas build
-  s.stop = &stop_flag();
+  RunSettings s = run_settings(a, args.decode_threads == 0, dist, devs);
   std::unique_ptr<Trace> trace;  // --trace FILE: every thread's spans, written after the run
   if (!a.trace_file.empty())
     s.trace = (trace = std::make_unique<Trace>(

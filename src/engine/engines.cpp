@@ -200,6 +200,12 @@ int cuda_device_count() {
 #endif
 }
 
+HostMemory* host_memory_for(const std::vector<VirtualDevice>& devices) {
+  for (const auto& d : devices)
+    if (d.is_cuda()) return torch_plugin().pinned_host_memory();
+  return nullptr;
+}
+
 nlohmann::json backend_info() {
   auto j = torch_plugin().backend_info();
 #ifdef VECBENCH_WITH_ONEDNN

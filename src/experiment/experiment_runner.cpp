@@ -215,6 +215,7 @@ LocalOutcome Executor::run_local(PlannedRun& p, std::size_t index, int rep) {
   s.decode_threads = e_.decode_threads;
   s.prefetch_batches = e_.prefetch_batches;
   s.stop = env_.stop;
+  if (env_.host_memory) s.host_memory = env_.host_memory(devs);  // CUDA: pinned batch buffers
   auto mem_p = std::make_unique<MemorySink>(src.size());
   MemorySink& mem = *mem_p;
   std::vector<ResultSink*> sinks{&mem};
@@ -262,6 +263,7 @@ LocalOutcome Executor::run_local(PlannedRun& p, std::size_t index, int rep) {
                           {"prefetch_batches", e_.prefetch_batches},
                           {"warmup_batches", e_.warmup_batches},
                           {"batch", s.batch_size}};
+    if (s.host_memory) p.result.effective["batch_memory"] = s.host_memory->name();
     if (e_.verify && is_reference_run(params) && !refs_[rm]) refs_[rm] = std::move(mem_p);
     if (e_.verify) {
       out.verification = verify_features(mem, reference(rm, mem));

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -46,9 +47,100 @@ std::vector<VirtualDevice> devs(const std::string& spec) {
   return expand_devices(spec, o);
 }
 
+// Host memory that records what it gave out: the stand-in for the CUDA engine's pinned memory.
+class CountingMemory : public HostMemory {
+ public:
+  void* allocate(std::size_t bytes) override {
+    void* p = ::operator new(bytes);
+    std::lock_guard<std::mutex> lk(m_);
+    live_[p] = bytes;
+    ++allocations_;
+    return p;
+  }
+  void deallocate(void* p, std::size_t bytes) noexcept override {
+    std::lock_guard<std::mutex> lk(m_);
+    auto it = live_.find(p);
+    if (it == live_.end() || it->second != bytes) ++bad_frees_;
+    if (it != live_.end()) live_.erase(it);
+    ::operator delete(p);
+  }
+  const char* name() const override { return "counting"; }
+  /// Whether [p, p + bytes) lies in one block given out and not yet freed.
+  bool owns(const void* p, std::size_t bytes) const {
+    std::lock_guard<std::mutex> lk(m_);
+    auto it = live_.upper_bound(const_cast<void*>(p));
+    if (it == live_.begin()) return false;
+    --it;
+    const auto* base = static_cast<const char*>(it->first);
+    return static_cast<const char*>(p) >= base && static_cast<const char*>(p) + bytes <= base + it->second;
+  }
+  std::size_t allocations() const {
+    std::lock_guard<std::mutex> lk(m_);
+    return allocations_;
+  }
+  std::size_t live() const {
+    std::lock_guard<std::mutex> lk(m_);
+    return live_.size();
+  }
+  std::size_t bad_frees() const {
+    std::lock_guard<std::mutex> lk(m_);
+    return bad_frees_;
+  }
+
+ private:
+  mutable std::mutex m_;
+  std::map<void*, std::size_t> live_;
+  std::size_t allocations_ = 0, bad_frees_ = 0;
+};
+
+// A stub replica that counts the forwards whose input lies in `memory`.
+class MemoryCheckingStub : public vecbench::testing::StubModel {
+ public:
+  MemoryCheckingStub(const VirtualDevice& d, StubOptions o, const CountingMemory& memory, std::atomic<int>& in_memory,
+                     std::atomic<int>& elsewhere)
+      : StubModel(d, o), memory_(memory), in_memory_(in_memory), elsewhere_(elsewhere) {}
+  ForwardTiming forward(const float* in, int n, float* out) override {
+    const std::size_t bytes = static_cast<std::size_t>(n) * 3 * input_size() * input_size() * sizeof(float);
+    ++(memory_.owns(in, bytes) ? in_memory_ : elsewhere_);
+    return StubModel::forward(in, n, out);
+  }
+
+ private:
+  const CountingMemory& memory_;
+  std::atomic<int>& in_memory_;
+  std::atomic<int>& elsewhere_;
+};
+
 }  // namespace
 
 class StrategyTest : public ::testing::TestWithParam<std::string> {};
+
+// RunSettings::host_memory (pinned memory on a CUDA run): every batch a replica gets lies in it,
+// the features are those of ordinary memory, every block is freed by the memory it came from,
+// and the run allocates about as many buffers as it has batches in flight, not one a batch.
+TEST_P(StrategyTest, BatchesLiveInTheRunsHostMemoryAndAreReused) {
+  const StubOptions o;
+  SyntheticSource src(61);
+  MemorySink ref(src.size());
+  run_strategy("sequential", src, all_indices(src.size()), devs("cpu"), stub_factory(o), ref, settings(1),
+               o.input_size);
+  CountingMemory memory;
+  std::atomic<int> in_memory{0}, elsewhere{0};
+  auto factory = [&](const VirtualDevice& d) -> std::unique_ptr<Model> {
+    return std::make_unique<MemoryCheckingStub>(d, o, memory, in_memory, elsewhere);
+  };
+  RunSettings s = settings(2);  // 31 batches
+  s.host_memory = &memory;
+  MemorySink got(src.size());
+  run_strategy(GetParam(), src, all_indices(src.size()), devs("cpu/2"), factory, got, s, o.input_size);
+  for (std::size_t i = 0; i < src.size(); ++i) EXPECT_EQ(got.features(i), ref.features(i)) << GetParam() << " " << i;
+  EXPECT_GE(in_memory.load(), 31) << GetParam();
+  EXPECT_EQ(elsewhere.load(), 0) << GetParam();
+  // in flight at most: 2 ready + 4 done + 2 forwarding + 2 decoding (data-parallel); one a replica otherwise
+  EXPECT_LE(memory.allocations(), 12u) << GetParam();
+  EXPECT_EQ(memory.live(), 0u) << GetParam();
+  EXPECT_EQ(memory.bad_frees(), 0u) << GetParam();
+}
 
 TEST_P(StrategyTest, SameFeaturesAsSequentialEveryImageOnce) {
   const StubOptions o;

@@ -94,7 +94,8 @@ def runs_of(files):
             rows.append({"experiment": d.get("name", "?"), "precision": prec, "strategy": p.get("strategy"),
                          "devices": p.get("devices"), "batch": p.get("batch"), "input": p.get("input"),
                          "img_s": s.get("median"), "reps": s.get("count"), "rel": v.get("max_rel_diff"),
-                         "tol": v.get("rel_tolerance"), "status": r.get("status"), "reason": r.get("reason")})
+                         "tol": v.get("rel_tolerance"), "status": r.get("status"), "reason": r.get("reason"),
+                         "memory": (r.get("effective") or {}).get("batch_memory")})
     return rows
 
 
@@ -148,6 +149,8 @@ def print_runs(rows):
         print(f"| {r['experiment']} | {r['precision']} | {r['strategy']} | {r['devices']} | {r['batch']} | "
               f"{r['input']} | {fmt(r['img_s'])} | {r['reps'] or '-'} | {fmt(r['rel'], '.2e')} | "
               f"{fmt(r['tol'], '.0e')} | {status.replace('|', '/')} |")
+    pinned = sum(1 for r in rows if r.get("memory"))
+    print(f"\nBatch buffers page-locked (copied to the GPU with no staging copy) in {pinned} of {len(rows)} runs.")
     print()
 
 

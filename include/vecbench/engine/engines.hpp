@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "vecbench/core/host_memory.hpp"
 #include "vecbench/engine/engine_kind.hpp"
 #include "vecbench/engine/model.hpp"
 #include "vecbench/engine/model_settings.hpp"
@@ -48,6 +49,11 @@ std::size_t torchscript_module_loads();
 
 /// Number of CUDA devices LibTorch sees (0 on a CPU build).
 int cuda_device_count();
+
+/// Where a run on `devices` keeps its batch buffers (RunSettings::host_memory): page-locked memory
+/// when one of them is a CUDA device (its replica then copies batches to the GPU with no staging
+/// copy), else null (ordinary memory; LibTorch is not opened for that).
+HostMemory* host_memory_for(const std::vector<VirtualDevice>& devices);
 
 /// Versions and devices of the backend: libtorch, cuda, cudnn, gpus[{name, memory_bytes}],
 /// and the BLAS/OpenMP set-up (at::get_parallel_info()).

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "vecbench/core/host_memory.hpp"
 #include "vecbench/engine/model.hpp"
 
 namespace vecbench {
@@ -28,8 +29,8 @@ struct InceptionWeights;
 /// Bumped whenever TorchPluginApi or a type crossing it changes (VirtualDevice, ModelSettings,
 /// InceptionWeights, Model); a library of another version is refused. 3: VirtualDevice::kind is a
 /// DeviceKind (a binary and a library either side of that change corrupted each other's devices).
-/// 4: the model settings are ModelSettings (engine/model_settings.hpp).
-constexpr int kTorchPluginAbi = 4;
+/// 4: the model settings are ModelSettings (engine/model_settings.hpp). 5: pinned_host_memory.
+constexpr int kTorchPluginAbi = 5;
 
 /// The functions of libvecbench_torch.so. Both sides are built from the same tree by the same
 /// compiler (C++ types cross the boundary); `abi` and `size` catch a stale library.
@@ -53,6 +54,9 @@ struct TorchPluginApi {
   int (*cuda_device_count)() = nullptr;
   /// libtorch, cuda, cudnn, gpus, parallel_info (see backend_info in engines.hpp).
   nlohmann::json (*backend_info)() = nullptr;
+  /// Page-locked host memory (cudaHostAlloc) for batch buffers, which the CUDA replicas copy from
+  /// without staging; null in a build without CUDA or with no GPU. Lives for the process.
+  HostMemory* (*pinned_host_memory)() = nullptr;
 };
 
 /// The library's table, opened on the first call (thread-safe). Throws Error naming every path

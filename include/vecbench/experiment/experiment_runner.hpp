@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "vecbench/core/fs_util.hpp"
+#include "vecbench/core/host_memory.hpp"
 #include "vecbench/dist/distributed_run.hpp"
 #include "vecbench/experiment/experiment.hpp"
 #include "vecbench/input/image_source.hpp"
@@ -28,6 +29,9 @@ struct ExperimentEnv {
   std::function<ModelFactory()> make_reference_factory;
   /// Makes the image source for a resize mode.
   std::function<std::unique_ptr<ImageSource>(ResizeMode)> make_source;
+  /// Where a run on these devices keeps its batch buffers (RunSettings::host_memory; `vecbench run`
+  /// gives engines.hpp's host_memory_for: pinned on CUDA). Unset or null: ordinary memory.
+  std::function<HostMemory*(const std::vector<VirtualDevice>&)> host_memory;
   ResizeMode model_resize = ResizeMode::tf_legacy;  ///< the model's default resize mode
   int input_size = 299;                             ///< the model's image side, pixels
   int cuda_devices = 0;                             ///< CUDA devices of this host

@@ -1,9 +1,11 @@
 // A batch: the images of one forward call, assembled straight into the model's input buffer.
 #pragma once
 #include <cstddef>
+#include <mutex>
 #include <string>
 #include <vector>
 
+#include "vecbench/core/host_memory.hpp"
 #include "vecbench/core/metrics.hpp"
 #include "vecbench/core/sink.hpp"
 #include "vecbench/input/device_decode.hpp"
@@ -14,7 +16,7 @@ namespace vecbench {
 struct Batch {
   std::size_t seq = 0;               ///< position of the batch in the run
   std::vector<std::size_t> indices;  ///< input indices of the images that loaded (in order)
-  std::vector<float> input;          ///< n*3*S*S floats
+  HostFloats input;                  ///< n*3*S*S floats, in the run's host memory (RunSettings::host_memory)
   std::vector<float> output;         ///< n*dim floats
   /// `--decode gpu`: the slots still held as JPEG bytes, decoded by the replica (Model::forward_encoded).
   EncodedImages encoded;
@@ -22,6 +24,50 @@ struct Batch {
   std::vector<std::pair<int, std::string>> failed_slots;
   Clock::time_point created;  ///< when loading began (for per-batch latency)
   int n() const { return static_cast<int>(indices.size()); }
+};
+
+/// An empty batch whose input buffer will live in `mem` (null: ordinary memory).
+inline Batch make_batch(HostMemory* mem) {
+  Batch b;
+  b.input = HostFloats(HostAllocator<float>(mem));
+  return b;
+}
+
+/// Batches that have been delivered, handed back for the next ones (data-parallel's writer gives,
+/// its decoders take): their buffers keep their capacity, so a run allocates, and on CUDA pins,
+/// about as many input buffers as it has batches in flight, not one a batch. Thread-safe.
+class BatchRecycler {
+ public:
+  /// Keeps at most `keep` idle batches (more are freed); new ones get their input from `mem`.
+  BatchRecycler(HostMemory* mem, std::size_t keep) : mem_(mem), keep_(keep) {}
+  Batch take() {
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      if (!idle_.empty()) {
+        Batch b = std::move(idle_.back());
+        idle_.pop_back();
+        return b;
+      }
+      ++made_;
+    }
+    return make_batch(mem_);
+  }
+  void give(Batch&& b) {
+    std::lock_guard<std::mutex> lk(m_);
+    if (idle_.size() < keep_) idle_.push_back(std::move(b));
+  }
+  /// Batches made so far (the rest of take()'s answers were reused).
+  std::size_t made() const {
+    std::lock_guard<std::mutex> lk(m_);
+    return made_;
+  }
+
+ private:
+  HostMemory* mem_;
+  std::size_t keep_;
+  mutable std::mutex m_;
+  std::vector<Batch> idle_;
+  std::size_t made_ = 0;
 };
 
 /// Loads inputs `todo[begin, end)` into `b`, decoding each image straight into its slot of the

@@ -42,6 +42,9 @@ struct RunSettings {
   /// the model's plain warm-up, so its JPEG decoder is made, sized and run outside the timed
   /// window (decode_warmup_batch; run_strategy fills it when the source hands over JPEGs).
   std::shared_ptr<const Batch> decode_warmup{};
+  /// Where batch buffers live: on a CUDA run the engine's pinned memory (host_memory_for in
+  /// engines.hpp), which the replicas copy from without staging; null: ordinary memory.
+  HostMemory* host_memory = nullptr;
 };
 
 /// Everything a strategy runs on.
@@ -132,14 +135,14 @@ inline void deliver_batch(const Batch& b, int dim, ResultSink& sink, Metrics& me
 /// reported by the run itself); null when the source keeps none of them as bytes (nothing for a
 /// device decoder to warm up on), or hands over none at all.
 inline std::shared_ptr<const Batch> decode_warmup_batch(const ImageSource& src, const std::vector<std::size_t>& todo,
-                                                        int batch, int size) {
+                                                        int batch, int size, HostMemory* memory = nullptr) {
   if (!src.hands_over_jpegs() || todo.empty()) return nullptr;
   struct Discard : ResultSink {
     void on_features(std::size_t, const float*, int) override {}
     void on_error(std::size_t, const std::string&) override {}
   } discard;
   Metrics scratch({});
-  auto b = std::make_shared<Batch>();
+  auto b = std::make_shared<Batch>(make_batch(memory));
   load_batch(src, todo, 0, std::min(todo.size(), static_cast<std::size_t>(std::max(1, batch))), size, *b, discard,
              scratch);
   if (b->encoded.empty()) return nullptr;
@@ -150,7 +153,8 @@ namespace detail {
 /// `calls` untimed forwards of the warm-up batch `w` through the device decoder (its encoded
 /// slots decoded by the replica, as in the run); nothing is counted or delivered.
 inline void warm_up_decoding(Model& m, const Batch& w, int calls) {
-  std::vector<float> in, out(static_cast<std::size_t>(w.n()) * static_cast<std::size_t>(m.feature_dim()));
+  HostFloats in(w.input.get_allocator());  // the run's memory, as its batches'
+  std::vector<float> out(static_cast<std::size_t>(w.n()) * static_cast<std::size_t>(m.feature_dim()));
   for (int i = 0; i < calls; ++i) {
     in = w.input;  // the host decoder writes the slots the device rejects: a fresh copy each call
     DeviceDecodeCounts ignored;

@@ -22,6 +22,10 @@ class DataParallelStrategy : public Strategy {
     const int n_decoders = std::max(1, ctx.settings.decode_threads);
     BoundedQueue<Batch> ready(static_cast<std::size_t>(std::max(1, ctx.settings.prefetch_batches)));
     BoundedQueue<Batch> done(ready.capacity() + n_workers);
+    // delivered batches go back to the decoders: input buffers (pinned on CUDA) made once per run
+    BatchRecycler recycler(ctx.settings.host_memory,
+                           ready.capacity() + done.capacity() +
+                               static_cast<std::size_t>(std::max(n_decoders, ctx.settings.max_decode_threads)));
     std::atomic<std::size_t> next{0};
     std::atomic<std::int64_t> starved_ns{0};  // the workers' summed wait for input (the balancer reads it)
     std::atomic<std::size_t> workers_left{n_workers};
@@ -57,7 +61,7 @@ class DataParallelStrategy : public Strategy {
         [&](int d) {
           TraceThread lane(ctx.settings.trace, "decoder " + std::to_string(d));
           try {
-            decode_batches(ctx, B, n_batches, next, ready, aborted);
+            decode_batches(ctx, B, n_batches, next, ready, recycler, aborted);
           } catch (...) {
             errors.capture();
             abort_all();
@@ -76,7 +80,7 @@ class DataParallelStrategy : public Strategy {
             decoders, starved_ns, n_workers, ctx.settings.max_decode_threads,
             [&] { return next.load() < n_batches && !aborted; });
         try {
-          write_results(ctx, done);
+          write_results(ctx, done, recycler);
         } catch (...) {
           errors.capture();
           abort_all();
@@ -91,7 +95,7 @@ class DataParallelStrategy : public Strategy {
 
  private:
   /// The writer: delivers every forwarded batch until the workers are done.
-  static void write_results(RunContext& ctx, BoundedQueue<Batch>& done) {
+  static void write_results(RunContext& ctx, BoundedQueue<Batch>& done, BatchRecycler& recycler) {
     for (;;) {
       std::optional<Batch> b;
       {
@@ -101,21 +105,25 @@ class DataParallelStrategy : public Strategy {
       if (!b) return;
       deliver_batch(*b, static_cast<int>(b->output.size() / std::max<std::size_t>(1, b->indices.size())), ctx.sink,
                     ctx.metrics);
+      recycler.give(std::move(*b));
     }
   }
   /// One decoder thread's work: batch k = next++ loaded and queued, until none is left, the run
   /// stops or the queue is aborted.
   static void decode_batches(RunContext& ctx, std::size_t B, std::size_t n_batches, std::atomic<std::size_t>& next,
-                             BoundedQueue<Batch>& ready, const std::atomic<bool>& aborted) {
+                             BoundedQueue<Batch>& ready, BatchRecycler& recycler, const std::atomic<bool>& aborted) {
     for (;;) {
       if (aborted || ctx.stop_requested()) return;
       const std::size_t k = next++;
       if (k >= n_batches) return;
-      Batch b;
+      Batch b = recycler.take();
       b.seq = k;
       load_batch(ctx.source, ctx.todo, k * B, std::min((k + 1) * B, ctx.todo.size()), ctx.input_size, b, ctx.sink,
                  ctx.metrics);
-      if (b.n() == 0) continue;
+      if (b.n() == 0) {
+        recycler.give(std::move(b));
+        continue;
+      }
       TraceSpan blocked(SpanKind::wait_output);
       if (!ready.push(std::move(b))) return;
       ctx.metrics.sample_queue(ready.size());

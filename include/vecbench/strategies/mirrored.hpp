@@ -15,7 +15,8 @@ class MirroredStrategy : public Strategy {
   void run(RunContext& ctx) override {
     const std::size_t n = ctx.devices.size();
     const std::size_t B = static_cast<std::size_t>(std::max(1, ctx.settings.batch_size));
-    std::vector<Batch> slices(n);
+    std::vector<Batch> slices;
+    for (std::size_t i = 0; i < n; ++i) slices.push_back(make_batch(ctx.settings.host_memory));
     std::mutex m;
     std::condition_variable cv;
     std::size_t generation = 0, pending = 0;

@@ -43,7 +43,8 @@ inline RunStats run_strategy(const StrategyEntry& strategy, const ImageSource& s
   Metrics metrics(names);
   RunContext ctx{source, std::move(todo), devs, pool, sink, metrics, settings, input_size};
   if (ctx.settings.warmup_batches > 0 && !ctx.settings.decode_warmup)  // --decode gpu: the decoders warm up too
-    ctx.settings.decode_warmup = decode_warmup_batch(source, ctx.todo, settings.batch_size, input_size);
+    ctx.settings.decode_warmup =
+        decode_warmup_batch(source, ctx.todo, settings.batch_size, input_size, settings.host_memory);
   if (settings.trace && settings.trace->devices().empty()) settings.trace->set_devices(names);
   struct Window {  // the trace's timed window: clock start to the run's end, however it ends
     Trace* trace;

@@ -29,7 +29,7 @@ inline void blocking_loop(RunContext& ctx, const std::vector<std::size_t>& devic
         .submit([&, k, dev](Replica& r) {
           TraceThread lane(ctx.settings.trace, ctx.device_lane(dev), static_cast<int>(dev));
           Model& m = r.model();
-          Batch b;
+          Batch b = make_batch(ctx.settings.host_memory);
           for (std::size_t i = chunks[k].first; i < chunks[k].second && !ctx.stop_requested(); i += B) {
             b.seq = seq++;
             load_batch(ctx.source, ctx.todo, i, std::min(i + B, chunks[k].second), ctx.input_size, b, ctx.sink,

@@ -16,7 +16,7 @@ class ShardedStrategy : public Strategy {
     r.on_abort = [&] { abort = true; };
     r.worker = [&](std::size_t i, Model& m) {
       const std::size_t B = static_cast<std::size_t>(std::max(1, ctx.settings.batch_size));
-      Batch b;
+      Batch b = make_batch(ctx.settings.host_memory);
       for (std::size_t k = chunks[i].first; k < chunks[i].second && !abort && !ctx.stop_requested(); k += B) {
         b.seq = next_seq++;
         load_batch(ctx.source, ctx.todo, k, std::min(k + B, chunks[i].second), ctx.input_size, b, ctx.sink,
