@@ -127,22 +127,64 @@ class DeviceDecodeOnlyModel : public NullModel {
   torch::Tensor buf_;
 };
 
-/// Batch buffers in page-locked memory: a replica copies them to its GPU directly (the
-/// pipeline's buffers, kept for the run: BatchRecycler in pipeline/batch.hpp).
+/// Batch buffers in page-locked memory: a replica copies them to its GPU directly. Pinning and
+/// unpinning are slow (and may synchronize the device), so freed blocks are kept for the next
+/// batch or run (up to kIdleBytes), and reserve() pins a run's blocks before its clock starts.
 class PinnedHostMemory final : public HostMemory {
  public:
+  static constexpr std::size_t kIdleBytes = std::size_t{8} << 30;
   void* allocate(std::size_t bytes) override {
+    bytes = std::max<std::size_t>(bytes, 1);
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      auto it = idle_.lower_bound(bytes);  // the smallest kept block that fits, if not twice too big
+      if (it != idle_.end() && it->first / 2 <= bytes) {
+        void* p = it->second;
+        idle_bytes_ -= it->first;
+        idle_.erase(it);
+        return p;
+      }
+    }
+    return pin(bytes);
+  }
+  void deallocate(void* p, std::size_t) noexcept override {
+    if (!p) return;
+    std::lock_guard<std::mutex> lk(m_);
+    const auto c = capacity_.find(p);
+    if (c != capacity_.end() && idle_bytes_ + c->second <= kIdleBytes) {
+      idle_.emplace(c->second, p);
+      idle_bytes_ += c->second;
+      return;
+    }
+    if (c != capacity_.end()) capacity_.erase(c);
+    cudaFreeHost(p);
+  }
+  void reserve(std::size_t count, std::size_t bytes) override {
+    bytes = std::max<std::size_t>(bytes, 1);
+    std::size_t ready = 0;
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      for (auto it = idle_.lower_bound(bytes); it != idle_.end() && it->first / 2 <= bytes; ++it) ++ready;
+    }
+    for (; ready < count; ++ready) deallocate(pin(bytes), bytes);
+  }
+  const char* name() const override { return "pinned (cudaHostAlloc)"; }
+
+ private:
+  void* pin(std::size_t bytes) {
     void* p = nullptr;
-    const cudaError_t e = cudaHostAlloc(&p, std::max<std::size_t>(bytes, 1), cudaHostAllocPortable);
+    const cudaError_t e = cudaHostAlloc(&p, bytes, cudaHostAllocPortable);
     if (e != cudaSuccess)
       throw Error("cudaHostAlloc of " + std::to_string(bytes) +
                   " bytes (a pinned batch buffer): " + cudaGetErrorString(e));
+    std::lock_guard<std::mutex> lk(m_);
+    capacity_[p] = bytes;
     return p;
   }
-  void deallocate(void* p, std::size_t) noexcept override {
-    if (p) cudaFreeHost(p);
-  }
-  const char* name() const override { return "pinned (cudaHostAlloc)"; }
+  std::mutex m_;
+  std::multimap<std::size_t, void*> idle_;  ///< kept blocks by capacity
+  std::map<void*, std::size_t> capacity_;   ///< every block made and not unpinned
+  std::size_t idle_bytes_ = 0;
 };
 
 /// Whether `p` is page-locked host memory the GPU copies from directly.
@@ -255,7 +297,7 @@ class TorchScriptModel : public Model {
       const cudaError_t e =
           cudaMemcpyAsync(xd.data_ptr(), x.data_ptr(), static_cast<std::size_t>(x.numel()) * sizeof(float),
                           cudaMemcpyHostToDevice, stream_->stream());
-      if (e != cudaSuccess) throw Error(std::string("copying a batch to the GPU: ") + cudaGetErrorString(e));
+      if (e != cudaSuccess) throw ReplicaError(dev_.name() + ": copying a batch to the GPU: " + cudaGetErrorString(e));
     } else {  // ordinary memory (warm-up, a caller's buffer): staged through this replica's pinned buffer
       if (!pinned_.defined() || pinned_.numel() < x.numel())
         pinned_ = torch::empty({x.numel()}, torch::TensorOptions().dtype(torch::kFloat).pinned_memory(true));

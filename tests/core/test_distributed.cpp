@@ -3,8 +3,10 @@
 // combination, and where shards come from (flags, Slurm's variables).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -135,6 +137,69 @@ TEST(Distributed, DynamicChunksReuseOneReplicaPerDeviceOfEachRank) {
   EXPECT_EQ(chunks, 11);
   EXPECT_EQ(made, 3 * 2);  // 3 ranks x cpu/2, made once each however many chunks they ran
   for (std::size_t i = 0; i < src.size(); ++i) EXPECT_EQ(got.times_seen(i), 1) << i;
+}
+
+namespace {
+// Even inputs arrive as "JPEG bytes" (`--decode gpu`); the replica decodes them itself.
+class JpegHandingSource : public SyntheticSource {
+ public:
+  using SyntheticSource::SyntheticSource;
+  bool hands_over_jpegs() const override { return true; }
+  bool load_or_encoded(std::size_t i, int size, float* dst, std::vector<std::uint8_t>& bytes,
+                       StageTimes& t) const override {
+    if (i % 2 != 0) return SyntheticSource::load_or_encoded(i, size, dst, bytes, t);
+    bytes.assign({static_cast<std::uint8_t>(i), static_cast<std::uint8_t>(i >> 8)});
+    return true;
+  }
+};
+// Logs "plain" for a plain forward and "encoded:<first encoded input>" for one with JPEG bytes.
+class EncodedLogStub : public vbt::StubModel {
+ public:
+  EncodedLogStub(const VirtualDevice& d, vbt::StubOptions o, std::mutex& m, std::vector<std::string>& log)
+      : StubModel(d, o), m_(m), log_(log) {}
+  void warmup(int, int) override { add("warmup"); }
+  ForwardTiming forward_encoded(float* in, const EncodedImages& enc, int n, float* out,
+                                DeviceDecodeCounts& counts) override {
+    add("encoded:" + std::to_string(enc.bytes.at(0)[0] | (enc.bytes.at(0)[1] << 8)));
+    return Model::forward_encoded(in, enc, n, out, counts);  // decoded on the host
+  }
+
+ private:
+  void add(std::string what) {
+    std::lock_guard<std::mutex> lk(m_);
+    log_.push_back(std::move(what));
+  }
+  std::mutex& m_;
+  std::vector<std::string>& log_;
+};
+}  // namespace
+
+// Dynamic sharing warms each rank's replicas once, before its first request, and with device
+// decoding on the rank's first batch through the replica's decoder (not constant tensors); the
+// chunks after it run without a warm-up.
+TEST(Distributed, DynamicChunksWarmTheDeviceDecodersUpOnTheFirstBatch) {
+  vbt::StubOptions o;
+  JpegHandingSource src(23);
+  DistributionOptions opt;
+  opt.mode = DistributionMode::dynamic_chunks;
+  opt.chunk = 4;
+  MemorySink got(src.size());
+  std::mutex m;
+  std::vector<std::string> log;
+  const auto out = run_ranks(
+      2, opt, src, got,
+      [&](int) -> ModelFactory {
+        return [&](const VirtualDevice& d) -> std::unique_ptr<Model> {
+          return std::make_unique<EncodedLogStub>(d, o, m, log);
+        };
+      },
+      o.input_size);
+  for (const auto& r : out) EXPECT_EQ(r.error, "");
+  for (std::size_t i = 0; i < src.size(); ++i) EXPECT_EQ(got.times_seen(i), 1) << i;
+  // 2 ranks x cpu/2, warm-up_batches 1: four warm-ups, each on inputs 0 and 1 (0 as bytes)
+  EXPECT_EQ(std::count(log.begin(), log.end(), "warmup"), 0);
+  const auto warm = std::count(log.begin(), log.end(), "encoded:0");
+  EXPECT_EQ(warm, 5);  // the four warm-ups, and the chunk's batch that starts with input 0
 }
 
 TEST(Distributed, ARankWhoseReplicaFailsLeavesAndTheOthersDoEverything) {

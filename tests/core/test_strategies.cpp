@@ -65,6 +65,14 @@ class CountingMemory : public HostMemory {
     ::operator delete(p);
   }
   const char* name() const override { return "counting"; }
+  void reserve(std::size_t count, std::size_t bytes) override {
+    std::lock_guard<std::mutex> lk(m_);
+    reserved_.emplace_back(count, bytes);
+  }
+  std::vector<std::pair<std::size_t, std::size_t>> reserved() const {
+    std::lock_guard<std::mutex> lk(m_);
+    return reserved_;
+  }
   /// Whether [p, p + bytes) lies in one block given out and not yet freed.
   bool owns(const void* p, std::size_t bytes) const {
     std::lock_guard<std::mutex> lk(m_);
@@ -91,6 +99,7 @@ class CountingMemory : public HostMemory {
   mutable std::mutex m_;
   std::map<void*, std::size_t> live_;
   std::size_t allocations_ = 0, bad_frees_ = 0;
+  std::vector<std::pair<std::size_t, std::size_t>> reserved_;
 };
 
 // A stub replica that counts the forwards whose input lies in `memory`.
@@ -140,6 +149,11 @@ TEST_P(StrategyTest, BatchesLiveInTheRunsHostMemoryAndAreReused) {
   EXPECT_LE(memory.allocations(), 12u) << GetParam();
   EXPECT_EQ(memory.live(), 0u) << GetParam();
   EXPECT_EQ(memory.bad_frees(), 0u) << GetParam();
+  // the run asked for its buffers before its clock, at its batch's size
+  const auto r = memory.reserved();
+  ASSERT_EQ(r.size(), 1u) << GetParam();
+  EXPECT_GE(r[0].first, GetParam() == "data-parallel" ? 4u : 1u) << GetParam();  // data-parallel: 2 ready + 2 done
+  EXPECT_EQ(r[0].second, 2u * 3 * o.input_size * o.input_size * sizeof(float)) << GetParam();
 }
 
 TEST_P(StrategyTest, SameFeaturesAsSequentialEveryImageOnce) {

@@ -78,7 +78,9 @@ if ! out=$(env -u VECBENCH_TORCH_LIBRARY LD_LIBRARY_PATH="$libpath" timeout 120 
   say "the prebuilt vecbench does not start with LD_LIBRARY_PATH=$libpath" >&2
   exit 1
 fi
-echo "$out" | grep -q "$DEST/libvecbench_torch.so\|prebuilt/libvecbench_torch.so" || {
+# grep reads a here-string, not a pipe: with pipefail, `echo | grep -q` fails when grep's early
+# exit makes echo's write fail (SIGPIPE), which once stopped CI's cuda-build on a binary that was fine.
+grep -q "$DEST/libvecbench_torch.so\|prebuilt/libvecbench_torch.so" <<< "$out" || {
   echo "$out" >&2; say "the prebuilt vecbench did not load the LibTorch library beside it" >&2; exit 1; }
-echo "$out" | grep -q "CUDA: .* build" || { echo "$out" >&2; say "the prebuilt vecbench has no CUDA" >&2; exit 1; }
+grep -q "CUDA: .* build" <<< "$out" || { echo "$out" >&2; say "the prebuilt vecbench has no CUDA" >&2; exit 1; }
 say "ok: $DEST ($(sed -n 's/.*"torch": "\([^"]*\)".*/torch \1/p' "$DEST/prebuilt.json"))"

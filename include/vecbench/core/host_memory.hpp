@@ -18,6 +18,12 @@ class HostMemory {
   /// `bytes` (at least 1); throws std::bad_alloc (or an Error saying why) when it cannot.
   virtual void* allocate(std::size_t bytes) = 0;
   virtual void deallocate(void* p, std::size_t bytes) noexcept = 0;
+  /// Readies `count` blocks of `bytes` before a run's clock starts, where making one is slow and
+  /// freed blocks are kept (pinned memory); this default does nothing.
+  virtual void reserve(std::size_t count, std::size_t bytes) {
+    (void)count;
+    (void)bytes;
+  }
   /// What it is, for logs and results ("pinned (cudaHostAlloc)").
   virtual const char* name() const = 0;
 };

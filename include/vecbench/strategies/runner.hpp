@@ -46,6 +46,13 @@ inline RunStats run_strategy(const StrategyEntry& strategy, const ImageSource& s
     ctx.settings.decode_warmup =
         decode_warmup_batch(source, ctx.todo, settings.batch_size, input_size, settings.host_memory);
   if (settings.trace && settings.trace->devices().empty()) settings.trace->set_devices(names);
+  if (settings.host_memory)  // pinned on CUDA: the run's batch buffers pinned before its clock
+    settings.host_memory->reserve(
+        s->name() == "data-parallel"
+            ? 2 * static_cast<std::size_t>(std::max(1, settings.prefetch_batches)) + devs.size() +
+                  static_cast<std::size_t>(std::max(settings.decode_threads, settings.max_decode_threads))
+            : devs.size(),
+        static_cast<std::size_t>(std::max(1, settings.batch_size)) * 3 * input_size * input_size * sizeof(float));
   struct Window {  // the trace's timed window: clock start to the run's end, however it ends
     Trace* trace;
     Metrics& metrics;
