@@ -11,34 +11,16 @@
 #include "vecbench/input/jpeg_decoder.hpp"
 #include "vecbench/output/fingerprint.hpp"
 #include "vecbench/strategies/runner.hpp"
+#include "vecbench/testing/encoded_source.hpp"
 #include "vecbench/testing/stub_model.hpp"
 
 using namespace vecbench;
+using vecbench::testing::encoded_index;
+using vecbench::testing::EncodedSource;
 using vecbench::testing::StubModel;
 using vecbench::testing::StubOptions;
 
 namespace {
-
-// A synthetic source whose even inputs arrive as "JPEG bytes" (the input's index) under device
-// decoding; `corrupt` ones fail on the host decoder.
-class EncodedSource : public SyntheticSource {
- public:
-  EncodedSource(std::size_t n, std::set<std::size_t> corrupt = {}) : SyntheticSource(n), corrupt_(std::move(corrupt)) {}
-  void load(std::size_t i, int size, float* dst, StageTimes& t) const override {
-    if (corrupt_.count(i)) throw InputError(name(i), "corrupt JPEG data (injected)");
-    SyntheticSource::load(i, size, dst, t);
-  }
-  bool hands_over_jpegs() const override { return true; }
-  bool load_or_encoded(std::size_t i, int size, float* dst, std::vector<std::uint8_t>& bytes,
-                       StageTimes& t) const override {
-    if (i % 2 != 0) return SyntheticSource::load_or_encoded(i, size, dst, bytes, t);
-    bytes.assign({static_cast<std::uint8_t>(i), static_cast<std::uint8_t>(i >> 8)});
-    return true;
-  }
-
- private:
-  std::set<std::size_t> corrupt_;
-};
 
 // Decodes the stub bytes back into the synthetic image (so device and host give the same
 // pixels); rejects inputs whose index is in `reject`.
@@ -106,7 +88,7 @@ class DecodingStub : public StubModel {
     if (log_) {
       std::string what = "encoded:";
       for (std::size_t k = 0; k < enc.bytes.size(); ++k)
-        what += (k ? "," : "") + std::to_string(enc.bytes[k][0] | (enc.bytes[k][1] << 8));
+        what += (k ? "," : "") + std::to_string(encoded_index(enc.bytes[k]));
       log_->add(device_, what);
     }
     struct Inside {  // forward() below is part of this call, not a plain one

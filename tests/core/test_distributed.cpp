@@ -13,6 +13,7 @@
 #include "vecbench/app/merge.hpp"
 #include "vecbench/dist/distributed_run.hpp"
 #include "vecbench/dist/job_progress.hpp"
+#include "vecbench/testing/encoded_source.hpp"
 #include "vecbench/testing/fault_injection.hpp"
 #include "vecbench/testing/named_source.hpp"
 #include "vecbench/testing/stub_model.hpp"
@@ -140,19 +141,7 @@ TEST(Distributed, DynamicChunksReuseOneReplicaPerDeviceOfEachRank) {
 }
 
 namespace {
-// Even inputs arrive as "JPEG bytes" (`--decode gpu`); the replica decodes them itself.
-class JpegHandingSource : public SyntheticSource {
- public:
-  using SyntheticSource::SyntheticSource;
-  bool hands_over_jpegs() const override { return true; }
-  bool load_or_encoded(std::size_t i, int size, float* dst, std::vector<std::uint8_t>& bytes,
-                       StageTimes& t) const override {
-    if (i % 2 != 0) return SyntheticSource::load_or_encoded(i, size, dst, bytes, t);
-    bytes.assign({static_cast<std::uint8_t>(i), static_cast<std::uint8_t>(i >> 8)});
-    return true;
-  }
-};
-// Logs "plain" for a plain forward and "encoded:<first encoded input>" for one with JPEG bytes.
+// Logs "warmup" for the model's plain warm-up and "encoded:<first encoded input>" for a forward with JPEG bytes.
 class EncodedLogStub : public vbt::StubModel {
  public:
   EncodedLogStub(const VirtualDevice& d, vbt::StubOptions o, std::mutex& m, std::vector<std::string>& log)
@@ -160,7 +149,7 @@ class EncodedLogStub : public vbt::StubModel {
   void warmup(int, int) override { add("warmup"); }
   ForwardTiming forward_encoded(float* in, const EncodedImages& enc, int n, float* out,
                                 DeviceDecodeCounts& counts) override {
-    add("encoded:" + std::to_string(enc.bytes.at(0)[0] | (enc.bytes.at(0)[1] << 8)));
+    add("encoded:" + std::to_string(vbt::encoded_index(enc.bytes.at(0))));
     return Model::forward_encoded(in, enc, n, out, counts);  // decoded on the host
   }
 
@@ -179,7 +168,7 @@ class EncodedLogStub : public vbt::StubModel {
 // chunks after it run without a warm-up.
 TEST(Distributed, DynamicChunksWarmTheDeviceDecodersUpOnTheFirstBatch) {
   vbt::StubOptions o;
-  JpegHandingSource src(23);
+  vbt::EncodedSource src(23);
   DistributionOptions opt;
   opt.mode = DistributionMode::dynamic_chunks;
   opt.chunk = 4;
