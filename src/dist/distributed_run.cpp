@@ -163,8 +163,7 @@ RunStats Distribution::run_dynamic(const StrategyEntry& strategy, const ImageSou
   const std::size_t n_devices = strategy_devices(strategy, pool.devices()).size();
   auto load = [&] {  // every replica loaded and warm (its device decoder too) before the first request
     RunSettings first = s;
-    if (first.warmup_batches > 0 && !first.decode_warmup)
-      first.decode_warmup = decode_warmup_batch(src, todo, s.batch_size, input_size, s.host_memory);
+    add_decode_warmup(first, src, todo, input_size);
     total = prepare_replicas(pool, n_devices, first);
     loaded = true;
     t0 = Clock::now();

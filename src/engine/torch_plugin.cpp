@@ -137,8 +137,8 @@ class PinnedHostMemory final : public HostMemory {
     bytes = std::max<std::size_t>(bytes, 1);
     {
       std::lock_guard<std::mutex> lk(m_);
-      auto it = idle_.lower_bound(bytes);  // the smallest kept block that fits, if not twice too big
-      if (it != idle_.end() && it->first / 2 <= bytes) {
+      auto it = idle_.lower_bound(bytes);  // the smallest kept block that fits
+      if (it != idle_.end() && fits(it->first, bytes)) {
         void* p = it->second;
         idle_bytes_ -= it->first;
         idle_.erase(it);
@@ -164,13 +164,15 @@ class PinnedHostMemory final : public HostMemory {
     std::size_t ready = 0;
     {
       std::lock_guard<std::mutex> lk(m_);
-      for (auto it = idle_.lower_bound(bytes); it != idle_.end() && it->first / 2 <= bytes; ++it) ++ready;
+      for (auto it = idle_.lower_bound(bytes); it != idle_.end() && fits(it->first, bytes); ++it) ++ready;
     }
     for (; ready < count; ++ready) deallocate(pin(bytes), bytes);
   }
   const char* name() const override { return "pinned (cudaHostAlloc)"; }
 
  private:
+  /// A kept block of `capacity` serves `bytes` (at most `capacity`) when it is not twice too big.
+  static bool fits(std::size_t capacity, std::size_t bytes) { return capacity / 2 <= bytes; }
   void* pin(std::size_t bytes) {
     void* p = nullptr;
     const cudaError_t e = cudaHostAlloc(&p, bytes, cudaHostAllocPortable);

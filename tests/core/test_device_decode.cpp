@@ -13,6 +13,7 @@
 #include "vecbench/strategies/runner.hpp"
 #include "vecbench/testing/encoded_source.hpp"
 #include "vecbench/testing/stub_model.hpp"
+#include "vecbench/testing/stub_reference.hpp"
 
 using namespace vecbench;
 using vecbench::testing::encoded_index;
@@ -188,9 +189,8 @@ TEST(DeviceDecode, EveryStrategyDeliversTheSameFeaturesAsHostDecoding) {
   SyntheticSource ref(13);
   for (const std::string strategy : {"sequential", "naive", "sharded", "data-parallel", "mirrored"}) {
     EncodedSource src(13, {10});
-    MemorySink want(13), got(13);
-    run_strategy("sequential", ref, all_indices(ref.size()), cpu_devs("cpu"), vecbench::testing::stub_factory(o), want,
-                 decode_settings(1), o.input_size);
+    const auto want = vecbench::testing::stub_reference(ref, o);
+    MemorySink got(13);
     auto factory = [&](const VirtualDevice& d) -> std::unique_ptr<Model> {
       return std::make_unique<DecodingStub>(d, o, ref, std::set<std::size_t>{4, 10});
     };
@@ -202,7 +202,7 @@ TEST(DeviceDecode, EveryStrategyDeliversTheSameFeaturesAsHostDecoding) {
         EXPECT_NE(got.error(i).find("corrupt JPEG"), std::string::npos) << strategy;
         continue;
       }
-      EXPECT_EQ(got.features(i), want.features(i)) << strategy << " input " << i;
+      EXPECT_EQ(got.features(i), want->features(i)) << strategy << " input " << i;
     }
     EXPECT_EQ(st.images_ok, 12u) << strategy;
     EXPECT_EQ(st.images_failed, 1u) << strategy;
@@ -216,12 +216,11 @@ TEST(DeviceDecode, AHostReplicaDecodesEncodedSlotsOnTheHost) {
   StubOptions o;
   SyntheticSource ref(6);
   EncodedSource src(6);
-  MemorySink want(6), got(6);
-  run_strategy("sequential", ref, all_indices(6), cpu_devs("cpu"), vecbench::testing::stub_factory(o), want,
-               decode_settings(2), o.input_size);
+  const auto want = vecbench::testing::stub_reference(ref, o);
+  MemorySink got(6);
   const RunStats st = run_strategy("data-parallel", src, all_indices(6), cpu_devs("cpu/2"),
                                    vecbench::testing::stub_factory(o), got, decode_settings(2), o.input_size);
-  for (std::size_t i = 0; i < 6; ++i) EXPECT_EQ(got.features(i), want.features(i)) << i;
+  for (std::size_t i = 0; i < 6; ++i) EXPECT_EQ(got.features(i), want->features(i)) << i;
   EXPECT_EQ(st.device_decoded, 0u);
   EXPECT_EQ(st.device_decode_fallbacks, 3u);
 }

@@ -17,6 +17,7 @@
 #include "vecbench/testing/fault_injection.hpp"
 #include "vecbench/testing/named_source.hpp"
 #include "vecbench/testing/stub_model.hpp"
+#include "vecbench/testing/stub_reference.hpp"
 #include "vecbench/testing/temp_dir.hpp"
 #include "vecbench/testing/thread_comm.hpp"
 
@@ -30,15 +31,6 @@ namespace {
 inline fs::path tmpdir(const std::string& name) { return vecbench::testing::fresh_temp_dir(name); }
 
 using vecbench::testing::read_jsonl;
-
-/// Features of every input on one process (the reference).
-std::unique_ptr<MemorySink> reference(const ImageSource& src, const vbt::StubOptions& o) {
-  auto sink = std::make_unique<MemorySink>(src.size());
-  RunSettings s;
-  run_strategy("sequential", src, all_indices(src.size()), expand_devices("cpu"), vbt::stub_factory(o), *sink, s,
-               o.input_size);
-  return sink;
-}
 
 struct RankOutcome {
   RunStats stats;
@@ -91,7 +83,7 @@ TEST(Distributed, DynamicChunksOnThreadRanksGiveEveryInputOnceAndTheSameFeatures
   vbt::StubOptions o;
   o.seconds_per_image = 0.002;
   SyntheticSource src(41);
-  const auto ref = reference(src, o);
+  const auto ref = vbt::stub_reference(src, o);
   for (const std::string mode : {"dynamic", "static"}) {
     SCOPED_TRACE(mode);
     DistributionOptions opt;

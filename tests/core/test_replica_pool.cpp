@@ -11,6 +11,7 @@
 
 #include "vecbench/strategies/runner.hpp"
 #include "vecbench/testing/stub_model.hpp"
+#include "vecbench/testing/stub_reference.hpp"
 
 using namespace vecbench;
 using vecbench::testing::stub_factory;
@@ -100,9 +101,7 @@ void within_seconds(double s, F f) {
 TEST(ReplicaPool, MakesEachReplicaOnceAcrossRunsOfEveryStrategy) {
   const StubOptions o;
   SyntheticSource src(29);
-  MemorySink ref(src.size());
-  run_strategy("sequential", src, all_indices(src.size()), devs("cpu"), stub_factory(o), ref, settings(1),
-               o.input_size);
+  const auto ref = vecbench::testing::stub_reference(src, o);
   std::atomic<int> made{0};
   ReplicaPool pool(devs("cpu/3"), stub_factory(o, &made));
   EXPECT_EQ(made, 0);  // nothing is made before a job asks
@@ -115,7 +114,7 @@ TEST(ReplicaPool, MakesEachReplicaOnceAcrossRunsOfEveryStrategy) {
       EXPECT_EQ(st.images_ok, src.size());
       for (std::size_t i = 0; i < src.size(); ++i) {
         ASSERT_EQ(got.times_seen(i), 1) << i;
-        ASSERT_EQ(got.features(i), ref.features(i)) << i;
+        ASSERT_EQ(got.features(i), ref->features(i)) << i;
       }
       if (strategy == "sequential" && round == 0) {
         EXPECT_EQ(made, 1);  // sequential uses the first device only

@@ -11,6 +11,7 @@
 #include "vecbench/engine/null_model.hpp"
 #include "vecbench/strategies/runner.hpp"
 #include "vecbench/testing/stub_model.hpp"
+#include "vecbench/testing/stub_reference.hpp"
 
 using namespace vecbench;
 using vecbench::testing::ConcurrencyGauge;
@@ -130,9 +131,7 @@ class StrategyTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(StrategyTest, BatchesLiveInTheRunsHostMemoryAndAreReused) {
   const StubOptions o;
   SyntheticSource src(61);
-  MemorySink ref(src.size());
-  run_strategy("sequential", src, all_indices(src.size()), devs("cpu"), stub_factory(o), ref, settings(1),
-               o.input_size);
+  const auto ref = vecbench::testing::stub_reference(src, o);
   CountingMemory memory;
   std::atomic<int> in_memory{0}, elsewhere{0};
   auto factory = [&](const VirtualDevice& d) -> std::unique_ptr<Model> {
@@ -142,7 +141,7 @@ TEST_P(StrategyTest, BatchesLiveInTheRunsHostMemoryAndAreReused) {
   s.host_memory = &memory;
   MemorySink got(src.size());
   run_strategy(GetParam(), src, all_indices(src.size()), devs("cpu/2"), factory, got, s, o.input_size);
-  for (std::size_t i = 0; i < src.size(); ++i) EXPECT_EQ(got.features(i), ref.features(i)) << GetParam() << " " << i;
+  for (std::size_t i = 0; i < src.size(); ++i) EXPECT_EQ(got.features(i), ref->features(i)) << GetParam() << " " << i;
   EXPECT_GE(in_memory.load(), 31) << GetParam();
   EXPECT_EQ(elsewhere.load(), 0) << GetParam();
   // in flight at most: 2 ready + 4 done + 2 forwarding + 2 decoding (data-parallel); one a replica otherwise
@@ -159,9 +158,7 @@ TEST_P(StrategyTest, BatchesLiveInTheRunsHostMemoryAndAreReused) {
 TEST_P(StrategyTest, SameFeaturesAsSequentialEveryImageOnce) {
   const StubOptions o;
   SyntheticSource src(37);
-  MemorySink ref(src.size());
-  run_strategy("sequential", src, all_indices(src.size()), devs("cpu"), stub_factory(o), ref, settings(1),
-               o.input_size);
+  const auto ref = vecbench::testing::stub_reference(src, o);
   for (int batch : {1, 4}) {
     MemorySink got(src.size());
     const RunStats st = run_strategy(GetParam(), src, all_indices(src.size()), devs("cpu/3"), stub_factory(o), got,
@@ -170,7 +167,7 @@ TEST_P(StrategyTest, SameFeaturesAsSequentialEveryImageOnce) {
     EXPECT_EQ(st.images_failed, 0u);
     for (std::size_t i = 0; i < src.size(); ++i) {
       ASSERT_EQ(got.times_seen(i), 1) << GetParam() << " input " << i;
-      ASSERT_EQ(got.features(i), ref.features(i)) << GetParam() << " input " << i;  // bit-identical
+      ASSERT_EQ(got.features(i), ref->features(i)) << GetParam() << " input " << i;  // bit-identical
     }
   }
 }

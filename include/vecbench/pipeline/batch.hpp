@@ -48,7 +48,6 @@ class BatchRecycler {
         idle_.pop_back();
         return b;
       }
-      ++made_;
     }
     return make_batch(mem_);
   }
@@ -56,18 +55,12 @@ class BatchRecycler {
     std::lock_guard<std::mutex> lk(m_);
     if (idle_.size() < keep_) idle_.push_back(std::move(b));
   }
-  /// Batches made so far (the rest of take()'s answers were reused).
-  std::size_t made() const {
-    std::lock_guard<std::mutex> lk(m_);
-    return made_;
-  }
 
  private:
   HostMemory* mem_;
   std::size_t keep_;
-  mutable std::mutex m_;
+  std::mutex m_;
   std::vector<Batch> idle_;
-  std::size_t made_ = 0;
 };
 
 /// Loads inputs `todo[begin, end)` into `b`, decoding each image straight into its slot of the

@@ -149,6 +149,12 @@ inline std::shared_ptr<const Batch> decode_warmup_batch(const ImageSource& src, 
   return b;
 }
 
+/// Fills `s.decode_warmup` from `src` and `todo` where the run warms up and nothing filled it yet.
+inline void add_decode_warmup(RunSettings& s, const ImageSource& src, const std::vector<std::size_t>& todo, int size) {
+  if (s.warmup_batches > 0 && !s.decode_warmup)
+    s.decode_warmup = decode_warmup_batch(src, todo, s.batch_size, size, s.host_memory);
+}
+
 namespace detail {
 /// `calls` untimed forwards of the warm-up batch `w` through the device decoder (its encoded
 /// slots decoded by the replica, as in the run); nothing is counted or delivered.
@@ -202,6 +208,12 @@ class Strategy {
   /// Processes ctx.todo; every input ends in exactly one sink call unless the run stops early
   /// or fails. Throws after every thread has joined if a replica fails.
   virtual void run(RunContext& ctx) = 0;
+  /// The most batches a run on `devices` devices holds at once (what run_strategy has the run's
+  /// host memory reserve before the clock): one a device, unless the strategy queues more.
+  virtual std::size_t batches_in_flight(const RunSettings& s, std::size_t devices) const {
+    (void)s;
+    return devices;
+  }
 };
 
 }  // namespace vecbench

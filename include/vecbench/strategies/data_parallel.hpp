@@ -3,6 +3,7 @@
 // whenever it is free (dynamic load balance); a writer delivers results. Decode, copy, compute
 // and writing overlap. On CUDA each replica copies on its own stream from pinned memory.
 #pragma once
+#include <algorithm>
 #include <optional>
 #include <thread>
 
@@ -15,17 +16,21 @@ namespace vecbench {
 class DataParallelStrategy : public Strategy {
  public:
   std::string name() const override { return "data-parallel"; }
+  /// The ready queue, the done queue (the ready queue's depth and one a worker) and one a decoder.
+  std::size_t batches_in_flight(const RunSettings& s, std::size_t devices) const override {
+    const std::size_t ready = static_cast<std::size_t>(std::max(1, s.prefetch_batches));
+    return ready + (ready + devices) + static_cast<std::size_t>(std::max({1, s.decode_threads, s.max_decode_threads}));
+  }
   void run(RunContext& ctx) override {
     const std::size_t B = static_cast<std::size_t>(std::max(1, ctx.settings.batch_size));
     const std::size_t n_batches = (ctx.todo.size() + B - 1) / B;
     const std::size_t n_workers = ctx.devices.size();
     const int n_decoders = std::max(1, ctx.settings.decode_threads);
-    BoundedQueue<Batch> ready(static_cast<std::size_t>(std::max(1, ctx.settings.prefetch_batches)));
+    BoundedQueue<Batch> ready(
+        static_cast<std::size_t>(std::max(1, ctx.settings.prefetch_batches)));  // as batches_in_flight
     BoundedQueue<Batch> done(ready.capacity() + n_workers);
     // delivered batches go back to the decoders: input buffers (pinned on CUDA) made once per run
-    BatchRecycler recycler(ctx.settings.host_memory,
-                           ready.capacity() + done.capacity() +
-                               static_cast<std::size_t>(std::max(n_decoders, ctx.settings.max_decode_threads)));
+    BatchRecycler recycler(ctx.settings.host_memory, batches_in_flight(ctx.settings, n_workers));
     std::atomic<std::size_t> next{0};
     std::atomic<std::int64_t> starved_ns{0};  // the workers' summed wait for input (the balancer reads it)
     std::atomic<std::size_t> workers_left{n_workers};

@@ -42,16 +42,11 @@ inline RunStats run_strategy(const StrategyEntry& strategy, const ImageSource& s
   reset_peak_rss();
   Metrics metrics(names);
   RunContext ctx{source, std::move(todo), devs, pool, sink, metrics, settings, input_size};
-  if (ctx.settings.warmup_batches > 0 && !ctx.settings.decode_warmup)  // --decode gpu: the decoders warm up too
-    ctx.settings.decode_warmup =
-        decode_warmup_batch(source, ctx.todo, settings.batch_size, input_size, settings.host_memory);
+  add_decode_warmup(ctx.settings, source, ctx.todo, input_size);  // --decode gpu: the decoders warm up too
   if (settings.trace && settings.trace->devices().empty()) settings.trace->set_devices(names);
   if (settings.host_memory)  // pinned on CUDA: the run's batch buffers pinned before its clock
     settings.host_memory->reserve(
-        s->name() == "data-parallel"
-            ? 2 * static_cast<std::size_t>(std::max(1, settings.prefetch_batches)) + devs.size() +
-                  static_cast<std::size_t>(std::max(settings.decode_threads, settings.max_decode_threads))
-            : devs.size(),
+        s->batches_in_flight(settings, devs.size()),
         static_cast<std::size_t>(std::max(1, settings.batch_size)) * 3 * input_size * input_size * sizeof(float));
   struct Window {  // the trace's timed window: clock start to the run's end, however it ends
     Trace* trace;
