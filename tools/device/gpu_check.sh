@@ -91,7 +91,8 @@ PY=${PYTHON:-python3}
 
 # ---- plan: the two modes --------------------------------------------------------------------
 # B1 the seed-style loop's batch, B the equal batch of the seed's question, B_BIG the half
-# precisions and the rest. Input counts are multiples of 3 x B (every batch of every replica full).
+# precisions and the rest. The throughput runs' input counts are multiples of 3 x B (every batch of
+# every replica full); the verification count is not (its last batch short: padded on CUDA, verified).
 if [ "$DEVICES" = cuda ]; then
   DEV1=cuda:0 DEV3=cuda:0/3 B1=1 B=32 B_BIG=128
   N_MODEL=1920 N_BIG=1920 N_DECODE=1920 N_VERIFY=61 ROUNDS=3 DTHREADS=12 WARMUP=5 MAXREP=3 KILL=10 FORCE=()
