@@ -12,8 +12,12 @@ background by this Python's torch as the machine's torch will export it.
      ends before its deadline with its 3 files;
   3. a SIGKILL of the whole check at a random point (no trap runs): OUT still holds at most 4
      files, the archive is readable, every stage recorded as ok has its JSON in it, and the report
-     names the stages that ran and the one the kill stopped.
+     names the stages that ran and the one the kill stopped;
+  4. the report on hand-made files (a GPU check's layout, figures chosen so that stages disagree):
+     each ratio of the seed's question is between runs of one stage's interleaved run, the
+     end-to-end line's two ceilings come from the decode stage's own rounds.
 VECBENCH_EXE: the vecbench to use (ctest sets it; default build/vecbench)."""
+import json
 import os
 import random
 import signal
@@ -110,6 +114,61 @@ def killed_check(tmp, full_s):
         check("| started |" in row(report, running), f"killed: the stopped stage {running}: {row(report, running)}")
 
 
+def write_json(path, doc):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(doc, f)
+
+
+def result_doc(name, runs):
+    """A `vecbench run` result as the report reads it: (strategy, devices, batch, img/s) per run."""
+    return {"name": name, "config": {"requested": {"precision": "fp32"}},
+            "runs": [{"params": {"strategy": st, "devices": dv, "batch": b, "input": "synthetic"},
+                      "summary": {"images_per_s": {"median": v, "count": 3}}, "status": "ok"}
+                     for st, dv, b, v in runs]}
+
+
+def report_check(tmp):
+    """The report's ratios on hand-made files: the seed stage's runs against each other, the more
+    stage's against each other (here at the same batch, as in the dry run, with other figures), and
+    the end-to-end line from the decode stage's rounds, whatever the other stages measured."""
+    work = os.path.join(tmp, "report_work")
+    write_json(os.path.join(work, "check.json"), {"devices": "cuda", "single": "cuda:0", "split": "cuda:0/3",
+                                                  "batch_seed": 1, "batch": 32, "batch_big": 32})
+    with open(os.path.join(work, "stages.tsv"), "w") as f:
+        f.write("".join(f"{s}\tok\t1\t\n" for s in ("probe", "build", "smoke", "seed", "decode", "more")))
+    write_json(os.path.join(work, "results", "check_seed", "a.json"), result_doc("check_seed", [
+        ("sequential", "cuda:0", 1, 100.0), ("sequential", "cuda:0", 32, 1000.0),
+        ("data-parallel", "cuda:0", 32, 1100.0), ("data-parallel", "cuda:0/3", 32, 1210.0),
+        ("naive", "cuda:0/3", 1, 50.0)]))
+    write_json(os.path.join(work, "results", "check_more", "b.json"), result_doc("check_more", [
+        ("sequential", "cuda:0", 32, 2000.0), ("data-parallel", "cuda:0", 32, 2500.0),
+        ("data-parallel", "cuda:0/3", 32, 3000.0), ("naive", "cuda:0/3", 32, 400.0)]))
+    for name, rates in (("gpu_torchscript", (900, 700, 800)), ("cpu_torchscript", (300, 500, 400)),
+                        ("gpu_none", (5000,)), ("cpu_none", (450,)), ("synthetic_torchscript", (1000, 1000))):
+        for r, v in enumerate(rates, 1):
+            write_json(os.path.join(work, "decode", f"decode_{name}_r{r}.json"), {"images_per_s": v})
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "device", "gpu_check_report.py"), work],
+                       capture_output=True, text=True, check=True)
+    lines = p.stdout.splitlines()
+
+    def line(start):
+        got = [x for x in lines if x.startswith(f"- {start}")]
+        check(len(got) == 1, f"report: {len(got)} lines start with '- {start}':\n{p.stdout}")
+        return got[0]
+    want = {"split gain at equal batch 32:": "1210.0 img/s vs sequential cuda:0 1000.0: **1.21x**",
+            "replicas on one device at equal batch 32 (the control": "1210.0 img/s vs data-parallel cuda:0 1100.0: **1.10x**",
+            "the seed's mistake at batch 1": "50.0 img/s vs sequential cuda:0 100.0: **0.50x**",
+            "batching alone": "1000.0 img/s vs sequential cuda:0 batch 1 100.0: **10.00x**",
+            "split gain at equal batch 32 (stage more)": "3000.0 img/s vs sequential cuda:0 2000.0: **1.50x**",
+            "replicas on one device at equal batch 32 (stage more": "3000.0 img/s vs data-parallel cuda:0 2500.0: **1.20x**",
+            "decoding on the GPU end to end": "800.0 img/s vs --decode cpu 400.0: **2.00x**",
+            "end to end with gpu decoding": "min(decode ceiling 5000.0, model ceiling 1000.0) = 1000.0: **80%**"}
+    for start, tail in want.items():
+        got = line(start)
+        check(tail in got, f"report: '{start}' says {got!r}, wanted ...{tail!r}")
+
+
 def verdict_check(tmp):
     """gpu_env.sh's gpu_configure_verdict, the checks of a configure log that CI's cuda-build and
     the GPU machine's build (gpu_check.sh build_here) share, on the lines CMake prints."""
@@ -130,8 +189,9 @@ def verdict_check(tmp):
 
 def main():
     with tempfile.TemporaryDirectory(prefix="gpu_check_dry.") as tmp:
-        # 0. The configure checks both builds share.
+        # 0. The configure checks both builds share; the report's ratios on hand-made files.
         verdict_check(tmp)
+        report_check(tmp)
         # 1. The whole dry run, from a budget (750 s left: a 240 s deadline): every stage that can
         #    run on a CPU runs.
         report, names, took = run_check(tmp, "full", ["--budget-left", "750"], 240)
@@ -145,7 +205,7 @@ def main():
             check("| ok |" in row(report, s), f"full: stage {s} not ok: {row(report, s)}")
         check("not run: dry run on cpu: fp16 needs CUDA" in report, "full: fp16 not reported as not run")
         for target in ("split gain at equal batch 2", "(the control: one replica)", "the seed's mistake at batch 1",
-                       "batching alone"):
+                       "batching alone", "(stage more)", "end to end with cpu decoding"):
             line = next((x for x in report.splitlines() if target in x), "")
             check("**" in line, f"full: the target '{target}' has no ratio: {line!r}")
         check("fp32 against the CPU fp32 reference: largest relative difference" in report,

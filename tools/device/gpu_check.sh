@@ -24,7 +24,8 @@
 #                equal-batch control) and cuda:0/3 at 32, naive cuda:0/3 at 1; 1,920 inputs (20 x 3
 #                x 32: every batch full, so cuDNN's autotuning, on, sees in the warm-up every batch
 #                shape the run will see)
-#       decode   GPU against CPU decoding end to end on 1,920 photos (the decoder made in the warm-up)
+#       decode   GPU against CPU decoding end to end on 1,920 photos (the decoder made in the warm-up),
+#                then each decoder without the model and the model on synthetic inputs (the ceilings)
 #       verify_fp32  fp32 against the CPU reference (the carried photos, at most 61: a short last batch)
 #       fp16, bf16, verify_half, more   while time remains
 # Throughput runs have warm-up before the clock and `"verify": false`; verification runs on a
@@ -95,7 +96,7 @@ PY=${PYTHON:-python3}
 # every replica full); the verification count is not (its last batch short: padded on CUDA, verified).
 if [ "$DEVICES" = cuda ]; then
   DEV1=cuda:0 DEV3=cuda:0/3 B1=1 B=32 B_BIG=128
-  N_MODEL=1920 N_BIG=1920 N_DECODE=1920 N_VERIFY=61 ROUNDS=3 DTHREADS=12 WARMUP=5 MAXREP=3 KILL=10 FORCE=()
+  N_MODEL=1920 N_BIG=1920 N_DECODE=1920 N_VERIFY=61 ROUNDS=2 DTHREADS=12 WARMUP=5 MAXREP=3 KILL=10 FORCE=()
   PRECISIONS="fp32 fp16 bf16" DECODES="gpu cpu"
 else
   DEV1=cpu DEV3=cpu/3 B1=1 B=2 B_BIG=2
@@ -457,22 +458,27 @@ stage_verify_fp32() {
     { \"strategy\": [\"data-parallel\"], \"devices\": [\"$DEV3\"], \"batch\": [$B] } ]"
   stage_end
 }
-stage_decode() {  # vectorize on the decode inputs: per round each decoder with the model and without
+stage_decode() {  # vectorize, rounds of: each decoder end to end, each without the model, the model alone
   if [ ! -d "$WORK/jpegs" ]; then record decode skipped 0 "no photos in $PHOTOS (tools/device/pack_deps.sh)"; return 0; fi
   stage_begin decode || return 0
   mkdir -p "$WORK/decode"
-  local r d eng name
+  # The issue's ratio first (GPU against CPU decoding, end to end), then the two ceilings: each
+  # decoder without the model (--engine none) and the model without decoding (the same command
+  # on as many synthetic inputs), so every figure of the end-to-end line comes from these rounds.
+  local variants=() d r v name images
+  for d in $DECODES; do variants+=("$d:torchscript"); done
+  for d in $DECODES; do variants+=("$d:none"); done
+  variants+=("synthetic:torchscript")
   for r in $(seq 1 "$ROUNDS"); do
-    for d in $DECODES; do
-      for eng in torchscript none; do
-        [ "$(stage_left)" -ge 5 ] || break 3
-        name=decode_${d}_${eng}_r$r
-        rm -rf "$WORK/vec"
-        # --warmup 3: the first batches, the nvJPEG decoder's creation among them, before the clock
-        step --cap 60 "$VB" vectorize --images "$WORK/jpegs" --out "$WORK/vec/$name" "${MODEL_ARG[@]}" --format none \
-          --devices "$DEV3" --strategy data-parallel --batch "$B" --decode-threads "$DTHREADS" --engine "$eng" \
-          --decode "$d" --warmup 3 --no-profile --progress 0 --json "$WORK/decode/$name.json" "${FORCE[@]}"
-      done
+    for v in "${variants[@]}"; do
+      [ "$(stage_left)" -ge 5 ] || break 2
+      d=${v%%:*} name=decode_${v/:/_}_r$r images=$WORK/jpegs
+      [ "$d" = synthetic ] && images=synthetic:$N_DECODE d=cpu
+      rm -rf "$WORK/vec"
+      # --warmup 3: the first batches, the nvJPEG decoder's creation among them, before the clock
+      step --cap 60 "$VB" vectorize --images "$images" --out "$WORK/vec/$name" "${MODEL_ARG[@]}" --format none \
+        --devices "$DEV3" --strategy data-parallel --batch "$B" --decode-threads "$DTHREADS" --engine "${v#*:}" \
+        --decode "$d" --warmup 3 --no-profile --progress 0 --json "$WORK/decode/$name.json" "${FORCE[@]}"
     done
   done
   rm -rf "$WORK/vec"
