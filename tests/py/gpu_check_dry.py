@@ -13,7 +13,8 @@ background by this Python's torch as the machine's torch will export it.
   3. a SIGKILL of the whole check at a random point (no trap runs): OUT still holds at most 4
      files, the archive is readable, every stage recorded as ok has its JSON in it, and the report
      names the stages that ran and the one the kill stopped;
-  4. the report on hand-made files (a GPU check's layout, figures chosen so that stages disagree):
+  4. the prebuilt binary is used only in the tree it was made from (gpu_prebuilt_stale);
+  5. the report on hand-made files (a GPU check's layout, figures chosen so that stages disagree):
      each ratio of the seed's question is between runs of one stage's interleaved run, the
      end-to-end line's two ceilings come from the decode stage's own rounds.
 VECBENCH_EXE: the vecbench to use (ctest sets it; default build/vecbench)."""
@@ -169,6 +170,41 @@ def report_check(tmp):
         check(tail in got, f"report: '{start}' says {got!r}, wanted ...{tail!r}")
 
 
+def stale_check(tmp):
+    """gpu_env.sh's gpu_prebuilt_stale: the prebuilt binary is used only in the tree it was made
+    from (the hash of its sources: names and contents), never after an edit, an added file or
+    from a prebuilt.json that records no hash."""
+    root = os.path.join(tmp, "stale_root")
+    files = {"CMakeLists.txt": "project(x)\n", "experiments/quick.json": "{}\n", "tools/vecbench.cpp": "int main(){}\n",
+             "tools/build_info.cmake": "\n", "src/a.cpp": "int a;\n", "include/vecbench/b.hpp": "int b();\n",
+             "tests/t.cpp": "int t;\n"}
+    for rel, text in files.items():
+        os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
+        with open(os.path.join(root, rel), "w") as f:
+            f.write(text)
+    env = os.path.join(ROOT, "tools", "device", "gpu_env.sh")
+
+    def sh(fn):
+        r = subprocess.run(["bash", "-c", f'source "{env}"; {fn} "$1"', "-", root], capture_output=True, text=True)
+        return r.returncode, r.stdout.strip()
+    _, made = sh("gpu_source_hash")
+    check(len(made) == 16, f"gpu_source_hash: {made!r}")
+    write_json(os.path.join(root, ".gpu-deps", "prebuilt", "prebuilt.json"), {"commit": "0123456789abcdef", "sources": made})
+    rc, why = sh("gpu_prebuilt_stale")
+    check(rc == 1 and why == "", f"gpu_prebuilt_stale on its own tree: exit {rc} {why!r}")
+    with open(os.path.join(root, "tests", "t.cpp"), "a") as f:  # not compiled into the binary
+        f.write("int u;\n")
+    check(sh("gpu_prebuilt_stale")[0] == 1, "gpu_prebuilt_stale: a test file's edit made the binary stale")
+    for rel, edit in (("src/a.cpp", "int c;\n"), ("include/vecbench/new.hpp", "")):
+        with open(os.path.join(root, rel), "a") as f:
+            f.write(edit)
+        rc, why = sh("gpu_prebuilt_stale")
+        check(rc == 0 and made in why and "0123456789" in why, f"gpu_prebuilt_stale after {rel}: exit {rc} {why!r}")
+    write_json(os.path.join(root, ".gpu-deps", "prebuilt", "prebuilt.json"), {"commit": "0123456789abcdef"})
+    rc, why = sh("gpu_prebuilt_stale")
+    check(rc == 0 and "unrecorded" in why, f"gpu_prebuilt_stale without a recorded hash: exit {rc} {why!r}")
+
+
 def verdict_check(tmp):
     """gpu_env.sh's gpu_configure_verdict, the checks of a configure log that CI's cuda-build and
     the GPU machine's build (gpu_check.sh build_here) share, on the lines CMake prints."""
@@ -189,8 +225,10 @@ def verdict_check(tmp):
 
 def main():
     with tempfile.TemporaryDirectory(prefix="gpu_check_dry.") as tmp:
-        # 0. The configure checks both builds share; the report's ratios on hand-made files.
+        # 0. The configure checks both builds share; the prebuilt binary only in its own tree; the
+        #    report's ratios on hand-made files.
         verdict_check(tmp)
+        stale_check(tmp)
         report_check(tmp)
         # 1. The whole dry run, from a budget (750 s left: a 240 s deadline): every stage that can
         #    run on a CPU runs.

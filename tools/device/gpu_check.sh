@@ -34,6 +34,10 @@
 #   tools/device/gpu_check.sh [--budget-left S | --deadline S] [--devices cuda|cpu] [--vecbench PATH]
 #                             [--model PATH] [--build-dir DIR] [--work DIR] [--photos DIR]
 #                             [--allow-no-nvjpeg] [--stage all|compile|smoke] OUT
+#   tools/device/gpu_check.sh --preflight [--budget-left S]
+#   --preflight      here, before the device call: the prebuilt binary is this tree's (the hash of
+#                    its sources, gpu_source_hash: a stale one is not used there, and a build there
+#                    costs minutes), .gpu-deps is packed, what travels fits; prints the call
 #   --budget-left S  the device budget left (s): deadline S - 510 (default: --deadline 390)
 #   --devices cpu    the dry run: cpu and cpu/3 (--force) in place of cuda:0 and cuda:0/3, a few
 #                    images, fp32 only (fp16/bf16 need CUDA), host decoding only (CI runs it:
@@ -53,8 +57,28 @@ ROOT=$PWD
 # shellcheck source=tools/device/gpu_env.sh
 source "$ROOT/tools/device/gpu_env.sh"
 
-STAGE=all DEVICES=cuda VB="" MODEL="" BUILD="" WORK="" PHOTOS="" ALLOW_NO_NVJPEG=0 OUT=""
+STAGE=all DEVICES=cuda VB="" MODEL="" BUILD="" WORK="" PHOTOS="" ALLOW_NO_NVJPEG=0 OUT="" PREFLIGHT=0 BUDGET_LEFT=""
 DEADLINE_S=${DEADLINE_S:-390}
+preflight() {  # --preflight: here, before the device call: what it carries is ready; the call's arguments
+  local bad=0 why kib
+  if [ ! -x "$PREBUILT/vecbench" ]; then echo "gpu_check: no prebuilt binary: run tools/cuda_build.sh"; bad=1
+  elif why=$(gpu_prebuilt_stale "$ROOT"); then echo "gpu_check: $why"; bad=1
+  else echo "gpu_check: the prebuilt binary is this tree's (sources $(gpu_source_hash "$ROOT"))"; fi
+  for d in nvjpeg/lib codec/lib include jpegs; do
+    [ -d "$ROOT/.gpu-deps/$d" ] || { echo "gpu_check: no .gpu-deps/$d: run tools/cuda_build.sh (it packs .gpu-deps)"; bad=1; }
+  done
+  kib=$(( $(du -sk "$ROOT/.gpu-deps" 2>/dev/null | cut -f1) + $( (cd "$ROOT" && git ls-files -z --cached --others \
+    --exclude-standard | xargs -0 stat -c %s 2>/dev/null) | awk '{s += $1} END {print int(s / 1024)}') ))
+  echo "gpu_check: the tree and .gpu-deps travel as $((kib / 1024)) MiB (the device tool's limit: 64)"
+  [ "$kib" -le $((64 * 1024)) ] || bad=1
+  [ "$DEADLINE_S" -ge 60 ] || { echo "gpu_check: deadline ${DEADLINE_S} s: not worth a start"; bad=1; }
+  local when="--deadline $DEADLINE_S"
+  [ -n "$BUDGET_LEFT" ] && when="--budget-left $BUDGET_LEFT"
+  echo "gpu_check: the call: run carry [\".gpu-deps\"] timeout_s $((DEADLINE_S + 60))" \
+    "command: tools/device/gpu_check.sh $when \"\$OUT\"; then give_back"
+  [ "$bad" = 0 ] && echo "gpu_check: ready" || echo "gpu_check: NOT ready"
+  return "$bad"
+}
 usage() { sed -n '/^#   tools\/device\/gpu_check.sh/,/^# On the GPU/p' "$SELF" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -63,7 +87,7 @@ while [ $# -gt 0 ]; do
     --deadline) DEADLINE_S=${2:?}; shift 2 ;;
     --budget-left)
       case "${2:-}" in ''|*[!0-9]*) echo "gpu_check: --budget-left takes whole seconds" >&2; exit 2 ;; esac
-      DEADLINE_S=$(($2 - 510)); shift 2
+      BUDGET_LEFT=$2 DEADLINE_S=$(($2 - 510)); shift 2
       if [ "$DEADLINE_S" -lt 60 ]; then
         echo "gpu_check: --budget-left leaves ${DEADLINE_S} s after the start, the return and a rerun's margin (510 s): not worth a start" >&2
         exit 2
@@ -74,11 +98,14 @@ while [ $# -gt 0 ]; do
     --work) WORK=${2:?}; shift 2 ;;
     --photos) PHOTOS=${2:?}; shift 2 ;;
     --allow-no-nvjpeg) ALLOW_NO_NVJPEG=1; shift ;;
+    --preflight) PREFLIGHT=1; shift ;;
     -h|--help) usage ;;
     -*) echo "gpu_check: unknown option $1" >&2; usage ;;
     *) [ -z "$OUT" ] || usage; OUT=$1; shift ;;
   esac
 done
+PREBUILT=$ROOT/.gpu-deps/prebuilt
+[ "$PREFLIGHT" = 1 ] && { preflight; exit $?; }
 [ -n "$OUT" ] || usage
 case "$STAGE" in all|compile|smoke) ;; *) echo "gpu_check: --stage all|compile|smoke" >&2; exit 2 ;; esac
 case "$DEVICES" in cuda|cpu) ;; *) echo "gpu_check: --devices cuda|cpu" >&2; exit 2 ;; esac
@@ -116,7 +143,6 @@ if [ "$DEVICES" = cuda ]; then
   MIN_S[verify_half]=20 MIN_S[more]=30
 fi
 
-PREBUILT=$ROOT/.gpu-deps/prebuilt
 if [ -n "$VB" ]; then
   [ -x "$VB" ] || { echo "gpu_check: --vecbench $VB is not an executable" | tee /dev/fd/3; exit 1; }
   VB=$(cd "$(dirname "$VB")" && pwd)/$(basename "$VB")
@@ -308,6 +334,8 @@ wait_export() {  # 0 when the model is there; waits at most what the stage has l
 # ---- build: the prebuilt binary if it starts, else a build here ------------------------------
 prebuilt_starts() {  # sets VB and the library path when .gpu-deps/prebuilt's binary starts here
   [ -x "$PREBUILT/vecbench" ] || { STAGE_NOTE="no prebuilt binary in .gpu-deps/prebuilt"; return 1; }
+  local why
+  why=$(gpu_prebuilt_stale "$ROOT") && { STAGE_NOTE="$why: not used"; return 1; }
   local libpath
   libpath=$(gpu_lib_path "$ROOT" "$PY")
   [ -n "$libpath" ] || { STAGE_NOTE="$PY has no torch: the prebuilt binary has no LibTorch to load"; return 1; }

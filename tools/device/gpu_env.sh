@@ -21,6 +21,28 @@ gpu_cmake_args() {
   if [ -d "$root/.gpu-deps/codec" ]; then echo "-DVECBENCH_CODEC_ROOT=$root/.gpu-deps/codec"; fi
 }
 
+# gpu_source_hash ROOT: a hash of the names and contents of every file the GPU binary is compiled
+# from (CMakeLists.txt, src/, include/, the embedded quick.json, tools/vecbench.cpp and
+# tools/build_info.cmake). prebuilt.sh records it; gpu_check.sh uses the prebuilt binary only when
+# the tree it runs in hashes the same (a binary made before an edit is never measured as the edit).
+gpu_source_hash() {
+  (cd "$1" && find CMakeLists.txt experiments/quick.json tools/vecbench.cpp tools/build_info.cmake src include \
+    -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
+}
+
+# gpu_prebuilt_stale ROOT: prints why and returns 0 when ROOT/.gpu-deps/prebuilt was not made from
+# the tree at ROOT (its recorded gpu_source_hash differs, or none is recorded); returns 1 when it was.
+gpu_prebuilt_stale() {
+  local json=$1/.gpu-deps/prebuilt/prebuilt.json made here
+  made=$(sed -n 's/.*"sources": "\([0-9a-f]*\)".*/\1/p' "$json" 2>/dev/null)
+  here=$(gpu_source_hash "$1")
+  [ -n "$made" ] && [ "$made" = "$here" ] && return 1
+  echo "the prebuilt binary was made from other sources (commit" \
+    "$(sed -n 's/.*"commit": "\([0-9a-f]\{10\}\).*/\1/p' "$json" 2>/dev/null), sources ${made:-unrecorded};" \
+    "this tree's $here): run tools/cuda_build.sh and carry .gpu-deps again"
+  return 0
+}
+
 # gpu_configure_verdict LOG ALLOW_NO_NVJPEG: what a configure log (gpu_cmake_args) says of the
 # build, the one set of checks tools/cuda_build.sh (CI's cuda-build) and gpu_check.sh's build_here
 # (on the GPU machine) share. Prints why and returns 1 when CUDA is off, or nvJPEG missing and

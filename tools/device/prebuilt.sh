@@ -6,8 +6,9 @@
 # BUILD_DIR: a build configured with tools/device/gpu_env.sh's gpu_cmake_args (LibTorch with CUDA,
 # nvJPEG, no OpenCV/MPI/oneDNN/FID); PYTHON: the pip PyTorch it was built against (torch 2.11.0
 # with CUDA 13.0, the GPU machine's). Copies `vecbench` and `libvecbench_torch.so`, stripped, into
-# .gpu-deps/prebuilt/ with prebuilt.json (commit, torch and CUDA versions, sizes, the libraries
-# each needs, the newest glibc/libstdc++ symbol versions), and fails when:
+# .gpu-deps/prebuilt/ with prebuilt.json (commit, the hash of the sources it is made from
+# (gpu_source_hash), torch and CUDA versions, sizes, the libraries each needs, the newest
+# glibc/libstdc++ symbol versions), and fails when:
 #   - a file needs a library outside the GPU machine's set (GPU_ALLOWED_NEEDED, readelf -d);
 #   - .gpu-deps (with the tree that travels with it) is over 48 MiB;
 #   - the copied binary does not start with gpu_check.sh's LD_LIBRARY_PATH (PYTHON's PyTorch and
@@ -54,7 +55,7 @@ commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 dirty=false
 [ -z "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] || dirty=true
 cat > "$DEST/prebuilt.json" <<JSON
-{ "commit": "$commit", "dirty": $dirty, "torch": "${versions% *}", "cuda": "${versions#* }",
+{ "commit": "$commit", "dirty": $dirty, "sources": "$(gpu_source_hash "$ROOT")", "torch": "${versions% *}", "cuda": "${versions#* }",
   "made_utc": "$(date -u +%Y-%m-%dT%H:%M:%SZ)", "host_cpu": "$(lscpu | sed -n 's/^Model name: *//p' | head -n 1)",
   "bytes": {"vecbench": $(stat -c %s "$DEST/vecbench"), "libvecbench_torch.so": $(stat -c %s "$DEST/libvecbench_torch.so")},
   "needed": { ${needed_json%, } }, "newest_glibc": "$glibc", "newest_glibcxx": "$glibcxx",
