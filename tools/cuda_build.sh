@@ -97,7 +97,7 @@ tools/device/prebuilt.sh "$BUILD" "$venv/bin/python"
 scratch=$(mktemp -d)
 PYTHON="$venv/bin/python" tools/device/gpu_check.sh --devices cpu --stage smoke --deadline 240 --work "$scratch/work" "$scratch/out" \
   > /dev/null || true
-if ! grep -q "^build	ok	prebuilt: [0-9a-f]\{10\} started" "$scratch/work/stages.tsv" || ! grep -q "^smoke	ok" "$scratch/work/stages.tsv"; then
+if ! grep -q "^build	ok	[0-9]*	prebuilt: [0-9a-f]\{10\} started" "$scratch/work/stages.tsv" || ! grep -q "^smoke	ok" "$scratch/work/stages.tsv"; then
   cat "$scratch/out/gpu_check.md" "$scratch/work/logs/export.txt" 2>/dev/null; tail -n 40 "$scratch/out/gpu_check.log"
   echo "cuda_build: the GPU check's dry run did not start the prebuilt binary with a model exported by torch 2.11" >&2
   exit 1
