@@ -64,6 +64,7 @@ fi
 tools/device/pack_deps.sh
 # shellcheck source=tools/device/gpu_env.sh
 source tools/device/gpu_env.sh
+sources=$(gpu_source_hash "$PWD")  # what the build below is made from (prebuilt.json records it)
 mapfile -t GPU_ARGS < <(gpu_cmake_args "$PWD" "$TORCH_CMAKE" "$CUDA_HOME/bin/nvcc" "$venv/bin/python")
 # Only the test files that hold the tests above.
 CORE_FILES="test_device_decode.cpp;test_resize_formula.cpp"
@@ -89,7 +90,7 @@ targets=(vecbench vecbench_torch)
 [ "$TESTS" = 0 ] || targets+=(vecbench_core_tests vecbench_torch_tests)
 cmake --build "$BUILD" -j"$JOBS" --target "${targets[@]}"
 "$BUILD/vecbench" devices
-tools/device/prebuilt.sh "$BUILD" "$venv/bin/python"
+VECBENCH_SOURCES_HASH=$sources tools/device/prebuilt.sh "$BUILD" "$venv/bin/python"
 # The hand-over, rehearsed: the GPU check's own command line in its dry-run mode (cpu devices),
 # without --vecbench, so that it takes the GPU machine's path: the prebuilt binary started with
 # gpu_lib_path, the model exported in the background by torch 2.11 (no torchvision, no NumPy),

@@ -13,7 +13,8 @@ background by this Python's torch as the machine's torch will export it.
   3. a SIGKILL of the whole check at a random point (no trap runs): OUT still holds at most 4
      files, the archive is readable, every stage recorded as ok has its JSON in it, and the report
      names the stages that ran and the one the kill stopped;
-  4. the prebuilt binary is used only in the tree it was made from (gpu_prebuilt_stale);
+  4. the prebuilt binary is used only in the tree it was made from (gpu_prebuilt_stale; the
+     check's build stage and --preflight on stand-in prebuilt folders);
   5. the report on hand-made files (a GPU check's layout, figures chosen so that stages disagree):
      each ratio of the seed's question is between runs of one stage's interleaved run, the
      end-to-end line's two ceilings come from the decode stage's own rounds.
@@ -21,6 +22,7 @@ VECBENCH_EXE: the vecbench to use (ctest sets it; default build/vecbench)."""
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -170,39 +172,106 @@ def report_check(tmp):
         check(tail in got, f"report: '{start}' says {got!r}, wanted ...{tail!r}")
 
 
+def bash_fn(fn, *args):
+    """A function of tools/device/gpu_env.sh: (exit status, stdout)."""
+    env = os.path.join(ROOT, "tools", "device", "gpu_env.sh")
+    r = subprocess.run(["bash", "-c", f'source "{env}"; {fn} "$@"', "-", *args], capture_output=True, text=True)
+    return r.returncode, r.stdout.strip()
+
+
 def stale_check(tmp):
     """gpu_env.sh's gpu_prebuilt_stale: the prebuilt binary is used only in the tree it was made
-    from (the hash of its sources: names and contents), never after an edit, an added file or
-    from a prebuilt.json that records no hash."""
+    from (the hash of the names and contents of its sources and build settings), never after an
+    edit, a new file or a rename among them, nor from a prebuilt.json that records no hash; files
+    that do not go into it, and in a git tree the files git ignores (they do not travel), do not
+    count."""
     root = os.path.join(tmp, "stale_root")
     files = {"CMakeLists.txt": "project(x)\n", "experiments/quick.json": "{}\n", "tools/vecbench.cpp": "int main(){}\n",
-             "tools/build_info.cmake": "\n", "src/a.cpp": "int a;\n", "include/vecbench/b.hpp": "int b();\n",
-             "tests/t.cpp": "int t;\n"}
+             "tools/build_info.cmake": "\n", "tools/device/gpu_env.sh": "# settings\n", "tools/cuda_build.sh": "\n",
+             "tools/device/prebuilt.sh": "\n", "src/a.cpp": "int a;\n", "include/vecbench/b.hpp": "int b();\n",
+             "tests/t.cpp": "int t;\n", ".gitignore": "__pycache__/\n"}
     for rel, text in files.items():
         os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
         with open(os.path.join(root, rel), "w") as f:
             f.write(text)
-    env = os.path.join(ROOT, "tools", "device", "gpu_env.sh")
+    prebuilt = os.path.join(root, ".gpu-deps", "prebuilt", "prebuilt.json")
 
-    def sh(fn):
-        r = subprocess.run(["bash", "-c", f'source "{env}"; {fn} "$1"', "-", root], capture_output=True, text=True)
-        return r.returncode, r.stdout.strip()
-    _, made = sh("gpu_source_hash")
-    check(len(made) == 16, f"gpu_source_hash: {made!r}")
-    write_json(os.path.join(root, ".gpu-deps", "prebuilt", "prebuilt.json"), {"commit": "0123456789abcdef", "sources": made})
-    rc, why = sh("gpu_prebuilt_stale")
-    check(rc == 1 and why == "", f"gpu_prebuilt_stale on its own tree: exit {rc} {why!r}")
-    with open(os.path.join(root, "tests", "t.cpp"), "a") as f:  # not compiled into the binary
-        f.write("int u;\n")
-    check(sh("gpu_prebuilt_stale")[0] == 1, "gpu_prebuilt_stale: a test file's edit made the binary stale")
-    for rel, edit in (("src/a.cpp", "int c;\n"), ("include/vecbench/new.hpp", "")):
+    def made_here():  # a prebuilt.json for the tree as it is now
+        rc, h = bash_fn("gpu_source_hash", root)
+        check(len(h) == 16, f"gpu_source_hash: exit {rc} {h!r}")
+        write_json(prebuilt, {"commit": "0123456789abcdef", "sources": h})
+        rc, why = bash_fn("gpu_prebuilt_stale", root)
+        check(rc == 1 and why == "", f"gpu_prebuilt_stale on its own tree: exit {rc} {why!r}")
+        return h
+
+    def append(rel, text):
+        os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
         with open(os.path.join(root, rel), "a") as f:
-            f.write(edit)
-        rc, why = sh("gpu_prebuilt_stale")
-        check(rc == 0 and made in why and "0123456789" in why, f"gpu_prebuilt_stale after {rel}: exit {rc} {why!r}")
-    write_json(os.path.join(root, ".gpu-deps", "prebuilt", "prebuilt.json"), {"commit": "0123456789abcdef"})
-    rc, why = sh("gpu_prebuilt_stale")
+            f.write(text)
+
+    def stale_after(what, change):
+        h = made_here()
+        change()
+        rc, why = bash_fn("gpu_prebuilt_stale", root)
+        check(rc == 0 and h in why and "0123456789" in why, f"gpu_prebuilt_stale after {what}: exit {rc} {why!r}")
+
+    for git in (False, True):
+        if git:  # the same tree as a repository: git's list of what travels
+            subprocess.run(["git", "init", "-q", root], check=True)
+            subprocess.run(["git", "-C", root, "add", "-A"], check=True)
+        for rel in ("src/a.cpp", "CMakeLists.txt", "experiments/quick.json", "tools/vecbench.cpp",
+                    "tools/device/gpu_env.sh"):
+            stale_after(f"an edit of {rel}", lambda rel=rel: append(rel, "// edit\n"))
+        stale_after("a new header", lambda: append(f"include/vecbench/new{int(git)}.hpp", ""))
+        stale_after("a rename", lambda: os.rename(os.path.join(root, "src", "a.cpp"), os.path.join(root, "src", "z.cpp")))
+        os.rename(os.path.join(root, "src", "z.cpp"), os.path.join(root, "src", "a.cpp"))
+        made_here()
+        append("tests/t.cpp", "int u;\n")  # not part of the binary
+        check(bash_fn("gpu_prebuilt_stale", root)[0] == 1, "gpu_prebuilt_stale: a test file's edit made it stale")
+        append("src/__pycache__/x.pyc", "x")  # ignored by git: does not travel
+        rc = bash_fn("gpu_prebuilt_stale", root)[0]
+        check(rc == (1 if git else 0), f"gpu_prebuilt_stale with an ignored file, git={git}: exit {rc}")
+        shutil.rmtree(os.path.join(root, "src", "__pycache__"))
+    write_json(prebuilt, {"commit": "0123456789abcdef"})
+    rc, why = bash_fn("gpu_prebuilt_stale", root)
     check(rc == 0 and "unrecorded" in why, f"gpu_prebuilt_stale without a recorded hash: exit {rc} {why!r}")
+
+
+def prebuilt_use_check(tmp):
+    """The check itself (its build stage, and --preflight) on stand-in prebuilt folders
+    (VECBENCH_GPU_CHECK_PREBUILT): a binary recorded as made from this tree starts; one made from
+    other sources is not used, and the build stage says so (its build there then fails here: this
+    Python's torch has no CUDA, or there is no nvcc)."""
+    rc, here = bash_fn("gpu_source_hash", ROOT)
+    check(rc == 0 and len(here) == 16, f"gpu_source_hash of the tree: {here!r}")
+    model = os.path.join(tmp, "stand_in_model.pt")
+    with open(model, "w") as f:
+        f.write("not read: the stand-in binary answers every command\n")
+    for name, sources in (("current", here), ("stale", "0" * 16)):
+        folder = os.path.join(tmp, f"prebuilt_{name}")
+        os.makedirs(folder)
+        with open(os.path.join(folder, "vecbench"), "w") as f:
+            f.write('#!/bin/sh\necho "CUDA: 13.0 build, nvJPEG yes (stand-in)"\n')
+        os.chmod(os.path.join(folder, "vecbench"), 0o755)
+        write_json(os.path.join(folder, "prebuilt.json"), {"commit": "0123456789abcdef", "sources": sources})
+        env = env_for({"VECBENCH_GPU_CHECK_PREBUILT": folder})
+        pre = subprocess.run([SCRIPT, "--preflight", "--budget-left", "900"], env=env, capture_output=True, text=True)
+        check("timeout_s 450 command: tools/device/gpu_check.sh --budget-left 900" in pre.stdout,
+              f"--preflight ({name}) does not print the call: {pre.stdout!r}")
+        if name == "stale":
+            check(pre.returncode == 1 and "made from other sources" in pre.stdout and "NOT ready" in pre.stdout,
+                  f"--preflight on a stale binary: exit {pre.returncode} {pre.stdout!r}")
+        out, work = os.path.join(tmp, f"use_{name}", "out"), os.path.join(tmp, f"use_{name}", "work")
+        subprocess.run([SCRIPT, "--deadline", "90", "--devices", "cpu", "--stage", "smoke", "--model", model,
+                        "--work", work, out], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=150)
+        with open(os.path.join(work, "stages.tsv")) as f:
+            build = next((line for line in f if line.startswith("build\t")), "")
+        if name == "current":
+            check(build.startswith("build\tok\t") and "prebuilt: 0123456789 started" in build,
+                  f"a prebuilt binary of this tree was not started: {build!r}")
+        else:
+            check("made from other sources" in build and "not used" in build and "started" not in build,
+                  f"a stale prebuilt binary was not refused: {build!r}")
 
 
 def verdict_check(tmp):
@@ -225,10 +294,11 @@ def verdict_check(tmp):
 
 def main():
     with tempfile.TemporaryDirectory(prefix="gpu_check_dry.") as tmp:
-        # 0. The configure checks both builds share; the prebuilt binary only in its own tree; the
-        #    report's ratios on hand-made files.
+        # 0. The configure checks both builds share; the prebuilt binary only in its own tree (and
+        #    the check's use of it); the report's ratios on hand-made files.
         verdict_check(tmp)
         stale_check(tmp)
+        prebuilt_use_check(tmp)
         report_check(tmp)
         # 1. The whole dry run, from a budget (750 s left: a 240 s deadline): every stage that can
         #    run on a CPU runs.

@@ -27,10 +27,10 @@ import tarfile
 
 STAGES = [
     ("probe", "GPU, driver, torch/CUDA/cuDNN versions, the CUDA toolkit's files (probe.json)"),
-    ("build", "the prebuilt binary starts (else: configure and build `vecbench` here)"),
+    ("build", "the prebuilt binary, if this tree's, starts (else: configure and build `vecbench` here)"),
     ("smoke", "the binary answers: devices, the exported model, one model run, one decode run"),
     ("seed", "the seed's question at equal batch (fp32, TF32 off): sequential, data-parallel and naive"),
-    ("decode", "end to end: GPU against CPU decoding, with the model and without (the decode ceiling)"),
+    ("decode", "end to end: GPU against CPU decoding; the decode ceilings (no model), the model ceiling (no decoding)"),
     ("verify_fp32", "fp32 against the CPU fp32 reference, photos"),
     ("fp16", "fp16 model runs (throughput)"),
     ("bf16", "bf16 model runs (throughput)"),

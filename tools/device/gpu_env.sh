@@ -3,7 +3,7 @@
 #   - tools/cuda_build.sh (CI's cuda-build stage) configures with them and makes the prebuilt GPU
 #     binary, .gpu-deps/prebuilt/ (tools/device/prebuilt.sh);
 #   - tools/device/gpu_check.sh runs that binary on the GPU machine, and builds with the same
-#     settings there only when it does not start.
+#     settings there only when it was made from other sources (gpu_prebuilt_stale) or does not start.
 # The GPU machine has a pip PyTorch (torch 2.11.0+cu130 and its nvidia-* wheels), nvcc, CMake and
 # GCC, and nothing of Debian's -dev packages: no OpenCV, MPI, oneDNN, OpenBLAS/LAPACKE or libxxhash.
 # What the build needs beyond that travels in .gpu-deps (tools/device/pack_deps.sh): the header-only
@@ -21,19 +21,28 @@ gpu_cmake_args() {
   if [ -d "$root/.gpu-deps/codec" ]; then echo "-DVECBENCH_CODEC_ROOT=$root/.gpu-deps/codec"; fi
 }
 
-# gpu_source_hash ROOT: a hash of the names and contents of every file the GPU binary is compiled
-# from (CMakeLists.txt, src/, include/, the embedded quick.json, tools/vecbench.cpp and
-# tools/build_info.cmake). prebuilt.sh records it; gpu_check.sh uses the prebuilt binary only when
-# the tree it runs in hashes the same (a binary made before an edit is never measured as the edit).
+# gpu_source_hash ROOT: a hash of the names and contents of every file the GPU binary is made
+# from: its sources (CMakeLists.txt, src/, include/, the embedded quick.json, tools/vecbench.cpp,
+# tools/build_info.cmake) and its build settings (this file, tools/cuda_build.sh,
+# tools/device/prebuilt.sh). prebuilt.sh records it; gpu_check.sh uses the prebuilt binary only
+# when the tree it runs in hashes the same. The files are those that travel to the GPU machine:
+# git's list where there is a repository (tracked, and untracked but not ignored), else all.
+GPU_SOURCE_PATHS="CMakeLists.txt experiments/quick.json tools/vecbench.cpp tools/build_info.cmake
+  tools/device/gpu_env.sh tools/cuda_build.sh tools/device/prebuilt.sh src include"
 gpu_source_hash() {
-  (cd "$1" && find CMakeLists.txt experiments/quick.json tools/vecbench.cpp tools/build_info.cmake src include \
-    -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
+  # shellcheck disable=SC2086  # the paths, one word each
+  (cd "$1" && if git rev-parse --is-inside-work-tree > /dev/null 2>&1; then
+    git ls-files -z --cached --others --exclude-standard -- $GPU_SOURCE_PATHS
+  else
+    find $GPU_SOURCE_PATHS \( -type f -o -type l \) -print0
+  fi | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
 }
 
-# gpu_prebuilt_stale ROOT: prints why and returns 0 when ROOT/.gpu-deps/prebuilt was not made from
-# the tree at ROOT (its recorded gpu_source_hash differs, or none is recorded); returns 1 when it was.
+# gpu_prebuilt_stale ROOT [DIR]: prints why and returns 0 when the prebuilt binary in DIR (default
+# ROOT/.gpu-deps/prebuilt) was not made from the tree at ROOT (its recorded gpu_source_hash
+# differs, or none is recorded); returns 1 when it was.
 gpu_prebuilt_stale() {
-  local json=$1/.gpu-deps/prebuilt/prebuilt.json made here
+  local json=${2:-$1/.gpu-deps/prebuilt}/prebuilt.json made here
   made=$(sed -n 's/.*"sources": "\([0-9a-f]*\)".*/\1/p' "$json" 2>/dev/null)
   here=$(gpu_source_hash "$1")
   [ -n "$made" ] && [ "$made" = "$here" ] && return 1

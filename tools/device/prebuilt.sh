@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The prebuilt GPU binary: made here by CI's cuda-build stage (tools/cuda_build.sh), carried to the
 # GPU machine in .gpu-deps/prebuilt/ and started there first by tools/device/gpu_check.sh (which
-# builds on the device only when it does not start).
+# builds on the device only when it is stale or does not start).
 #   tools/device/prebuilt.sh BUILD_DIR PYTHON
 # BUILD_DIR: a build configured with tools/device/gpu_env.sh's gpu_cmake_args (LibTorch with CUDA,
 # nvJPEG, no OpenCV/MPI/oneDNN/FID); PYTHON: the pip PyTorch it was built against (torch 2.11.0
@@ -52,10 +52,18 @@ glibc=$(newest GLIBC) glibcxx=$(newest GLIBCXX)
 
 versions=$(timeout 60 "$PY" -c 'import torch; print(torch.__version__, torch.version.cuda)' 2>/dev/null | tail -n 1)
 commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+# The hash of the sources the build was made from: VECBENCH_SOURCES_HASH, taken by cuda_build.sh
+# before it built; a tree that changed since is refused (its binary is not these sources'). Alone,
+# prebuilt.sh takes the tree's hash now: run it right after building.
+sources=$(gpu_source_hash "$ROOT")
+if [ -n "${VECBENCH_SOURCES_HASH:-}" ] && [ "$VECBENCH_SOURCES_HASH" != "$sources" ]; then
+  say "the sources changed during the build (hash $VECBENCH_SOURCES_HASH before, $sources now): build again" >&2
+  exit 1
+fi
 dirty=false
 [ -z "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] || dirty=true
 cat > "$DEST/prebuilt.json" <<JSON
-{ "commit": "$commit", "dirty": $dirty, "sources": "$(gpu_source_hash "$ROOT")", "torch": "${versions% *}", "cuda": "${versions#* }",
+{ "commit": "$commit", "dirty": $dirty, "sources": "$sources", "torch": "${versions% *}", "cuda": "${versions#* }",
   "made_utc": "$(date -u +%Y-%m-%dT%H:%M:%SZ)", "host_cpu": "$(lscpu | sed -n 's/^Model name: *//p' | head -n 1)",
   "bytes": {"vecbench": $(stat -c %s "$DEST/vecbench"), "libvecbench_torch.so": $(stat -c %s "$DEST/libvecbench_torch.so")},
   "needed": { ${needed_json%, } }, "newest_glibc": "$glibc", "newest_glibcxx": "$glibcxx",
