@@ -26,6 +26,14 @@ say() { echo "prebuilt: $*"; }
 for f in vecbench libvecbench_torch.so; do
   [ -f "$BUILD/$f" ] || { say "no $BUILD/$f: build the targets vecbench and vecbench_torch first" >&2; exit 1; }
 done
+# The hash of the sources the build was made from: VECBENCH_SOURCES_HASH, taken by cuda_build.sh
+# before it built; a tree that changed since is refused (its binary is not these sources'). Alone,
+# prebuilt.sh takes the tree's hash now: run it right after building.
+sources=$(gpu_source_hash "$ROOT")
+if [ -n "${VECBENCH_SOURCES_HASH:-}" ] && [ "$VECBENCH_SOURCES_HASH" != "$sources" ]; then
+  say "the sources changed during the build (hash $VECBENCH_SOURCES_HASH before, $sources now): build again" >&2
+  exit 1
+fi
 rm -rf "$DEST" && mkdir -p "$DEST"
 for f in vecbench libvecbench_torch.so; do
   strip --strip-unneeded -o "$DEST/$f" "$BUILD/$f"
@@ -52,14 +60,6 @@ glibc=$(newest GLIBC) glibcxx=$(newest GLIBCXX)
 
 versions=$(timeout 60 "$PY" -c 'import torch; print(torch.__version__, torch.version.cuda)' 2>/dev/null | tail -n 1)
 commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
-# The hash of the sources the build was made from: VECBENCH_SOURCES_HASH, taken by cuda_build.sh
-# before it built; a tree that changed since is refused (its binary is not these sources'). Alone,
-# prebuilt.sh takes the tree's hash now: run it right after building.
-sources=$(gpu_source_hash "$ROOT")
-if [ -n "${VECBENCH_SOURCES_HASH:-}" ] && [ "$VECBENCH_SOURCES_HASH" != "$sources" ]; then
-  say "the sources changed during the build (hash $VECBENCH_SOURCES_HASH before, $sources now): build again" >&2
-  exit 1
-fi
 dirty=false
 [ -z "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] || dirty=true
 cat > "$DEST/prebuilt.json" <<JSON
