@@ -192,10 +192,6 @@ def stale_check(tmp):
              "tools/build_info.cmake": "\n", "tools/device/gpu_env.sh": "# settings\n", "tools/cuda_build.sh": "\n",
              "tools/device/prebuilt.sh": "\n", "src/a.cpp": "int a;\n", "include/vecbench/b.hpp": "int b();\n",
              "tests/t.cpp": "int t;\n", ".gitignore": "__pycache__/\n"}
-    for rel, text in files.items():
-        os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
-        with open(os.path.join(root, rel), "w") as f:
-            f.write(text)
     prebuilt = os.path.join(root, ".gpu-deps", "prebuilt", "prebuilt.json")
 
     def made_here():  # a prebuilt.json for the tree as it is now
@@ -210,6 +206,8 @@ def stale_check(tmp):
         os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
         with open(os.path.join(root, rel), "a") as f:
             f.write(text)
+    for rel, text in files.items():
+        append(rel, text)
 
     def stale_after(what, change):
         h = made_here()
@@ -287,11 +285,9 @@ def verdict_check(tmp):
         log = os.path.join(tmp, f"cmake{k}.log")
         with open(log, "w") as f:
             f.write("\n".join(["-- The CXX compiler identification is GNU 12.2.0", *lines, "-- Configuring done"]) + "\n")
-        env = os.path.join(ROOT, "tools", "device", "gpu_env.sh")
-        r = subprocess.run(["bash", "-c", f'source "{env}"; gpu_configure_verdict "$1" "$2"', "-", log, allow],
-                           capture_output=True, text=True)
-        check(r.returncode == want_rc and want_why in r.stdout,
-              f"gpu_configure_verdict case {k}: exit {r.returncode} {r.stdout!r}, wanted {want_rc} {want_why!r}")
+        rc, why = bash_fn("gpu_configure_verdict", log, allow)
+        check(rc == want_rc and want_why in why,
+              f"gpu_configure_verdict case {k}: exit {rc} {why!r}, wanted {want_rc} {want_why!r}")
 
 
 def main():

@@ -68,8 +68,7 @@ preflight() {  # --preflight: here, before the device call: what it carries is r
   for d in nvjpeg/lib codec/lib include jpegs; do
     [ -d "$ROOT/.gpu-deps/$d" ] || { echo "gpu_check: no .gpu-deps/$d: run tools/cuda_build.sh (it packs .gpu-deps)"; bad=1; }
   done
-  kib=$(( $(du -sk "$ROOT/.gpu-deps" 2>/dev/null | cut -f1) + $( (cd "$ROOT" && git ls-files -z --cached --others \
-    --exclude-standard | xargs -0 stat -c %s 2>/dev/null) | awk '{s += $1} END {print int(s / 1024)}') ))
+  kib=$(($(du -sk "$ROOT/.gpu-deps" 2>/dev/null | cut -f1) + $(gpu_tree_kib "$ROOT")))
   echo "gpu_check: the tree and .gpu-deps travel as $((kib / 1024)) MiB (the device tool's limit: 64)"
   [ "$kib" -le $((64 * 1024)) ] || bad=1
   [ "$DEADLINE_S" -ge 60 ] || { echo "gpu_check: deadline ${DEADLINE_S} s: not worth a start"; bad=1; }
@@ -346,7 +345,9 @@ prebuilt_starts() {  # sets VB and the library path when .gpu-deps/prebuilt's bi
      && grep -q "CUDA: .* build" "$WORK/logs/prebuilt_start.txt"; then
     export LD_LIBRARY_PATH=$libpath
     VB=$PREBUILT/vecbench
-    STAGE_RC=0 STAGE_NOTE="prebuilt: $(sed -n 's/.*"commit": "\([0-9a-f]\{10\}\).*/\1/p' "$PREBUILT/prebuilt.json") started"
+    local commit
+    commit=$(gpu_prebuilt_field "$PREBUILT" commit)
+    STAGE_RC=0 STAGE_NOTE="prebuilt: ${commit:0:10} started"
     return 0
   fi
   STAGE_RC=0 STAGE_NOTE="the prebuilt binary did not start: $(grep -v '^+' "$WORK/logs/prebuilt_start.txt" | tail -n 1)"

@@ -25,29 +25,49 @@ gpu_cmake_args() {
 # from: its sources (CMakeLists.txt, src/, include/, the embedded quick.json, tools/vecbench.cpp,
 # tools/build_info.cmake) and its build settings (this file, tools/cuda_build.sh,
 # tools/device/prebuilt.sh). prebuilt.sh records it; gpu_check.sh uses the prebuilt binary only
-# when the tree it runs in hashes the same. The files are those that travel to the GPU machine:
-# git's list where there is a repository (tracked, and untracked but not ignored), else all.
+# when the tree it runs in hashes the same. The files are those that travel (gpu_travelling_files).
 GPU_SOURCE_PATHS="CMakeLists.txt experiments/quick.json tools/vecbench.cpp tools/build_info.cmake
   tools/device/gpu_env.sh tools/cuda_build.sh tools/device/prebuilt.sh src include"
 gpu_source_hash() {
   # shellcheck disable=SC2086  # the paths, one word each
-  (cd "$1" && if git rev-parse --is-inside-work-tree > /dev/null 2>&1; then
-    git ls-files -z --cached --others --exclude-standard -- $GPU_SOURCE_PATHS
+  gpu_travelling_files "$1" $GPU_SOURCE_PATHS | LC_ALL=C sort -z | (cd "$1" && xargs -0 sha256sum) | sha256sum |
+    cut -c1-16
+}
+
+# gpu_travelling_files ROOT [PATH...]: the files under the PATHs (default: all) that travel to the
+# GPU machine with the tree, relative to ROOT, NUL-separated: git's list where there is a
+# repository (tracked, and untracked but not ignored: what the device tool sends), else every file.
+gpu_travelling_files() {
+  local root=$1
+  shift
+  (cd "$root" && if git rev-parse --is-inside-work-tree > /dev/null 2>&1; then
+    git ls-files -z --cached --others --exclude-standard -- "$@"
   else
-    find $GPU_SOURCE_PATHS \( -type f -o -type l \) -print0
-  fi | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
+    find "${@:-.}" \( -type f -o -type l \) -print0
+  fi)
+}
+
+# gpu_tree_kib ROOT: the KiB of the tree that travels (gpu_travelling_files; .gpu-deps is carried
+# beside it, and counted by the callers).
+gpu_tree_kib() {
+  gpu_travelling_files "$1" | (cd "$1" && xargs -0 stat -c %s 2> /dev/null) | awk '{s += $1} END {print int(s / 1024)}'
+}
+
+# gpu_prebuilt_field DIR KEY: a string field of DIR/prebuilt.json (empty when it has none).
+gpu_prebuilt_field() {
+  sed -n "s/.*\"$2\": \"\([^\"]*\)\".*/\1/p" "$1/prebuilt.json" 2> /dev/null
 }
 
 # gpu_prebuilt_stale ROOT [DIR]: prints why and returns 0 when the prebuilt binary in DIR (default
 # ROOT/.gpu-deps/prebuilt) was not made from the tree at ROOT (its recorded gpu_source_hash
 # differs, or none is recorded); returns 1 when it was.
 gpu_prebuilt_stale() {
-  local json=${2:-$1/.gpu-deps/prebuilt}/prebuilt.json made here
-  made=$(sed -n 's/.*"sources": "\([0-9a-f]*\)".*/\1/p' "$json" 2>/dev/null)
+  local dir=${2:-$1/.gpu-deps/prebuilt} made here commit
+  made=$(gpu_prebuilt_field "$dir" sources)
   here=$(gpu_source_hash "$1")
   [ -n "$made" ] && [ "$made" = "$here" ] && return 1
-  echo "the prebuilt binary was made from other sources (commit" \
-    "$(sed -n 's/.*"commit": "\([0-9a-f]\{10\}\).*/\1/p' "$json" 2>/dev/null), sources ${made:-unrecorded};" \
+  commit=$(gpu_prebuilt_field "$dir" commit)
+  echo "the prebuilt binary was made from other sources (commit ${commit:0:10}, sources ${made:-unrecorded};" \
     "this tree's $here): run tools/cuda_build.sh and carry .gpu-deps again"
   return 0
 }

@@ -72,7 +72,7 @@ JSON
 
 # What travels: the tree (tracked files) and .gpu-deps.
 deps_kib=$(du -sk .gpu-deps | cut -f1)
-tree_kib=$(($(git ls-files -z | xargs -0 stat -c %s 2>/dev/null | paste -sd+ - | bc) / 1024))
+tree_kib=$(gpu_tree_kib "$ROOT")
 say "vecbench $(($(stat -c %s "$DEST/vecbench") / 1024)) KiB, libvecbench_torch.so $(($(stat -c %s "$DEST/libvecbench_torch.so") / 1024)) KiB; .gpu-deps $((deps_kib / 1024)) MiB + tree $((tree_kib / 1024)) MiB; newest $glibc, $glibcxx"
 if [ $((deps_kib + tree_kib)) -gt "$LIMIT_KIB" ]; then
   say ".gpu-deps with the tree is $(((deps_kib + tree_kib) / 1024)) MiB: over 48 MiB" >&2
@@ -92,4 +92,4 @@ fi
 grep -q "$DEST/libvecbench_torch.so\|prebuilt/libvecbench_torch.so" <<< "$out" || {
   echo "$out" >&2; say "the prebuilt vecbench did not load the LibTorch library beside it" >&2; exit 1; }
 grep -q "CUDA: .* build" <<< "$out" || { echo "$out" >&2; say "the prebuilt vecbench has no CUDA" >&2; exit 1; }
-say "ok: $DEST ($(sed -n 's/.*"torch": "\([^"]*\)".*/torch \1/p' "$DEST/prebuilt.json"))"
+say "ok: $DEST (torch $(gpu_prebuilt_field "$DEST" torch))"
