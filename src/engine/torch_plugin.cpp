@@ -282,8 +282,9 @@ class TorchScriptModel : public Model {
 
 #ifdef VECBENCH_WITH_CUDA
   /// The batch on the device, on this replica's stream, in the precision and layout the module
-  /// takes: `x` staged into pinned memory and uploaded, the JPEGs of `enc` decoded into their
-  /// slots (`*counts`), padded to the prepared batch while cuDNN autotunes. Times go to `t`.
+  /// takes: `x` uploaded (straight from the pipeline's pinned buffer, else staged through this
+  /// replica's own), the JPEGs of `enc` decoded into their slots (`*counts`), padded to the
+  /// prepared batch while cuDNN autotunes. Times go to `t`.
   torch::Tensor device_batch(const torch::Tensor& x, int n, const EncodedImages* enc, DeviceDecodeCounts* counts,
                              ForwardTiming& t) {
     const int64_t s = input_size_;

@@ -18,7 +18,7 @@ class DataParallelStrategy : public Strategy {
   std::string name() const override { return "data-parallel"; }
   /// The ready queue, the done queue (the ready queue's depth and one a worker) and one a decoder.
   std::size_t batches_in_flight(const RunSettings& s, std::size_t devices) const override {
-    const std::size_t ready = static_cast<std::size_t>(std::max(1, s.prefetch_batches));
+    const std::size_t ready = ready_depth(s);
     return ready + (ready + devices) + static_cast<std::size_t>(std::max({1, s.decode_threads, s.max_decode_threads}));
   }
   void run(RunContext& ctx) override {
@@ -26,8 +26,7 @@ class DataParallelStrategy : public Strategy {
     const std::size_t n_batches = (ctx.todo.size() + B - 1) / B;
     const std::size_t n_workers = ctx.devices.size();
     const int n_decoders = std::max(1, ctx.settings.decode_threads);
-    BoundedQueue<Batch> ready(
-        static_cast<std::size_t>(std::max(1, ctx.settings.prefetch_batches)));  // as batches_in_flight
+    BoundedQueue<Batch> ready(ready_depth(ctx.settings));
     BoundedQueue<Batch> done(ready.capacity() + n_workers);
     // delivered batches go back to the decoders: input buffers (pinned on CUDA) made once per run
     BatchRecycler recycler(ctx.settings.host_memory, batches_in_flight(ctx.settings, n_workers));
@@ -99,6 +98,10 @@ class DataParallelStrategy : public Strategy {
   }
 
  private:
+  /// Decoded batches waiting for a worker, at most.
+  static std::size_t ready_depth(const RunSettings& s) {
+    return static_cast<std::size_t>(std::max(1, s.prefetch_batches));
+  }
   /// The writer: delivers every forwarded batch until the workers are done.
   static void write_results(RunContext& ctx, BoundedQueue<Batch>& done, BatchRecycler& recycler) {
     for (;;) {
