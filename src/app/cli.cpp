@@ -120,12 +120,16 @@ void add_vectorize_io_options(CLI::App* vec, VectorizeArgs& va) {
       ->required();
   vec->add_option("--out", va.out, "Output directory")->required();
   vec->add_option("--model", va.model.path, "TorchScript model from tools/export_inception.py")->capture_default_str();
-  vec->add_option("--like", va.like,
-                  "pytorch-fid | torch-fidelity | clean-fid | clean-fid-legacy-tensorflow | clean-fid-legacy-pytorch | "
-                  "tf: that FID "
-                  "tool's Inception weights "
-                  "(found where the tool keeps them: `vecbench models`) and its exact decode, resize and scaling, "
-                  "recorded in the fingerprint");
+  vec->add_option(
+      "--like", va.like,
+      "pytorch-fid | torch-fidelity | clean-fid | clean-fid-legacy-tensorflow | clean-fid-legacy-pytorch | tf | "
+      "dgm-eval | edm2 | edm2-pil: that FID tool's weights for the encoder "
+      "(found where the tool keeps them: `vecbench models`) and its exact decode, resize and scaling, "
+      "recorded in the fingerprint (docs/encoders.md)");
+  vec->add_option("--encoder", va.encoder,
+                  "inception-v3 (default) | dinov2-vit-s-14 | dinov2-vit-b-14 | dinov2-vit-l-14 | dinov2-vit-g-14 | "
+                  "vgg16: the encoder of --like's preset (without --like: the first tool whose weights for it are "
+                  "found; docs/encoders.md)");
   add_parsed(
       vec, "--format", va.format, [](const std::string& s) { return parse_output_format(s); },
       "vc (one text file per image, as the seed), npy (one .npy per image), shards (N x 2048 .npy shards + "
@@ -156,8 +160,10 @@ void add_vectorize_io_options(CLI::App* vec, VectorizeArgs& va) {
          "gpu they run the first batch through the replica's JPEG decoder, which is then made before the clock")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000));
-  add_parsed(vec, "--resize", va.resize, parse_resize_mode,
-             "tf-legacy | bilinear | pil-bicubic (clean-fid's clean resize, host only) (default: the model's own)");
+  add_parsed(
+      vec, "--resize", va.resize, parse_resize_mode,
+      "tf-legacy | bilinear | pil-bicubic (clean-fid's clean resize) | pil-bicubic-u8 (dgm-eval's) | torch-bicubic-aa "
+      "(EDM2's); the bicubic ones on the host only (default: the model's own)");
   vec->add_flag("--fast-decode", va.fast_decode,
                 "Decode large JPEGs at 1/2, 1/4 or 1/8 DCT scale (faster, not bit-exact)");
   vec->add_option("--memory-cap-gb", va.memory_cap_gb,
@@ -265,7 +271,7 @@ void add_tool_commands(CLI::App& app, Cli& c) {
                              "Decode and resize images once into a uint8 [N,S,S,3] .npy (model-side experiments)");
   c.pre->add_option("--images", c.pd_images, "Image directory or list file")->required();
   c.pre->add_option("--out", c.pd_out, "Output .npy")->required();
-  c.pre->add_option("--resize", c.pd_resize, "tf-legacy | bilinear | pil-bicubic")
+  c.pre->add_option("--resize", c.pd_resize, "tf-legacy | bilinear | pil-bicubic | pil-bicubic-u8 | torch-bicubic-aa")
       ->capture_default_str()
       ->check(parsed_by(parse_resize_mode));
   c.pre->add_option("--size", c.pd_size, "Image side, 1..4096")->capture_default_str()->check(CLI::Range(1, 4096));
@@ -349,9 +355,12 @@ void add_fid_model_options(CLI::App* cmd, FidModelArgs& m) {
                   "first: `vecbench models`)");
   cmd->add_option(
       "--like", m.like,
-      "pytorch-fid | torch-fidelity | clean-fid | clean-fid-legacy-tensorflow | clean-fid-legacy-pytorch | tf: that "
-      "tool's weights and exact pipeline "
-      "for image inputs; stores made otherwise are refused");
+      "pytorch-fid | torch-fidelity | clean-fid | clean-fid-legacy-tensorflow | clean-fid-legacy-pytorch | tf | "
+      "dgm-eval | edm2 | edm2-pil: that tool's weights and exact pipeline for image inputs; stores made otherwise "
+      "are refused");
+  cmd->add_option("--encoder", m.encoder,
+                  "inception-v3 (default) | dinov2-vit-s-14 | dinov2-vit-b-14 | dinov2-vit-l-14 | dinov2-vit-g-14 | "
+                  "vgg16: the features the figures are of; stores of another encoder are refused (docs/encoders.md)");
   cmd->add_flag("--allow-synthetic-weights", m.allow_synthetic,
                 "Compute from synthetic (random) weights anyway (refused by default); every figure then says so");
   cmd->add_option("--store", m.store_root,
@@ -420,7 +429,10 @@ void add_metrics_command(CLI::App& app, Cli& c) {
   c.met->add_option("a", m.a, "The generated set: an output folder, a .npy feature matrix, or images")->required();
   c.met->add_option("b", m.b, "The real set (the same kinds)");
   c.met->add_flag("--isc", m.isc, "Inception Score of A (needs the model's classifier: --model or --like)");
-  c.met->add_flag("--fid", m.fid, "FID of A and B");
+  c.met->add_flag("--fid", m.fid, "FID of A and B (with --encoder: that encoder's Frechet distance)");
+  c.met->add_flag("--fd-dinov2", m.fd_dinov2,
+                  "FD_DINOv2 of A and B too: DINOv2 ViT-L/14 features of the same inputs (--like's DINOv2 protocol, "
+                  "else dgm-eval's; a store of several encoders gives its dinov2-vit-l-14 one; docs/encoders.md)");
   c.met->add_flag("--kid", m.kid, "KID of A and B (clean-fid's)");
   c.met->add_flag("--prc", m.prc, "Improved precision and recall (Kynkaanniemi et al.; torch-fidelity's prc)");
   c.met->add_flag("--prdc", m.prdc, "Density and coverage (Naeem et al.; the prdc package, with its P/R)");

@@ -49,6 +49,7 @@ int cmd_fid(const FidArgs& args) {
                       {"weight_source_b", b.weight_source},
                       {"synthetic_weights", synthetic},
                       {"like", a.fingerprint.is_object() ? a.fingerprint.value("like", std::string()) : ""},
+                      {"encoder", FeatureInputs::encoder_of(a.fingerprint)},
                       {"mean_term", r.mean_term},
                       {"trace_sqrt", r.trace_sqrt},
                       {"clamped_eigenvalue_s1", r.clamped_s1},
@@ -69,11 +70,11 @@ int cmd_fid(const FidArgs& args) {
     j["kid_std"] = k.std;
     j["kid_subsets"] = k.subsets;
     j["kid_subset_size"] = k.subset_size;
-    std::printf("KID %.10g +- %.3g (%d subsets of %zu)%s\n", k.mean, k.std, k.subsets, k.subset_size,
-                synthetic ? kSyntheticLabel : "");
+    std::printf("KID %.10g +- %.3g (%d subsets of %zu)%s%s\n", k.mean, k.std, k.subsets, k.subset_size,
+                encoder_tag(a.fingerprint).c_str(), synthetic ? kSyntheticLabel : "");
   }
   if (!o.json_out.empty()) atomic_write(o.json_out, j.dump(2) + "\n");
-  std::printf("FID %.10g%s\n", r.fid, synthetic ? kSyntheticLabel : "");
+  std::printf("%s %.10g%s\n", fd_label(a.fingerprint).c_str(), r.fid, synthetic ? kSyntheticLabel : "");
   return 0;
 }
 

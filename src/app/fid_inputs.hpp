@@ -13,6 +13,7 @@
 #include "vecbench/core/fs_util.hpp"
 #include "vecbench/core/sha256.hpp"
 #include "vecbench/core/weights_note.hpp"
+#include "vecbench/engine/encoder.hpp"
 #include "vecbench/engine/engines.hpp"
 #include "vecbench/fid/fid.hpp"
 #include "vecbench/output/fingerprint.hpp"
@@ -77,7 +78,8 @@ inline bool check_weights(const std::string& origin, const std::string& weight_s
 class FeatureInputs {
  public:
   explicit FeatureInputs(const FidModelArgs& m, const char* command) : m_(m), command_(command) {
-    if (!m_.like.empty()) m_.like = find_fid_preset(m_.like).name;  // an alias's preset
+    if (!m_.like.empty()) m_.like = find_fid_preset(m_.like, m_.encoder).name;  // an alias's preset
+    if (!m_.encoder.empty()) find_encoder(m_.encoder);
   }
 
   /// `in` as something stats can read: an output folder, a .npy matrix or a .npz as they are; an
@@ -89,6 +91,9 @@ class FeatureInputs {
     std::error_code ec;
     const std::string ext = p.extension().string();
     if (ext == ".npy" || ext == ".npz") return in;
+    // a store of several encoders (one store per encoder, in a folder named after it): --encoder's
+    const std::string enc = m_.encoder.empty() ? "inception-v3" : m_.encoder;
+    if (fs::is_directory(p, ec) && fs::exists(p / enc / "vecbench.json", ec)) return (p / enc).string();
     if (fs::is_directory(p, ec) && (fs::exists(p / "vecbench.json", ec) || !manifest_files(p).empty())) return in;
     if (!fs::exists(p, ec)) throw IoError(in, "no such file or folder");
     const ModelInfo& model = chosen_model();
@@ -138,7 +143,12 @@ class FeatureInputs {
   }
   void check(const std::string& origin, const std::string& weight_source, const nlohmann::json& fields) {
     synthetic_ = check_weights(origin, weight_source, m_.allow_synthetic) || synthetic_;
-    if (m_.like.empty() || !fields.is_object()) return;
+    if (!fields.is_object()) return;
+    const std::string made_by = encoder_of(fields);
+    if (!m_.encoder.empty() && made_by != m_.encoder)
+      throw ConfigError(origin, "holds " + made_by + " features, not " + m_.encoder +
+                                    " (--encoder): vectorize it with --encoder " + m_.encoder + " into another store");
+    if (m_.like.empty()) return;
     const std::string like = fields.value("like", std::string());
     if (like != m_.like)
       throw ConfigError(origin, "was made " +
@@ -147,6 +157,14 @@ class FeatureInputs {
                                     " into another store");
   }
   bool synthetic() const { return synthetic_; }
+  /// The encoder a fingerprint's model_arch names (inception-v3 when it names none: stores made
+  /// before encoders, other tools' files).
+  static std::string encoder_of(const nlohmann::json& fields) {
+    const EncoderSpec* e = fields.is_object() ? encoder_of_arch(fields.value("model_arch", std::string())) : nullptr;
+    return e ? e->name : "inception-v3";
+  }
+  /// The encoder this command's figures are of: --encoder, else the chosen or stored one.
+  const std::string& encoder() const { return m_.encoder; }
   /// Checks a store's vecbench.json (check()); false when `features` is not a store.
   bool check_store(const std::string& features) {
     std::error_code ec;
@@ -167,7 +185,7 @@ class FeatureInputs {
  private:
   const ModelInfo& chosen_model() {
     if (!choice_) {
-      choice_ = choose_fid_model(m_.model, m_.like);
+      choice_ = choose_fid_model(m_.model, m_.like, m_.encoder);
       info_ = read_model_info(choice_->path);
       std::cerr << "vecbench " << command_ << ": model " << choice_->path << " ("
                 << (info_.synthetic() ? "synthetic weights " + info_.weight_source : info_.weight_source)
@@ -182,6 +200,24 @@ class FeatureInputs {
   ModelInfo info_;
   bool synthetic_ = false;
 };
+
+/// How a figure of features from `fingerprint` is named: "FID" for Inception-v3's (the line every
+/// script reads), else the encoder's Fréchet distance with the encoder and the protocol,
+/// "FD_DINOv2 (dinov2-vit-l-14, dgm-eval) =".
+inline std::string fd_label(const nlohmann::json& fingerprint) {
+  const std::string enc = FeatureInputs::encoder_of(fingerprint);
+  if (enc == "inception-v3") return "FID";
+  const std::string like = fingerprint.is_object() ? fingerprint.value("like", std::string()) : "";
+  return std::string(find_encoder(enc).fd_name) + " (" + enc + ", " + (like.empty() ? "no preset" : like) + ") =";
+}
+/// What the other figures of such features carry at the end: "" for Inception-v3's, else
+/// " [dinov2-vit-l-14, dgm-eval]".
+inline std::string encoder_tag(const nlohmann::json& fingerprint) {
+  const std::string enc = FeatureInputs::encoder_of(fingerprint);
+  if (enc == "inception-v3") return "";
+  const std::string like = fingerprint.is_object() ? fingerprint.value("like", std::string()) : "";
+  return " [" + enc + ", " + (like.empty() ? "no preset" : like) + "]";
+}
 
 /// Appended to every figure computed from synthetic weights.
 inline const char* const kSyntheticLabel =

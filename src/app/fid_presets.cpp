@@ -17,57 +17,103 @@
 #include "vecbench/core/fs_util.hpp"
 #include "vecbench/core/sha256.hpp"
 #include "vecbench/core/subprocess.hpp"
+#include "vecbench/engine/encoder.hpp"
 #include "vecbench/engine/engines.hpp"
 
 namespace vecbench {
 
+namespace {
+/// Each other encoder's presets: DINOv2 in dgm-eval's, EDM2's and torch-fidelity's pipelines,
+/// VGG-16 in torch-fidelity's.
+void add_encoder_presets(std::vector<FidPreset>& all) {
+  const char* const dinov2[] = {"dinov2-vit-s-14", "dinov2-vit-b-14", "dinov2-vit-l-14", "dinov2-vit-g-14"};
+  for (const char* e : dinov2) {
+    const std::string file = find_encoder(e).weights_file;
+    all.push_back({FidTool::dgm_eval, "dgm-eval", e, file, WeightsHome::torch_hub, "--weights",
+                   ResizeMode::pil_bicubic_u8, JpegDecoder::exact,
+                   "PIL decode to RGB uint8; Pillow's bicubic (antialiased, 8-bit) to 224x224; x/255; ImageNet "
+                   "mean/std; DINOv2 (position embedding interpolated to 16x16 as the hub does); the CLS token "
+                   "after the final norm (dgm-eval; EDM2's resize_mode 'pil' is the same)"});
+    all.push_back({FidTool::edm2, "edm2", e, file, WeightsHome::torch_hub, "--weights", ResizeMode::torch_bicubic_aa,
+                   JpegDecoder::exact,
+                   "PIL decode to RGB uint8; F.interpolate(bicubic, antialias=True) to 224x224 on floats; x/255; "
+                   "ImageNet mean/std; DINOv2; the CLS token after the final norm (EDM2's resize_mode 'torch')"});
+    all.push_back({FidTool::torch_fidelity, "torch-fidelity", e, file, WeightsHome::torch_hub, "--weights",
+                   ResizeMode::tf_legacy, JpegDecoder::exact,
+                   "PIL decode to RGB uint8; TF1 ResizeBilinear to 224x224 (align_corners=False, in float); "
+                   "(x-255 mean)/(255 std); DINOv2; the CLS token after the final norm (torch-fidelity 0.4, "
+                   "torchmetrics' FrechetDistanceDinoV2)"});
+  }
+  all.push_back({FidTool::torch_fidelity, "torch-fidelity", "vgg16", find_encoder("vgg16").weights_file,
+                 WeightsHome::torch_hub, "--weights", ResizeMode::tf_legacy, JpegDecoder::exact,
+                 "PIL decode to RGB uint8; TF1 ResizeBilinear to 224x224 (align_corners=False, in float); "
+                 "(x-255 mean)/(255 std); torchvision's VGG-16 to fc2, ReLU (4096): torch-fidelity's fc2_relu"});
+}
+}  // namespace
+
 const std::vector<FidPreset>& fid_presets() {
-  static const std::vector<FidPreset> presets = {
-      {FidTool::pytorch_fid, "pytorch-fid", "pt_inception-2015-12-05-6726825d.pth", WeightsHome::torch_hub, "--weights",
-       ResizeMode::bilinear, JpegDecoder::exact,
-       "PIL decode to RGB; x/255; bilinear resize to 299 (half-pixel centres, no antialiasing, in float); 2x-1; "
-       "FIDInceptionA/C/E (tf2015); pool_3 (2048)"},
-      {FidTool::torch_fidelity, "torch-fidelity", "weights-inception-2015-12-05-6726825d.pth", WeightsHome::torch_hub,
-       "--weights", ResizeMode::tf_legacy, JpegDecoder::exact,
-       "PIL decode to RGB uint8; TF1 ResizeBilinear to 299 (align_corners=False, in float); (x-128)/128; "
-       "inception-v3-compat (tf2015); pool_3 (2048)"},
-      {FidTool::tf, "tf", "classify_image_graph_def.pb", WeightsHome::tf_tutorial, "--from-tf", ResizeMode::tf_legacy,
-       JpegDecoder::tf,
-       "JPEGs as TF's DecodeJpeg (libjpeg's fast integer IDCT), other formats exactly, to RGB uint8; the graph's "
-       "ResizeBilinear to 299 (align_corners=False, in float); (x-128)/128; pool_3 (2048), as TTUR's and the "
-       "seed's TensorFlow 1 graph"},
-      // both clean-fid modes that are not pytorch-fid's run NVIDIA's TorchScript file: one
-      // weights file, two pipelines (two presets, two stores)
-      {FidTool::clean_fid, "clean-fid", "inception-2015-12-05.pt", WeightsHome::tmp, "--weights",
-       ResizeMode::pil_bicubic, JpegDecoder::exact,
-       "PIL decode to RGB uint8; each channel as a float image, PIL's bicubic (antialiased) to 299, clipped to "
-       "0..255; (x-128)/128; the layers of NVIDIA's inception-2015-12-05.pt (tf2015); pool_3 (2048): clean-fid's "
-       "mode \"clean\""},
-      {FidTool::clean_fid_legacy_tensorflow, "clean-fid-legacy-tensorflow", "inception-2015-12-05.pt", WeightsHome::tmp,
-       "--weights", ResizeMode::tf_legacy, JpegDecoder::exact,
-       "PIL decode to RGB uint8; the file's own resize to 299 (grid_sample: TF1 ResizeBilinear, align_corners=False, "
-       "in float); (x-128)/128; NVIDIA's inception-2015-12-05.pt (tf2015); pool_3 (2048): clean-fid's mode "
-       "\"legacy_tensorflow\""},
-  };
+  static const std::vector<FidPreset> presets = [] {
+    const std::string inc = "inception-v3";
+    std::vector<FidPreset> all = {
+        {FidTool::pytorch_fid, "pytorch-fid", inc, "pt_inception-2015-12-05-6726825d.pth", WeightsHome::torch_hub,
+         "--weights", ResizeMode::bilinear, JpegDecoder::exact,
+         "PIL decode to RGB; x/255; bilinear resize to 299 (half-pixel centres, no antialiasing, in float); 2x-1; "
+         "FIDInceptionA/C/E (tf2015); pool_3 (2048)"},
+        {FidTool::torch_fidelity, "torch-fidelity", inc, "weights-inception-2015-12-05-6726825d.pth",
+         WeightsHome::torch_hub, "--weights", ResizeMode::tf_legacy, JpegDecoder::exact,
+         "PIL decode to RGB uint8; TF1 ResizeBilinear to 299 (align_corners=False, in float); (x-128)/128; "
+         "inception-v3-compat (tf2015); pool_3 (2048)"},
+        {FidTool::tf, "tf", inc, "classify_image_graph_def.pb", WeightsHome::tf_tutorial, "--from-tf",
+         ResizeMode::tf_legacy, JpegDecoder::tf,
+         "JPEGs as TF's DecodeJpeg (libjpeg's fast integer IDCT), other formats exactly, to RGB uint8; the graph's "
+         "ResizeBilinear to 299 (align_corners=False, in float); (x-128)/128; pool_3 (2048), as TTUR's and the "
+         "seed's TensorFlow 1 graph"},
+        // both clean-fid modes that are not pytorch-fid's run NVIDIA's TorchScript file: one
+        // weights file, two pipelines (two presets, two stores)
+        {FidTool::clean_fid, "clean-fid", inc, "inception-2015-12-05.pt", WeightsHome::tmp, "--weights",
+         ResizeMode::pil_bicubic, JpegDecoder::exact,
+         "PIL decode to RGB uint8; each channel as a float image, PIL's bicubic (antialiased) to 299, clipped to "
+         "0..255; (x-128)/128; the layers of NVIDIA's inception-2015-12-05.pt (tf2015); pool_3 (2048): clean-fid's "
+         "mode \"clean\""},
+        {FidTool::clean_fid_legacy_tensorflow, "clean-fid-legacy-tensorflow", inc, "inception-2015-12-05.pt",
+         WeightsHome::tmp, "--weights", ResizeMode::tf_legacy, JpegDecoder::exact,
+         "PIL decode to RGB uint8; the file's own resize to 299 (grid_sample: TF1 ResizeBilinear, align_corners=False, "
+         "in float); (x-128)/128; NVIDIA's inception-2015-12-05.pt (tf2015); pool_3 (2048): clean-fid's mode "
+         "\"legacy_tensorflow\""},
+    };
+    add_encoder_presets(all);
+    return all;
+  }();
   return presets;
 }
 
-const FidPreset& find_fid_preset(const std::string& name) {
+const FidPreset& find_fid_preset(const std::string& name, const std::string& encoder) {
   // clean-fid's legacy_pytorch mode is pytorch-fid's network on the same weights file (it loads
   // pt_inception-2015-12-05-6726825d.pth the same way) after F.interpolate(bilinear,
-  // align_corners=False) on 0..255 floats and x/255, then 2x-1: pytorch-fid's features.
-  if (name == "clean-fid-legacy-pytorch") return fid_presets().front();
-  std::string names;
+  // align_corners=False) on 0..255 floats and x/255, then 2x-1: pytorch-fid's features. EDM2's
+  // resize_mode 'pil' is dgm-eval's preprocessing, operation for operation.
+  const std::string tool = name == "clean-fid-legacy-pytorch" ? "pytorch-fid" : name == "edm2-pil" ? "dgm-eval" : name;
+  if (!encoder.empty()) find_encoder(encoder);  // an unknown name is refused as such
+  // a tool's default encoder: Inception-v3 where it has it, else DINOv2 ViT-L/14 (FD_DINOv2's)
+  for (const char* e : {"inception-v3", "dinov2-vit-l-14"})
+    for (const auto& p : fid_presets())
+      if (encoder.empty() && tool == p.name && p.encoder == e) return p;
+  std::string names, encoders;
   for (const auto& p : fid_presets()) {
-    if (name == p.name) return p;
-    names += (names.empty() ? "" : ", ") + std::string(p.name);
+    if (tool == p.name && encoder == p.encoder) return p;
+    if (names.find(p.name) == std::string::npos) names += (names.empty() ? "" : ", ") + p.name;
+    if (tool == p.name) encoders += (encoders.empty() ? "" : ", ") + p.encoder;
   }
-  throw ConfigError("--like", "unknown tool '" + name + "' (use one of: " + names + ", clean-fid-legacy-pytorch)");
+  if (!encoders.empty())
+    throw ConfigError("--encoder", encoder + ": " + tool + " has no preset for it (its encoders: " + encoders + ")");
+  throw ConfigError("--like",
+                    "unknown tool '" + name + "' (use one of: " + names + ", clean-fid-legacy-pytorch, edm2-pil)");
 }
 
-const FidPreset* preset_of_model(const std::string& like) {
+const FidPreset* preset_of_model(const std::string& like, const std::string& arch) {
+  const EncoderSpec* e = encoder_of_arch(arch);
   for (const auto& p : fid_presets())
-    if (like == p.name) return &p;
+    if (like == p.name && (e ? p.encoder == e->name : p.inception())) return &p;
   return nullptr;
 }
 
@@ -97,7 +143,24 @@ std::string error_line(const std::string& text) {
 /// The cache folder's model for the weights file of SHA-256 `sha` under preset `p`. ".c1": the
 /// export keeps the classifier (`metrics --isc`); models imported before it are imported again.
 fs::path preset_model_path(const FidPreset& p, const std::string& sha) {
-  return cache_dir() / "models" / (std::string(p.name) + "-" + sha.substr(0, 16) + ".c1.pt");
+  if (!p.inception()) return cache_dir() / "models" / (p.name + "-" + p.encoder + "-" + sha.substr(0, 16) + ".pt");
+  return cache_dir() / "models" / (p.name + "-" + sha.substr(0, 16) + ".c1.pt");
+}
+
+/// The import command of `p`'s weights file `weights` into `out`.
+std::vector<std::string> import_command(const FidPreset& p, const fs::path& weights, const fs::path& out) {
+  const std::string tools = std::string(VECBENCH_SOURCE_DIR) + "/tools/";
+  if (!p.inception())
+    return {VECBENCH_PYTHON, tools + "export_encoder.py",
+            "--encoder",     p.encoder,
+            "--protocol",    p.name,
+            "--weights",     weights.string(),
+            "--out",         out.string()};
+  return {VECBENCH_PYTHON, tools + "export_inception.py",
+          "--arch",        "tf2015",
+          "--like",        p.name,
+          p.import_flag,   weights.string(),
+          "--out",         out.string()};
 }
 }  // namespace
 
@@ -154,23 +217,20 @@ std::string preset_model(const FidPreset& p, const fs::path& weights) {
   std::error_code ec;
   if (fs::is_regular_file(model, ec)) {
     const ModelInfo m = read_model_info(model.string());
-    if (m.weight_sha256 == sha && m.like == p.name) return model.string();
+    if (m.weight_sha256 == sha && preset_of_model(m.like, m.arch) == &p) return model.string();
   }
   fs::create_directories(dir, ec);
   const fs::path tmp = dir / (".import-" + std::to_string(::getpid()) + "-" + model.filename().string());
   std::cerr << "vecbench: importing " << p.name << "'s weights " << weights.string() << " (sha256 " << sha.substr(0, 16)
             << ") into " << model.string() << " (once per weights file)\n";
   const fs::path log = dir / (".import-" + std::to_string(::getpid()) + ".log");
-  const int rc =
-      run_program({VECBENCH_PYTHON, std::string(VECBENCH_SOURCE_DIR) + "/tools/export_inception.py", "--arch", "tf2015",
-                   "--like", p.name, p.import_flag, weights.string(), "--out", tmp.string()},
-                  log.string());
+  const int rc = run_program(import_command(p, weights, tmp), log.string());
   std::ifstream said(log);
   const std::string output((std::istreambuf_iterator<char>(said)), std::istreambuf_iterator<char>());
   fs::remove(log, ec);
   if (rc != 0) {
     fs::remove(tmp, ec);
-    throw IoError(weights.string(), std::string("not usable as ") + p.name + "'s Inception weights (" + p.weights_file +
+    throw IoError(weights.string(), "not usable as " + p.name + "'s " + p.encoder + " weights (" + p.weights_file +
                                         "): the import said: " + error_line(output));
   }
   fs::rename(tmp, model, ec);
@@ -179,60 +239,84 @@ std::string preset_model(const FidPreset& p, const fs::path& weights) {
   return model.string();
 }
 
-std::string where_to_put_weights() {
+std::string where_to_put_weights(const std::string& encoder) {
   std::string s;
   for (const auto& p : fid_presets())
-    s += "\n  " + std::string(p.name) + ": " + (weight_search_dirs(p).back() / p.weights_file).string();
+    if (p.encoder == (encoder.empty() ? "inception-v3" : encoder))
+      s += "\n  " + p.name + ": " + (weight_search_dirs(p).back() / p.weights_file).string();
   s += "\n(or any of these files in the folder $VECBENCH_MODELS names), or pass --model FILE.pt "
-       "(tools/export_inception.py --from-tf classify_image_graph_def.pb or --weights FILE)";
+       "(tools/export_inception.py --from-tf classify_image_graph_def.pb or --weights FILE; "
+       "tools/export_encoder.py for the other encoders)";
   return s;
 }
 
-FidModelChoice choose_fid_model(const std::string& model_flag, const std::string& like_flag) {
+namespace {
+/// `p`'s weights found, imported and chosen, with `why` saying how.
+FidModelChoice preset_choice(const FidPreset& p, const fs::path& weights, const std::string& why) {
+  FidModelChoice c;
+  c.path = preset_model(p, weights);
+  c.preset = &p;
+  c.why = why;
+  return c;
+}
+}  // namespace
+
+FidModelChoice choose_fid_model(const std::string& model_flag, const std::string& like_flag,
+                                const std::string& encoder) {
   FidModelChoice c;
   if (!model_flag.empty() && !like_flag.empty())
     throw ConfigError("--like", "and --model name two models: pass one of them");
   if (!model_flag.empty()) {
+    const ModelInfo m = read_model_info(model_flag);
+    const EncoderSpec* e = encoder_of_arch(m.arch);
+    if (!encoder.empty() && e && encoder != e->name)
+      throw ConfigError("--encoder", encoder + ": --model " + model_flag + " is " + e->name);
     c.path = model_flag;
-    c.preset = preset_of_model(read_model_info(model_flag).like);
+    c.preset = preset_of_model(m.like, m.arch);
     c.why = "--model " + model_flag;
     return c;
   }
   if (!like_flag.empty()) {
-    const FidPreset& p = find_fid_preset(like_flag);
+    const FidPreset& p = find_fid_preset(like_flag, encoder);
     std::string refused;
     const auto w = find_preset_weights(p, &refused);
     if (!w && !refused.empty()) throw ConfigError("--like", refused);
     if (!w) {
       std::string where;
       for (const auto& d : weight_search_dirs(p)) where += "\n  " + (d / p.weights_file).string();
-      throw ConfigError("--like", std::string(p.name) + "'s weights file " + p.weights_file +
+      throw ConfigError("--like", p.name + "'s " + p.encoder + " weights file " + p.weights_file +
                                       " is not in any of the folders it is looked for in:" + where +
                                       "\nput it there (the file " + p.name + " downloads) and run again");
     }
-    c.path = preset_model(p, *w);
-    c.preset = &p;
-    c.why = "--like " + std::string(p.name) + ": " + w->string();
-    return c;
+    return preset_choice(p, *w, "--like " + p.name + " (" + p.encoder + "): " + w->string());
   }
-  for (const auto& p : fid_presets())
-    if (const auto w = find_preset_weights(p)) {
-      c.path = preset_model(p, *w);
-      c.preset = &p;
-      c.why = std::string(p.name) + "'s preset: its weights were found at " + w->string() +
-              (&p == &fid_presets().front() ? " (pytorch-fid comes first: the most used tool)"
-                                            : " (no pytorch-fid weights found)") +
-              "; --like TOOL chooses another";
-      return c;
-    }
+  const std::string enc = encoder.empty() ? "inception-v3" : find_encoder(encoder).name;
+  const FidPreset* first = nullptr;
+  for (const auto& p : fid_presets()) {
+    if (p.encoder != enc) continue;
+    if (!first) first = &p;
+    if (const auto w = find_preset_weights(p))
+      return preset_choice(p, *w,
+                           p.name + "'s preset: its " + p.encoder + " weights were found at " + w->string() +
+                               (&p == first ? " (" + p.name + " comes first for " + p.encoder + ")"
+                                            : " (no " + first->name + " weights found)") +
+                               "; --like TOOL chooses another");
+  }
+  if (enc != "inception-v3")
+    throw ConfigError("--encoder",
+                      enc + ": no weights file found; put it where a tool keeps it:" + where_to_put_weights(enc));
   c.path = default_model();
   c.why = "the build's default model: no FID tool's weights were found";
   return c;
 }
 
 int cmd_models() {
+  std::string encoder;
   for (const auto& p : fid_presets()) {
-    std::cout << p.name << ": " << p.weights_file;
+    if (p.encoder != encoder)
+      std::cout << "encoder " << (encoder = p.encoder) << " (" << find_encoder(encoder).width
+                << " floats: " << find_encoder(encoder).output << ")\n";
+    std::cout << "  " << p.name << ": " << p.weights_file;
     std::string refused;
     const auto w = find_preset_weights(p, &refused);
     if (!refused.empty()) std::cout << ": refused: " << refused << "\n";
@@ -246,8 +330,8 @@ int cmd_models() {
     const std::string sha = sha256_file(*w);
     const fs::path model = preset_model_path(p, sha);
     std::error_code ec;
-    std::cout << ": " << w->string() << " sha256 " << sha << "\n  model "
-              << (fs::is_regular_file(model, ec) ? model.string() : "(imported on first use)") << "\n  pipeline "
+    std::cout << ": " << w->string() << " sha256 " << sha << "\n    model "
+              << (fs::is_regular_file(model, ec) ? model.string() : "(imported on first use)") << "\n    pipeline "
               << p.pipeline << "\n";
   }
   const ModelInfo d = read_model_info(default_model());

@@ -21,6 +21,10 @@ namespace {
 /// the preset the store was made with, else as fid chooses), refused when the store says another
 /// model made them.
 Classifier classifier_for(FeatureInputs& inputs, const FeatureSet& a, std::vector<std::string>& warnings) {
+  if (FeatureInputs::encoder_of(a.fingerprint) != "inception-v3" ||
+      (!inputs.encoder().empty() && inputs.encoder() != "inception-v3"))
+    throw ConfigError("--isc", "the Inception Score needs Inception-v3's features and classifier; " + a.origin +
+                                   " holds " + FeatureInputs::encoder_of(a.fingerprint) + " features");
   if (a.fingerprint.is_object()) inputs.default_like(a.fingerprint.value("like", std::string()));
   const ModelInfo& m = inputs.model();
   const std::string made_by = a.fingerprint.is_object() ? a.fingerprint.value("model_sha256", std::string()) : "";
@@ -69,14 +73,53 @@ nlohmann::json to_json(const NeighbourMetrics& r) {
   return j;
 }
 
+/// --fd-dinov2: the sides' DINOv2 ViT-L/14 features (--like's DINOv2 preset when that tool has
+/// one, else the first found: dgm-eval's) and their Fréchet distance, printed with its protocol.
+void fd_dinov2(const MetricsArgs& o, nlohmann::json& j) {
+  FidModelArgs m = o.m;
+  m.encoder = "dinov2-vit-l-14";
+  bool tool_has_it = false;
+  for (const auto& p : fid_presets()) tool_has_it = tool_has_it || (p.encoder == m.encoder && p.name == m.like);
+  if (!m.like.empty() && !tool_has_it) {
+    std::cerr << "vecbench metrics: --fd-dinov2: " << m.like << " has no DINOv2 preset; dgm-eval's is used\n";
+    m.like = "dgm-eval";
+  }
+  FeatureInputs inputs(m, "metrics --fd-dinov2");
+  const FeatureStats a = inputs.stats_at(inputs.as_features(o.a)), b = inputs.stats_at(inputs.as_features(o.b));
+  for (const auto& w : check_sides(side_of(a), side_of(b), o.allow_mismatch, "metrics"))
+    std::cerr << "vecbench metrics: warning: " << w << "\n";
+  const FidResult r = frechet_distance(a, b);
+  j["fd_dinov2"] = {{"value", r.fid},
+                    {"encoder", m.encoder},
+                    {"protocol", a.fingerprint.is_object() ? a.fingerprint.value("like", std::string()) : ""},
+                    {"n_a", a.n},
+                    {"n_b", b.n},
+                    {"fingerprint_a", a.fingerprint_id},
+                    {"fingerprint_b", b.fingerprint_id}};
+  j["synthetic_weights"] = j.value("synthetic_weights", false) || inputs.synthetic();
+  std::printf("%s %.10g%s\n", fd_label(a.fingerprint).c_str(), r.fid, inputs.synthetic() ? kSyntheticLabel : "");
+}
+
+/// `metrics A B --fd-dinov2` alone: that figure and its JSON.
+int fd_dinov2_only(const MetricsArgs& o) {
+  nlohmann::json j = {{"a", o.a}, {"b", o.b}, {"a_role", "generated"}, {"b_role", "real"}};
+  fd_dinov2(o, j);
+  if (!o.json_out.empty()) atomic_write(o.json_out, j.dump(2) + "\n");
+  return 0;
+}
+
 }  // namespace
 
 int cmd_metrics(const MetricsArgs& args) {
   MetricsArgs o = args;
   const bool two = !o.b.empty();
-  if (!(o.isc || o.fid || o.kid || o.prc || o.prdc)) (two ? (o.fid = o.kid = o.prc = o.prdc = true) : (o.isc = true));
-  if (!two && (o.fid || o.kid || o.prc || o.prdc))
-    throw ConfigError("metrics", "--fid, --kid, --prc and --prdc compare two sides: pass B (the real set) too");
+  if (!two && (o.fid || o.kid || o.prc || o.prdc || o.fd_dinov2))
+    throw ConfigError("metrics",
+                      "--fid, --fd-dinov2, --kid, --prc and --prdc compare two sides: pass B (the real set) too");
+  const bool only_dinov2 = o.fd_dinov2 && !(o.isc || o.fid || o.kid || o.prc || o.prdc);
+  if (!(o.isc || o.fid || o.kid || o.prc || o.prdc || o.fd_dinov2))
+    (two ? (o.fid = o.kid = o.prc = o.prdc = true) : (o.isc = true));
+  if (only_dinov2) return fd_dinov2_only(o);
   FeatureInputs inputs(o.m, "metrics");
   std::vector<std::string> warnings;
   const std::string pa = inputs.as_features(o.a), pb = two ? inputs.as_features(o.b) : std::string();
@@ -132,14 +175,18 @@ int cmd_metrics(const MetricsArgs& args) {
   if (synthetic) j["weights"] = "synthetic weights";
   j["warnings"] = warnings;
   for (const auto& w : warnings) std::cerr << "vecbench metrics: warning: " << w << "\n";
-  if (!o.json_out.empty()) atomic_write(o.json_out, j.dump(2) + "\n");
-  const char* label = synthetic ? kSyntheticLabel : "";
+  const nlohmann::json& fp = need_sets ? a.fingerprint : sa->fingerprint;
+  j["encoder"] = FeatureInputs::encoder_of(fp);
+  const std::string tagged = encoder_tag(fp) + (synthetic ? kSyntheticLabel : "");
+  const char* label = tagged.c_str();
   if (is) print_is(*is, pa, label);
-  if (fid) std::printf("FID %.10g%s\n", fid->fid, label);
+  if (fid) std::printf("%s %.10g%s\n", fd_label(fp).c_str(), fid->fid, synthetic ? kSyntheticLabel : "");
   if (kid)
     std::printf("KID %.10g +- %.3g (%d subsets of %zu)%s\n", kid->mean, kid->std, kid->subsets, kid->subset_size,
                 label);
   print_neighbours(nb, label);
+  if (o.fd_dinov2) fd_dinov2(o, j);
+  if (!o.json_out.empty()) atomic_write(o.json_out, j.dump(2) + "\n");
   return 0;
 }
 

@@ -15,6 +15,7 @@
 #include "vecbench/dist/job_progress.hpp"
 #include "vecbench/dist/merge_manifests.hpp"
 #include "vecbench/dist/rank_gather.hpp"
+#include "vecbench/engine/encoder.hpp"
 #include "vecbench/engine/engines.hpp"
 #include "vecbench/input/inputs.hpp"
 #include "vecbench/output/writer.hpp"
@@ -89,7 +90,7 @@ std::string resolve_route(VectorizeArgs& a, const ModelInfo& model, int cores, i
   facts.cores = cores;
   facts.cuda_devices = cuda;
   facts.onednn_available = onednn_runs_here();
-  facts.model_is_export = model.is_export();
+  facts.model_is_export = model.is_export() && inception_arch(model.arch);  // what the onednn engine runs
   facts.precision = a.model.precision;
   std::optional<RouteChoice> profile;
   std::string file;
@@ -221,8 +222,10 @@ WriterOptions writer_options(const VectorizeArgs& a, const ModelInfo& model, con
   w.feature_dim = model.feature_dim;
   w.hash_inputs = a.hash_inputs;
   w.check_features = true;  // no NaN, Inf, negative or huge vector is ever stored as ok
-  w.stop = &stop_flag();    // a full disk or a broken model ends the run early (abort_reason)
-  if (dist.active()) {      // per-rank files; only rank 0 cleans up and scans what is done (MPI)
+  const EncoderSpec* enc = encoder_of_arch(model.arch);
+  w.non_negative_features = !enc || enc->non_negative;
+  w.stop = &stop_flag();  // a full disk or a broken model ends the run early (abort_reason)
+  if (dist.active()) {    // per-rank files; only rank 0 cleans up and scans what is done (MPI)
     w.rank = dist.rank();
     w.stale_temp_age_s = !dist.comm().connected() ? 600 : dist.rank() == 0 ? 0 : -1;
     if (dist.comm().connected() && dist.rank() != 0) w.resume = false;
@@ -334,9 +337,10 @@ void check_int8_settings(ModelSettings& m) {
 /// only: a setting that changes it is refused, naming it.
 VectorizeArgs with_preset(const VectorizeArgs& args) {
   VectorizeArgs a = args;
-  if (a.like.empty()) return a;
-  if (a.model.path != default_model()) throw ConfigError("--like", "and --model name two models: pass one of them");
-  const FidModelChoice c = choose_fid_model("", a.like);
+  if (a.like.empty() && (a.encoder.empty() || a.encoder == "inception-v3")) return a;
+  if (a.model.path != default_model())
+    throw ConfigError(a.like.empty() ? "--encoder" : "--like", "and --model name two models: pass one of them");
+  const FidModelChoice c = choose_fid_model("", a.like, a.encoder);
   std::cerr << "vecbench: model " << c.path << " (" << c.why << ")\n";
   a.model.path = c.path;
   return a;
@@ -345,7 +349,7 @@ VectorizeArgs with_preset(const VectorizeArgs& args) {
 /// A model of a FID tool's preset runs that tool's pipeline: its JPEG decode, on the host, unless
 /// --decode names another (refused, as is every other setting that changes the pipeline).
 void apply_preset_pipeline(VectorizeArgs& a, const ModelInfo& model) {
-  const FidPreset* p = preset_of_model(model.like);
+  const FidPreset* p = preset_of_model(model.like, model.arch);
   if (!p) return;
   const std::string what = model.path + " follows " + p->name + "'s pipeline (" + p->pipeline + ")";
   if (a.resize && *a.resize != p->resize)
@@ -395,7 +399,7 @@ int cmd_vectorize(const VectorizeArgs& args, const CommandHooks& hooks) {
   const auto devs = expand_devices(a.devices, dopt);
   InputOptions in = input_options(a, model);
   in.decode_where =
-      resolve_decode(a.decode, all_cuda(devs), nvjpeg_available(), a.devices, in.resize != ResizeMode::pil_bicubic);
+      resolve_decode(a.decode, all_cuda(devs), nvjpeg_available(), a.devices, !host_only_resize(in.resize));
   auto source = make_source(a.images, in);
   const WriterOptions w = writer_options(a, model, in, *source, dist);
   check_replicas_fit(devs, dist.active() ? dist.cpu_cores() : hardware_cores(), a.model.path, a.force);

@@ -12,6 +12,7 @@
 
 #include "vecbench/core/error.hpp"
 #include "vecbench/core/zip_member.hpp"
+#include "vecbench/engine/encoder.hpp"
 #include "vecbench/engine/engines.hpp"
 #include "vecbench/engine/null_model.hpp"
 #include "vecbench/engine/torch_plugin.hpp"
@@ -162,6 +163,10 @@ ModelFactory model_factory(const ModelSettings& opt) {
     };
   }
   if (opt.engine == EngineKind::onednn) {
+    const ModelInfo info = read_model_info(opt.path);
+    if (info.is_export() && !inception_arch(info.arch))  // checked before the engine reads any weight
+      throw ConfigError(
+          "--engine", "onednn runs Inception-v3 only; " + opt.path + " is " + info.arch + ": use --engine torchscript");
 #ifdef VECBENCH_WITH_ONEDNN
     return onednn_factory(opt);
 #else

@@ -316,9 +316,10 @@ bool nvjpeg_status_is_file_fault(int status) { return file_fault(static_cast<nvj
 std::unique_ptr<DeviceJpegDecoder> make_nvjpeg_decoder(int ordinal, void* stream, int max_batch, int size,
                                                        ResizeMode mode) {
   // the device resizes in the bilinear modes only (resize_formula.hpp); resolve_decode keeps
-  // pil-bicubic on the host, and this keeps any other path from treating it as bilinear
-  if (mode == ResizeMode::pil_bicubic)
-    throw ConfigError("decode", "--decode gpu: the pil-bicubic resize (clean-fid's) runs on the host only");
+  // the bicubic modes on the host, and this keeps any other path from treating it as bilinear
+  if (host_only_resize(mode))
+    throw ConfigError(
+        "decode", "--decode gpu: the pil-bicubic, pil-bicubic-u8 and torch-bicubic-aa resizes run on the host only");
   return std::make_unique<NvjpegDecoder>(ordinal, stream, max_batch, size, mode);
 }
 

@@ -136,7 +136,7 @@ void OutputWriter::request_stop(const std::string& why) {
 
 bool OutputWriter::plausible(std::size_t index, const float* f, int dim) {
   ++checked_;
-  const std::string bad = implausible_features(f, dim);
+  const std::string bad = implausible_features(f, dim, opt_.non_negative_features);
   if (bad.empty()) return true;
   ++implausible_;
   record_error(index, src_.name(index) + ": implausible feature vector (" + bad +

@@ -477,6 +477,11 @@ TEST(Store, ImplausibleVectorsAreErrorsNamingTheCauseAndMostOfThemStopTheRun) {
             "value 3.1e+19 at element 2 (plausible: 0 to 1e+04)");
   EXPECT_NE(implausible_features(std::vector<float>{INFINITY}.data(), 1), "");
   EXPECT_NE(implausible_features(std::vector<float>{-2}.data(), 1), "");
+  // an encoder whose features may be negative (DINOv2's layer-normed CLS token): only the magnitude
+  EXPECT_EQ(implausible_features(std::vector<float>{-2, 3}.data(), 2, false), "");
+  EXPECT_EQ(implausible_features(std::vector<float>{-2e4f}.data(), 1, false),
+            "value -2e+04 at element 0 (plausible: -1e+04 to 1e+04)");
+  EXPECT_NE(implausible_features(std::vector<float>{NAN}.data(), 1, false), "");
   const fs::path d = store_dir("sanity");
   SyntheticSource src(12);
   std::atomic<bool> stop{false};

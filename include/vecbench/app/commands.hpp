@@ -98,6 +98,7 @@ struct VectorizeArgs {
   std::uint64_t max_pixels = 178956970;
   std::optional<EngineKind> engine;  // --engine as given; unset: chosen, as the route above
   std::string like;                  // --like TOOL: that FID tool's weights and pipeline (app/fid_presets.hpp)
+  std::string encoder;  // --encoder NAME: with --like, the tool's preset for that encoder (engine/encoder.hpp)
   std::string json_out;
   std::string trace_file;  ///< --trace FILE: write every thread's spans as Chrome trace-event JSON ("": off)
 };
@@ -117,6 +118,7 @@ int cmd_vectorize(const VectorizeArgs& a, const CommandHooks& hooks = {});
 struct FidModelArgs {
   std::string model;             ///< --model FILE.pt ("": chosen, see choose_fid_model)
   std::string like;              ///< --like TOOL: that FID tool's weights and pipeline
+  std::string encoder;           ///< --encoder NAME: the encoder ("": inception-v3, or the store's)
   bool allow_synthetic = false;  ///< --allow-synthetic-weights: compute from random weights, said so
   std::string store_root;        ///< --store: where image inputs are vectorized ("": the cache folder)
 };
@@ -146,7 +148,10 @@ int cmd_fid(const FidArgs& args);
 struct MetricsArgs {
   std::string a, b;  ///< output folders, .npy feature matrices, or images (vectorized first); b: "" for none
   bool isc = false, fid = false, kid = false, prc = false, prdc = false;  ///< none: all that the sides allow
-  int isc_splits = 10;                                                    ///< --isc-splits
+  /// --fd-dinov2: also the Fréchet distance of DINOv2 ViT-L/14 features (--like's DINOv2 preset
+  /// when the tool has one, else dgm-eval's), from the same inputs
+  bool fd_dinov2 = false;
+  int isc_splits = 10;                 ///< --isc-splits
   bool isc_shuffle = true;             ///< --no-isc-shuffle: the splits in stored order
   std::uint32_t isc_seed = 2020;       ///< --isc-seed: torch-fidelity's rng_seed
   int prc_k = 3;                       ///< --prc-k: torch-fidelity's prc_neighborhood

@@ -22,6 +22,9 @@ enum class FidTool {
   tf,              ///< the seed's classify_image_graph_def.pb: DecodeJpeg (fast IDCT), ResizeBilinear, pool_3
   clean_fid,       ///< clean-fid 0.1.35 "clean": PIL RGB, PIL bicubic on float channels, (x-128)/128, NVIDIA's layers
   clean_fid_legacy_tensorflow,  ///< its "legacy_tensorflow": NVIDIA's file's own forward (TF1 resize, (x-128)/128)
+  dgm_eval,  ///< dgm-eval (and EDM2's resize_mode 'pil'): PIL RGB, Pillow's bicubic on uint8, x/255, ImageNet mean/std
+  edm2,      ///< EDM2 calculate_metrics.py, resize_mode 'torch': F.interpolate(bicubic, antialias) on floats, x/255,
+             ///< ImageNet
 };
 
 /// Where a tool keeps its weights file (after $VECBENCH_MODELS, which comes first for every tool).
@@ -31,26 +34,33 @@ enum class WeightsHome {
   tmp,          ///< /tmp, where clean-fid downloads NVIDIA's inception-2015-12-05.pt (on Linux)
 };
 
+/// A tool's way of feeding one encoder (engine/encoder.hpp): its weights file and its input pipeline.
 struct FidPreset {
   FidTool tool;
-  const char* name;          ///< the --like value
-  const char* weights_file;  ///< the file name the tool downloads (into the folder `home` says)
+  std::string name;          ///< the --like value
+  std::string encoder;       ///< the encoder's name (inception-v3, dinov2-vit-l-14, vgg16, ...)
+  std::string weights_file;  ///< the file name the tool downloads (into the folder `home` says)
   WeightsHome home;          ///< where the tool keeps it
-  /// how tools/export_inception.py reads it: --weights (a state_dict, or NVIDIA's TorchScript) or --from-tf
-  const char* import_flag;
+  /// how tools/export_inception.py reads it: --weights (a state_dict, or NVIDIA's TorchScript) or
+  /// --from-tf; the other encoders' import (tools/export_encoder.py) takes --weights
+  std::string import_flag;
   ResizeMode resize;     ///< the tool's resize, as vecbench's mode
   JpegDecoder jpeg;      ///< the tool's JPEG arithmetic: exact (PIL's) or tf (DecodeJpeg's fast IDCT)
-  const char* pipeline;  ///< decode, resize, scaling and layer, in words
+  std::string pipeline;  ///< decode, resize, scaling and layer, in words
+  bool inception() const { return encoder == "inception-v3"; }
 };
 
-/// Every preset, in the order `fid` and `stats` try them without --like (pytorch-fid first: the
-/// most used tool).
+/// Every preset: Inception-v3's first, in the order `fid` and `stats` try them without --like
+/// (pytorch-fid first: the most used tool), then each other encoder's, in the registry's order
+/// (dgm-eval first for each DINOv2: FD_DINOv2's reference).
 const std::vector<FidPreset>& fid_presets();
-/// The preset named `name` ("clean-fid-legacy-pytorch" names pytorch-fid's: the same weights file
-/// and pipeline); throws ConfigError("--like", ...) listing the names otherwise.
-const FidPreset& find_fid_preset(const std::string& name);
-/// The preset a model file's metadata names ("" or unknown: null).
-const FidPreset* preset_of_model(const std::string& like);
+/// The preset of tool `name` for `encoder` ("": the tool's first encoder: inception-v3, or
+/// dinov2-vit-l-14 for dgm-eval and edm2). "clean-fid-legacy-pytorch" names pytorch-fid's (the same
+/// weights file and pipeline), "edm2-pil" dgm-eval's (EDM2's resize_mode 'pil' is dgm-eval's
+/// preprocessing exactly). Throws ConfigError("--like"/"--encoder", ...) listing what exists.
+const FidPreset& find_fid_preset(const std::string& name, const std::string& encoder = "");
+/// The preset a model file's metadata names (its "like" and the encoder of its "arch"; null when none).
+const FidPreset* preset_of_model(const std::string& like, const std::string& arch);
 
 /// Where the preset's weights file is looked for, in order: $VECBENCH_MODELS, then the tool's own
 /// folder: $TORCH_HOME/hub/checkpoints (TORCH_HOME defaulting to $XDG_CACHE_HOME/torch, else
@@ -66,10 +76,11 @@ std::optional<std::filesystem::path> find_preset_weights(const FidPreset& p, std
 std::string shared_folder_refusal(const std::filesystem::path& file);
 
 /// The preset's TorchScript model for the weights file `weights`: the cache folder's
-/// models/<tool>-<sha256[:16]>.c1.pt, imported first when absent (Debian's Python with
-/// tools/export_inception.py --arch tf2015 --weights FILE (--from-tf FILE for tf) --like TOOL; a
-/// temp file renamed into place). A file the import refuses (not that tool's Inception weights) is an IoError naming
-/// it.
+/// models/<tool>-<sha256[:16]>.c1.pt (other encoders: <tool>-<encoder>-<sha256[:16]>.pt), imported
+/// first when absent (Debian's Python with tools/export_inception.py --arch tf2015 --weights FILE
+/// (--from-tf FILE for tf) --like TOOL, or tools/export_encoder.py --encoder E --protocol TOOL
+/// --weights FILE; a temp file renamed into place). A file the import refuses (not that encoder's
+/// weights: a missing or mis-shaped key, a truncated file) is an IoError naming it and the cause.
 std::string preset_model(const FidPreset& p, const std::filesystem::path& weights);
 
 /// The model `stats` and `fid` vectorize images with, and why.
@@ -79,11 +90,14 @@ struct FidModelChoice {
   std::string why;                    ///< for the first line
 };
 /// --model wins; else --like (its weights must be found: ConfigError saying where to put them);
-/// else the first preset whose weights are found; else the build's default model (synthetic).
-FidModelChoice choose_fid_model(const std::string& model_flag, const std::string& like_flag);
+/// else the first preset of `encoder` ("": inception-v3) whose weights are found; else, for
+/// inception-v3, the build's default model (synthetic), for the others a ConfigError saying where
+/// to put the file.
+FidModelChoice choose_fid_model(const std::string& model_flag, const std::string& like_flag,
+                                const std::string& encoder = "");
 
-/// What to do when no Inception weights are there: which file to put where, per preset.
-std::string where_to_put_weights();
+/// What to do when no weights of `encoder` ("": inception-v3) are there: which file to put where, per preset.
+std::string where_to_put_weights(const std::string& encoder = "");
 
 /// `vecbench models`: each preset's weights file (found or not, where it was looked for), its
 /// SHA-256 and imported model. Returns 0.

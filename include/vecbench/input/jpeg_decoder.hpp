@@ -72,13 +72,15 @@ inline const char* decode_name(DecodeWhere w, JpegDecoder j) {
 
 /// Resolves `auto` and checks `gpu` against the run's devices: `all_cuda` (every replica is on a
 /// CUDA device), `nvjpeg` (this build has nvJPEG) and `device_resize` (the device has the run's
-/// resize: not pil-bicubic). Throws ConfigError for gpu where it cannot run.
+/// resize: a bilinear mode). Throws ConfigError for gpu where it cannot run.
 inline DecodeWhere resolve_decode(const DecodeSetting& d, bool all_cuda, bool nvjpeg, const std::string& devices,
                                   bool device_resize = true) {
   if (d.automatic) return all_cuda && nvjpeg && device_resize ? DecodeWhere::gpu : DecodeWhere::cpu;
   if (d.where != DecodeWhere::gpu) return d.where;
   if (!device_resize)
-    throw ConfigError("decode", "--decode gpu: the pil-bicubic resize (clean-fid's) runs on the host only");
+    throw ConfigError(
+        "decode",
+        "--decode gpu: the bicubic resizes (pil-bicubic, pil-bicubic-u8, torch-bicubic-aa) run on the host only");
   if (!nvjpeg)
     throw ConfigError("decode",
                       "--decode gpu: this vecbench was built without nvJPEG (build against a CUDA LibTorch with "

@@ -10,6 +10,7 @@
 #include "vecbench/core/error.hpp"
 #include "vecbench/input/resize_formula.hpp"
 #include "vecbench/input/resize_pil.hpp"
+#include "vecbench/input/resize_torch_aa.hpp"
 
 namespace vecbench {
 
@@ -17,10 +18,12 @@ namespace vecbench {
 template <>
 struct EnumNames<ResizeMode> {
   static constexpr const char* what = "resize mode";
-  static constexpr std::array<std::pair<ResizeMode, const char*>, 3> names = {
+  static constexpr std::array<std::pair<ResizeMode, const char*>, 5> names = {
       {{ResizeMode::tf_legacy, "tf-legacy"},
        {ResizeMode::bilinear, "bilinear"},
-       {ResizeMode::pil_bicubic, "pil-bicubic"}}};
+       {ResizeMode::pil_bicubic, "pil-bicubic"},
+       {ResizeMode::pil_bicubic_u8, "pil-bicubic-u8"},
+       {ResizeMode::torch_bicubic_aa, "torch-bicubic-aa"}}};
 };
 inline ResizeMode parse_resize_mode(const std::string& s) { return parse_enum<ResizeMode>(s, "resize"); }
 inline std::string to_string(ResizeMode m) { return enum_name(m); }
@@ -60,6 +63,8 @@ inline void resize_rgb_to_chw(const std::uint8_t* src, int h, int w, std::size_t
                               float* dst) {
   if (h <= 0 || w <= 0) throw Error("resize: empty image");
   if (mode == ResizeMode::pil_bicubic) return resize_rgb_to_chw_pil_bicubic(src, h, w, row_stride, out, dst);
+  if (mode == ResizeMode::pil_bicubic_u8) return resize_rgb_to_chw_pil_bicubic_u8(src, h, w, row_stride, out, dst);
+  if (mode == ResizeMode::torch_bicubic_aa) return resize_rgb_to_chw_torch_bicubic_aa(src, h, w, row_stride, out, dst);
   const std::size_t plane = static_cast<std::size_t>(out) * static_cast<std::size_t>(out);
   if (h == out && w == out) {  // identity in both modes: just convert
     for (int y = 0; y < out; ++y) {

@@ -34,7 +34,18 @@ enum class ResizeMode {
   /// clean-fid's "clean" resize: Pillow's bicubic (antialiased) on float channels, clipped to
   /// 0..255 (input/resize_pil.hpp). Host only: the functions below never see it.
   pil_bicubic,
+  /// dgm-eval's resize (and EDM2's resize_mode 'pil'): Pillow's bicubic on the RGB uint8 image, to
+  /// uint8 pixels (input/resize_pil.hpp). Host only.
+  pil_bicubic_u8,
+  /// EDM2's resize_mode 'torch': F.interpolate(bicubic, antialias=True) on floats, LibTorch's CPU
+  /// arithmetic (input/resize_torch_aa.hpp). Host only.
+  torch_bicubic_aa,
 };
+
+/// Whether only the host resizes in mode `m` (the CUDA kernel does the bilinear modes alone).
+VECBENCH_HD constexpr bool host_only_resize(ResizeMode m) {
+  return m == ResizeMode::pil_bicubic || m == ResizeMode::pil_bicubic_u8 || m == ResizeMode::torch_bicubic_aa;
+}
 
 namespace detail {
 

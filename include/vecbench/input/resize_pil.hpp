@@ -114,4 +114,67 @@ inline void resize_rgb_to_chw_pil_bicubic(const std::uint8_t* src, int h, int w,
     }
 }
 
+/// Resizes the interleaved RGB uint8 image `src` to out x out as Pillow's Image.resize((out, out),
+/// BICUBIC) does on an RGB image (dgm-eval's torchvision Resize on a PIL image, EDM2's resize_mode
+/// 'pil') and writes the resulting uint8 pixels planar (CHW) as floats into `dst`. Pillow's 8-bit
+/// resampling: the taps of pil_bicubic_taps, each weight in fixed point with 22 fractional bits
+/// (rounded half away from zero), each output (2^21 + sum of pixel x weight) >> 22 clamped to
+/// 0..255; the horizontal pass first into an 8-bit image, then the vertical one, a pass skipped when
+/// its size does not change.
+inline void resize_rgb_to_chw_pil_bicubic_u8(const std::uint8_t* src, int h, int w, std::size_t row_stride, int out,
+                                             float* dst) {
+  constexpr int kBits = 22;  // Pillow's PRECISION_BITS (32 - 8 - 2)
+  const auto fixed = [](const detail::PilTaps& t) {
+    std::vector<std::int32_t> k(t.weights.size());
+    for (std::size_t i = 0; i < k.size(); ++i) {
+      const double v = t.weights[i] * static_cast<double>(1 << kBits);
+      k[i] = static_cast<std::int32_t>(v < 0 ? -0.5 + v : 0.5 + v);
+    }
+    return k;
+  };
+  const auto clip8 = [](std::int32_t v) -> std::uint8_t {
+    if (v >= (1 << kBits << 8)) return 255;
+    if (v <= 0) return 0;
+    return static_cast<std::uint8_t>(v >> kBits);
+  };
+  const std::size_t n = static_cast<std::size_t>(out), W = static_cast<std::size_t>(w), H = static_cast<std::size_t>(h);
+  const bool horizontal = w != out, vertical = h != out;
+  const std::size_t tw = horizontal ? n : W;
+  std::vector<std::uint8_t> tmp(H * tw * 3);  // the horizontal pass's 8-bit image, interleaved
+  const detail::PilTaps tx = detail::pil_bicubic_taps(w, horizontal ? out : w);
+  const std::vector<std::int32_t> kx = fixed(tx);
+  for (std::size_t y = 0; y < H; ++y) {
+    const std::uint8_t* row = src + y * row_stride;
+    std::uint8_t* o = tmp.data() + y * tw * 3;
+    if (!horizontal) {
+      std::copy(row, row + W * 3, o);
+      continue;
+    }
+    for (std::size_t x = 0; x < n; ++x) {
+      const std::int32_t* k = kx.data() + x * static_cast<std::size_t>(tx.ksize);
+      const std::size_t first = static_cast<std::size_t>(tx.first[x]);
+      for (std::size_t c = 0; c < 3; ++c) {
+        std::int32_t ss = 1 << (kBits - 1);
+        for (int i = 0; i < tx.count[x]; ++i) ss += row[(first + static_cast<std::size_t>(i)) * 3 + c] * k[i];
+        o[x * 3 + c] = clip8(ss);
+      }
+    }
+  }
+  const detail::PilTaps ty = detail::pil_bicubic_taps(h, vertical ? out : h);
+  const std::vector<std::int32_t> ky = fixed(ty);
+  const std::size_t plane = n * n;
+  for (std::size_t y = 0; y < n; ++y) {
+    const std::int32_t* k = ky.data() + y * static_cast<std::size_t>(ty.ksize);
+    const std::size_t first = static_cast<std::size_t>(ty.first[y]);
+    for (std::size_t x = 0; x < n; ++x)
+      for (std::size_t c = 0; c < 3; ++c) {
+        std::int32_t ss = 1 << (kBits - 1);
+        if (vertical)
+          for (int i = 0; i < ty.count[y]; ++i)
+            ss += tmp[((first + static_cast<std::size_t>(i)) * tw + x) * 3 + c] * k[i];
+        dst[c * plane + y * n + x] = vertical ? clip8(ss) : tmp[(y * tw + x) * 3 + c];
+      }
+  }
+}
+
 }  // namespace vecbench

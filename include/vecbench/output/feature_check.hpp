@@ -13,8 +13,11 @@ constexpr double kMaxPlausibleFeature = 1e4;    ///< larger pool_3 values mean b
 constexpr double kMinPlausibleFeature = -1e-3;  ///< pool_3 is >= 0 (ReLU, then an average); rounding room
 
 /// "" when `f` (dim floats) is a plausible pool_3 vector; else what is wrong with it, e.g.
-/// "NaN at element 17" or "value 3.1e+19 at element 5 (plausible: 0 to 1e+04)".
-inline std::string implausible_features(const float* f, int dim) {
+/// "NaN at element 17" or "value 3.1e+19 at element 5 (plausible: 0 to 1e+04)". `non_negative`
+/// false: an encoder whose features may be negative (DINOv2's CLS token after a layer norm): only
+/// NaN, infinities and magnitudes over 1e4 are implausible.
+inline std::string implausible_features(const float* f, int dim, bool non_negative = true) {
+  const double lo = non_negative ? kMinPlausibleFeature : -kMaxPlausibleFeature;
   char b[160];
   for (int i = 0; i < dim; ++i) {
     const double x = f[i];
@@ -22,8 +25,9 @@ inline std::string implausible_features(const float* f, int dim) {
       std::snprintf(b, sizeof b, "NaN at element %d", i);
       return b;
     }
-    if (!std::isfinite(x) || x > kMaxPlausibleFeature || x < kMinPlausibleFeature) {
-      std::snprintf(b, sizeof b, "value %.3g at element %d (plausible: 0 to %.0e)", x, i, kMaxPlausibleFeature);
+    if (!std::isfinite(x) || x > kMaxPlausibleFeature || x < lo) {
+      std::snprintf(b, sizeof b, "value %.3g at element %d (plausible: %s to %.0e)", x, i,
+                    non_negative ? "0" : "-1e+04", kMaxPlausibleFeature);
       return b;
     }
   }

@@ -60,7 +60,9 @@ struct WriterOptions {
   int feature_dim = 0;             ///< floats per vector, for checking existing outputs (0: any, as their headers say)
   std::ostream* log = &std::cerr;  ///< notes on what was found and repaired in OUT
   bool check_features = false;     ///< an implausible vector (feature_check.hpp) is its input's error
-  bool hash_inputs = false;        ///< `--hash-inputs`: each input file's XXH3-64 joins its identity
+  bool non_negative_features =
+      true;                  ///< check_features: negative values are implausible (Inception's, VGG's ReLU outputs)
+  bool hash_inputs = false;  ///< `--hash-inputs`: each input file's XXH3-64 joins its identity
 
   /// Set when the run should take no more work (abort_reason() says why): the disk is full, or
   /// most vectors are implausible (a broken model). Null: the writer never stops the run.
