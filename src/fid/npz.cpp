@@ -1,10 +1,12 @@
 // NumPy .npz read and write (include/vecbench/fid/npz.hpp): the zip container by its
-// specification (APPNOTE: local headers, central directory, end record; no zip64: members up to
-// 4 GiB), zlib for CRC-32 and for deflated members.
+// specification (APPNOTE: local headers, central directory, end record; zip64 read, as NumPy writes
+// it, not written: members up to 4 GiB), zlib for CRC-32 and for deflated members. Members are read
+// by seeking to them: a member not asked for is never read (an ADM reference batch's images).
 #include "vecbench/fid/npz.hpp"
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -72,50 +74,148 @@ std::vector<double> as_f64(const npy::Array& a, const std::string& where) {
   return v;
 }
 
-std::map<std::string, npy::Array> load(const std::filesystem::path& path) {
-  const std::string name = path.string();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError(name, "cannot open");
-  const std::string z((std::istreambuf_iterator<char>(in)), {});
+namespace {
+
+/// One member as the zip's central directory describes it.
+struct Member {
+  std::string name;  ///< as stored (with ".npy")
+  std::uint32_t method = 0, crc = 0;
+  std::uint64_t csize = 0, usize = 0, local = 0;
+};
+
+std::string read_at(std::ifstream& in, std::uint64_t at, std::uint64_t n, const std::string& name,
+                    const std::string& what) {
+  std::string s(n, '\0');
+  in.clear();
+  in.seekg(static_cast<std::streamoff>(at));
+  if (!in.read(s.data(), static_cast<std::streamsize>(n))) throw IoError(name, "cut short (" + what + ")");
+  return s;
+}
+std::uint64_t get64(const std::string& s, std::size_t at) {
+  return get32(s, at) | std::uint64_t{get32(s, at + 4)} << 32;
+}
+
+/// A zip64 central directory entry's 8-byte sizes and offset (those whose 4-byte field is all ones).
+void zip64_fields(const std::string& extra, Member& m) {
+  for (std::size_t at = 0; at + 4 <= extra.size();) {
+    const std::uint32_t id = get16(extra, at), len = get16(extra, at + 2);
+    if (id == 0x0001) {
+      std::size_t v = at + 4;
+      for (std::uint64_t* f : {&m.usize, &m.csize, &m.local})
+        if (*f == 0xffffffffu && v + 8 <= at + 4 + len) *f = get64(extra, v), v += 8;
+    }
+    at += 4 + len;
+  }
+}
+
+/// The central directory (zip64 where the end record points to it), read from the end of the file.
+std::vector<Member> directory(std::ifstream& in, const std::string& name) {
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<std::uint64_t>(in.tellg());
+  if (size < 22) throw IoError(name, "not a .npz file (too short for a zip archive)");
   // The end of central directory record: the last signature within the final 64 KiB + 22 bytes.
-  if (z.size() < 22) throw IoError(name, "not a .npz file (too short for a zip archive)");
-  const std::size_t lo = z.size() > 65557 ? z.size() - 65557 : 0;
+  const std::uint64_t lo = size > 65557 + 20 ? size - 65557 - 20 : 0;
+  const std::string tail = read_at(in, lo, size - lo, name, "zip directory");
   std::size_t eocd = std::string::npos;
-  for (std::size_t i = z.size() - 21; i-- > lo;)
-    if (get32(z, i) == 0x06054b50) {
+  for (std::size_t i = tail.size() - 21; i-- > 0;)
+    if (get32(tail, i) == 0x06054b50) {
       eocd = i;
       break;
     }
   if (eocd == std::string::npos) throw IoError(name, "not a .npz file (no zip directory)");
-  const std::uint32_t entries = get16(z, eocd + 10), cd_at = get32(z, eocd + 16);
-  std::map<std::string, npy::Array> out;
-  std::size_t at = cd_at;
-  for (std::uint32_t e = 0; e < entries; ++e) {
-    if (at + 46 > z.size() || get32(z, at) != 0x02014b50) throw IoError(name, "corrupt zip directory");
-    const std::uint32_t method = get16(z, at + 10), csize = get32(z, at + 20), usize = get32(z, at + 24);
-    const std::uint32_t nlen = get16(z, at + 28), xlen = get16(z, at + 30), clen = get16(z, at + 32);
-    const std::uint32_t local = get32(z, at + 42), crc = get32(z, at + 16);
-    std::string member = z.substr(at + 46, nlen);
+  std::uint64_t entries = get16(tail, eocd + 10), cd_size = get32(tail, eocd + 12), cd_at = get32(tail, eocd + 16);
+  if (eocd >= 20 && get32(tail, eocd - 20) == 0x07064b50) {  // zip64: members or offsets past 4 GiB
+    const std::string z64 = read_at(in, get64(tail, eocd - 20 + 8), 56, name, "zip64 directory record");
+    if (get32(z64, 0) != 0x06064b50) throw IoError(name, "corrupt zip64 directory record");
+    entries = get64(z64, 32), cd_size = get64(z64, 40), cd_at = get64(z64, 48);
+  }
+  if (cd_at + cd_size > size) throw IoError(name, "corrupt zip directory (past the end of the file)");
+  const std::string cd = read_at(in, cd_at, cd_size, name, "zip directory");
+  std::vector<Member> out;
+  std::size_t at = 0;
+  for (std::uint64_t e = 0; e < entries; ++e) {
+    if (at + 46 > cd.size() || get32(cd, at) != 0x02014b50) throw IoError(name, "corrupt zip directory");
+    Member m;
+    m.method = get16(cd, at + 10), m.crc = get32(cd, at + 16), m.csize = get32(cd, at + 20);
+    m.usize = get32(cd, at + 24), m.local = get32(cd, at + 42);
+    const std::uint32_t nlen = get16(cd, at + 28), xlen = get16(cd, at + 30), clen = get16(cd, at + 32);
+    if (at + 46 + nlen + xlen > cd.size()) throw IoError(name, "corrupt zip directory");
+    m.name = cd.substr(at + 46, nlen);
+    zip64_fields(cd.substr(at + 46 + nlen, xlen), m);
     at += 46 + nlen + xlen + clen;
-    if (local + 30 > z.size() || get32(z, local) != 0x04034b50) throw IoError(name, "corrupt zip member " + member);
-    const std::size_t data_at = local + 30 + get16(z, local + 26) + get16(z, local + 28);
-    if (data_at + csize > z.size()) throw IoError(name, "zip member " + member + " is cut short");
-    std::string bytes = z.substr(data_at, csize);
-    if (method == 8)
-      bytes = inflate_raw(bytes, usize, name + ": " + member);
-    else if (method != 0)
-      throw IoError(name, "zip member " + member + " uses compression method " + std::to_string(method));
-    if (crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())) != crc)
-      throw IoError(name, "zip member " + member + " fails its CRC-32 (corrupted)");
-    if (member.size() > 4 && member.compare(member.size() - 4, 4, ".npy") == 0) member.resize(member.size() - 4);
-    std::istringstream s(bytes);
-    npy::Array a = npy::read_header(s, name + ": " + member);
-    a.data.resize(a.count() * dtype_size(a.descr, name + ": " + member));
-    if (!s.read(reinterpret_cast<char*>(a.data.data()), static_cast<std::streamsize>(a.data.size())))
-      throw IoError(name, "member " + member + " is cut short");
-    out[member] = std::move(a);
+    out.push_back(std::move(m));
   }
   return out;
+}
+
+std::string short_name(std::string member) {
+  if (member.size() > 4 && member.compare(member.size() - 4, 4, ".npy") == 0) member.resize(member.size() - 4);
+  return member;
+}
+
+/// One member's array: a stored member read straight into the array, a deflated one inflated.
+npy::Array read_member(std::ifstream& in, const Member& m, const std::string& name) {
+  const std::string where = name + ": " + short_name(m.name);
+  const std::string local = read_at(in, m.local, 30, name, "zip member " + m.name);
+  if (get32(local, 0) != 0x04034b50) throw IoError(name, "corrupt zip member " + m.name);
+  const std::uint64_t data_at = m.local + 30 + get16(local, 26) + get16(local, 28);
+  if (m.method == 8) {
+    const std::string bytes = inflate_raw(read_at(in, data_at, m.csize, name, "zip member " + m.name), m.usize, where);
+    if (crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())) != m.crc)
+      throw IoError(name, "zip member " + m.name + " fails its CRC-32 (corrupted)");
+    std::istringstream s(bytes.substr(0, std::min<std::size_t>(bytes.size(), 1 << 20)));
+    npy::Array a = npy::read_header(s, where);
+    const auto h = static_cast<std::size_t>(s.tellg());
+    a.data.resize(a.count() * dtype_size(a.descr, where));
+    if (h + a.data.size() > bytes.size()) throw IoError(name, "member " + m.name + " is cut short");
+    std::memcpy(a.data.data(), bytes.data() + h, a.data.size());
+    return a;
+  }
+  if (m.method != 0)
+    throw IoError(name, "zip member " + m.name + " uses compression method " + std::to_string(m.method));
+  in.clear();
+  in.seekg(static_cast<std::streamoff>(data_at));
+  npy::Array a = npy::read_header(in, where);
+  const auto h = static_cast<std::uint64_t>(in.tellg()) - data_at;
+  a.data.resize(a.count() * dtype_size(a.descr, where));
+  if (h + a.data.size() != m.usize ||
+      !in.read(reinterpret_cast<char*>(a.data.data()), static_cast<std::streamsize>(a.data.size())))
+    throw IoError(name, "member " + m.name + " is cut short");
+  const std::string head = read_at(in, data_at, h, name, "zip member " + m.name);
+  uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(head.data()), static_cast<uInt>(head.size()));
+  for (std::size_t at = 0; at < a.data.size(); at += std::size_t{1} << 30)  // uInt lengths
+    crc = crc32(crc, a.data.data() + at, static_cast<uInt>(std::min(a.data.size() - at, std::size_t{1} << 30)));
+  if (crc != m.crc) throw IoError(name, "zip member " + m.name + " fails its CRC-32 (corrupted)");
+  return a;
+}
+
+std::map<std::string, npy::Array> load_some(const std::filesystem::path& path, const std::vector<std::string>* only) {
+  const std::string name = path.string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw IoError(name, "cannot open");
+  std::map<std::string, npy::Array> out;
+  for (const Member& m : directory(in, name)) {
+    const std::string key = short_name(m.name);
+    if (only && std::find(only->begin(), only->end(), key) == only->end()) continue;
+    out[key] = read_member(in, m, name);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> members(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw IoError(path.string(), "cannot open");
+  std::vector<std::string> out;
+  for (const Member& m : directory(in, path.string())) out.push_back(short_name(m.name));
+  return out;
+}
+
+std::map<std::string, npy::Array> load(const std::filesystem::path& path) { return load_some(path, nullptr); }
+
+std::map<std::string, npy::Array> load(const std::filesystem::path& path, const std::vector<std::string>& only) {
+  return load_some(path, &only);
 }
 
 void save(const std::filesystem::path& path, const std::vector<std::pair<std::string, std::string>>& members) {

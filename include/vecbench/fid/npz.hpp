@@ -1,5 +1,6 @@
 // NumPy .npz files (a zip of .npy members): what pytorch-fid's `--save-stats`, TTUR and clean-fid
-// write their statistics to, and what `vecbench stats` writes. Members stored or deflated (zlib).
+// write their statistics to, and what `vecbench stats` writes; ADM's reference batches and dgm-eval's
+// saved representations too. Members stored or deflated (zlib); zip64 read (NumPy writes it).
 #pragma once
 #include <filesystem>
 #include <map>
@@ -12,6 +13,12 @@ namespace vecbench::npz {
 
 /// Every member of `path`, by name without ".npy". Throws IoError naming the file and the cause.
 std::map<std::string, npy::Array> load(const std::filesystem::path& path);
+/// The members of `path` named in `only` (names without ".npy"), each read alone by seeking to it:
+/// the others' bytes are never read (an ADM reference batch's `arr_0` of 10,000 images stays on
+/// disk while its `mu` and `sigma` load). A name the file lacks is absent from the result.
+std::map<std::string, npy::Array> load(const std::filesystem::path& path, const std::vector<std::string>& only);
+/// The names of `path`'s members (without ".npy"), from the zip directory alone.
+std::vector<std::string> members(const std::filesystem::path& path);
 
 /// Writes `members` (name without ".npy" -> the member's .npy bytes, npy::to_bytes) as an
 /// uncompressed .npz, atomically.
