@@ -25,7 +25,11 @@ int cmd_stats(const StatsArgs& args) {
   FeatureInputs inputs(args.m, "stats");
   std::string in;
   const FeatureStats s = inputs.stats(args.in, in);
-  save_stats(args.out, s);
+  if (fs::path(args.out).extension() == ".pkl")  // EDM2's reference: under the encoder's key
+    save_edm2_stats(args.out, s,
+                    inputs.encoder().empty() ? FeatureInputs::encoder_of(s.fingerprint) : inputs.encoder());
+  else
+    save_stats(args.out, s);
   std::cout << "stats " << in << ": n=" << s.n << " dim=" << s.dim << " fingerprint "
             << (s.fingerprint_id.empty() ? "none" : s.fingerprint_id) << " -> " << args.out
             << (inputs.synthetic() ? kSyntheticLabel : "") << "\n";

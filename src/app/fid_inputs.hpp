@@ -90,7 +90,7 @@ class FeatureInputs {
     const fs::path p(in);
     std::error_code ec;
     const std::string ext = p.extension().string();
-    if (ext == ".npy" || ext == ".npz") return in;
+    if (ext == ".npy" || ext == ".npz" || ext == ".pkl") return in;  // .pkl: EDM2's reference
     // a store of several encoders (one store per encoder, in a folder named after it): --encoder's
     const std::string enc = m_.encoder.empty() ? "inception-v3" : m_.encoder;
     if (fs::is_directory(p, ec) && fs::exists(p / enc / "vecbench.json", ec)) return (p / enc).string();
@@ -126,14 +126,15 @@ class FeatureInputs {
   /// The statistics of `features` (what as_features returned), checked as stats() says.
   FeatureStats stats_at(const std::string& features) {
     const bool store = check_store(features);
-    FeatureStats s = stats_of(features);
+    FeatureStats s = stats_of(features, m_.encoder);  // a .pkl: the encoder's key
     if (!store) check(s.origin, s.weight_source, s.fingerprint);
     return s;
   }
   /// The feature vectors of `features` (what as_features returned), checked as stats() says; a
   /// stats file is refused (it holds mu and sigma only).
   FeatureSet set_at(const std::string& features, const char* why) {
-    if (fs::path(features).extension() == ".npz")
+    const std::string ext = fs::path(features).extension().string();
+    if (ext == ".pkl" || (ext == ".npz" && !npz_holds_features(features)))
       throw ConfigError(features, std::string("a stats file holds mu and sigma only; ") + why +
                                       " need the features themselves (an output folder or a .npy matrix)");
     const bool store = check_store(features);

@@ -16,6 +16,7 @@
 #include "vecbench/core/error.hpp"
 #include "vecbench/core/npy.hpp"
 #include "vecbench/fid/npz.hpp"
+#include "vecbench/fid/pickle.hpp"
 #include "vecbench/output/fingerprint.hpp"
 #include "vecbench/output/store_reader.hpp"
 
@@ -97,6 +98,55 @@ std::string npz_text(const npy::Array& a) {
   return s;
 }
 
+/// The member of a .npz that holds feature vectors: dgm-eval's `reps`, clean-fid's `feats` ("": none).
+std::string features_member(const fs::path& path) {
+  const std::vector<std::string> m = npz::members(path);
+  const auto has = [&](const char* k) { return std::find(m.begin(), m.end(), k) != m.end(); };
+  if (has("mu") && has("sigma")) return "";
+  return has("reps") ? "reps" : has("feats") ? "feats" : "";
+}
+
+/// The rows of a .npz of features (float64 rows as float32: dgm-eval's came from float32).
+void npz_feature_rows(const fs::path& path, const std::function<void(const float*, int)>& row) {
+  const std::string name = path.string(), key = features_member(path);
+  if (key.empty())
+    throw IoError(name,
+                  "a .npz of statistics, not of feature vectors (dgm-eval's `reps`, clean-fid's `feats`): "
+                  "this needs the features themselves");
+  const npy::Array a = npz::load(path, {key}).at(key);
+  if (a.shape.size() != 2 || a.shape[1] == 0 || (a.descr != "<f4" && a.descr != "<f8"))
+    throw IoError(name, "member " + key + " is not a float32 or float64 feature matrix [N, dim] (dtype " + a.descr +
+                            ", " + std::to_string(a.shape.size()) + " dimensions)");
+  const std::size_t n = a.shape[0], d = a.shape[1];
+  std::vector<float> x(d);
+  for (std::size_t r = 0; r < n; ++r) {
+    if (a.descr == "<f4") {
+      std::memcpy(x.data(), a.data.data() + r * d * 4, d * 4);
+    } else {
+      for (std::size_t i = 0; i < d; ++i) {
+        double v;
+        std::memcpy(&v, a.data.data() + (r * d + i) * 8, 8);
+        x[i] = static_cast<float>(v);
+      }
+    }
+    row(x.data(), static_cast<int>(d));
+  }
+}
+
+/// mu (d,) and sigma (d, d), finite, into `s` (`where` names the file in errors).
+void set_mu_sigma(FeatureStats& s, const npy::Array& mu, const npy::Array& sigma, const std::string& where) {
+  s.mu = npz::as_f64(mu, where + ": mu");
+  s.sigma = npz::as_f64(sigma, where + ": sigma");
+  s.dim = static_cast<int>(s.mu.size());
+  const auto& sh = sigma.shape;
+  if (mu.shape.size() != 1 || sh.size() != 2 || sh[0] != s.mu.size() || sh[1] != s.mu.size())
+    throw IoError(where, "mu must be (d,) and sigma (d, d); got mu of " + std::to_string(mu.shape.size()) +
+                             " dimensions and sigma of " + std::to_string(sh.size()));
+  for (const auto* v : {&s.mu, &s.sigma})
+    if (std::any_of(v->begin(), v->end(), [](double x) { return !std::isfinite(x); }))
+      throw IoError(where, std::string(v == &s.mu ? "mu" : "sigma") + " holds NaN or Inf");
+}
+
 }  // namespace
 
 void for_each_feature(const fs::path& path, const std::function<void(const float*, int)>& row, std::string& fp_id,
@@ -133,6 +183,7 @@ void for_each_feature(const fs::path& path, const std::function<void(const float
                                        path.string() + "` and vectorize again to redo them");
     return;
   }
+  if (path.extension() == ".npz") return npz_feature_rows(path, row);
   if (path.extension() != ".npy")
     throw IoError(path.string(), "not an output folder, a .npy feature matrix or a .npz stats file");
   std::ifstream in(path, std::ios::binary);  // in chunks of rows: memory independent of N
@@ -218,21 +269,16 @@ void save_stats(const fs::path& path, const FeatureStats& s) {
 
 FeatureStats load_stats(const fs::path& path) {
   const std::string name = path.string();
-  const auto m = npz::load(path);
-  for (const char* k : {"mu", "sigma"})
-    if (!m.count(k)) throw IoError(name, std::string("has no '") + k + "' array (a stats file needs mu and sigma)");
+  // only the members a stats file has: an ADM reference batch's arr_0 (its images) is never read
+  const auto m = npz::load(path, {"mu", "sigma", "n", "fingerprint_id", "weight_source", "fingerprint"});
+  if (!m.count("mu") || !m.count("sigma")) {
+    std::string held;
+    for (const std::string& k : npz::members(path)) held += (held.empty() ? "" : ", ") + k;
+    throw IoError(name, "has no 'mu' and 'sigma' arrays (a stats file needs both; it holds: " + held + ")");
+  }
   FeatureStats s;
   s.origin = name;
-  s.mu = npz::as_f64(m.at("mu"), name + ": mu");
-  s.sigma = npz::as_f64(m.at("sigma"), name + ": sigma");
-  s.dim = static_cast<int>(s.mu.size());
-  const auto& sh = m.at("sigma").shape;
-  if (m.at("mu").shape.size() != 1 || sh.size() != 2 || sh[0] != s.mu.size() || sh[1] != s.mu.size())
-    throw IoError(name, "mu must be (d,) and sigma (d, d); got mu of " + std::to_string(m.at("mu").shape.size()) +
-                            " dimensions and sigma of " + std::to_string(sh.size()));
-  for (const auto* v : {&s.mu, &s.sigma})
-    if (std::any_of(v->begin(), v->end(), [](double x) { return !std::isfinite(x); }))
-      throw IoError(name, std::string(v == &s.mu ? "mu" : "sigma") + " holds NaN or Inf");
+  set_mu_sigma(s, m.at("mu"), m.at("sigma"), name);
   if (m.count("n") && m.at("n").descr == "<i8") std::memcpy(&s.n, m.at("n").data.data(), 8);
   if (m.count("fingerprint_id")) s.fingerprint_id = npz_text(m.at("fingerprint_id"));
   if (m.count("weight_source")) s.weight_source = npz_text(m.at("weight_source"));
@@ -243,8 +289,71 @@ FeatureStats load_stats(const fs::path& path) {
   return s;
 }
 
-FeatureStats stats_of(const fs::path& path) {
-  return path.extension() == ".npz" ? load_stats(path) : compute_stats(path);
+FeatureStats stats_of(const fs::path& path, const std::string& encoder) {
+  if (path.extension() == ".pkl") return load_edm2_stats(path, encoder);
+  return path.extension() == ".npz" && !npz_holds_features(path) ? load_stats(path) : compute_stats(path);
+}
+
+bool npz_holds_features(const fs::path& path) { return path.extension() == ".npz" && !features_member(path).empty(); }
+
+std::string edm2_key(const std::string& encoder) {
+  if (encoder.empty() || encoder == "inception-v3") return "fid";
+  if (encoder == "dinov2-vit-l-14") return "fd_dinov2";
+  throw ConfigError("--encoder",
+                    "EDM2's reference .pkl holds statistics of inception-v3 ('fid') and "
+                    "dinov2-vit-l-14 ('fd_dinov2') only, not of " +
+                        encoder);
+}
+
+FeatureStats load_edm2_stats(const fs::path& path, const std::string& encoder) {
+  const std::string name = path.string(), key = edm2_key(encoder);
+  const pickle::Value v = pickle::read(path);
+  std::string held;
+  for (const auto& [k, x] : v.dict) held += (held.empty() ? "" : ", ") + k;
+  const pickle::Value* st = v.find(key);
+  if (!st)
+    throw IoError(name, v.kind == pickle::Value::Kind::dict
+                            ? "has no '" + key + "' statistics (" + (encoder.empty() ? "inception-v3" : encoder) +
+                                  "'s, in EDM2's keys); it holds: " + held
+                            : "not an EDM2 reference (a pickle of a dict of statistics)");
+  const pickle::Value *mu = st->find("mu"), *sigma = st->find("sigma");
+  if (!mu || !sigma || mu->kind != pickle::Value::Kind::array || sigma->kind != pickle::Value::Kind::array)
+    throw IoError(name, "'" + key + "' has no 'mu' and 'sigma' arrays");
+  FeatureStats s;
+  s.origin = name;
+  set_mu_sigma(s, mu->array, sigma->array, name + ": " + key);
+  if (const pickle::Value* n = v.find("num_images"); n && n->kind == pickle::Value::Kind::integer) s.n = n->integer;
+  return s;
+}
+
+void save_edm2_stats(const fs::path& path, const FeatureStats& s, const std::string& encoder) {
+  const std::string name = path.string(), key = edm2_key(encoder);
+  pickle::Value root;
+  root.kind = pickle::Value::Kind::dict;
+  std::error_code ec;
+  if (fs::exists(path, ec)) {
+    root = pickle::read(path);
+    if (root.kind != pickle::Value::Kind::dict || (!root.find("fid") && !root.find("fd_dinov2")))
+      throw IoError(name, "exists and is not an EDM2 reference (a dict with 'fid' or 'fd_dinov2'): not overwritten");
+    const pickle::Value* n = root.find("num_images");
+    if (n && n->kind == pickle::Value::Kind::integer && n->integer != s.n)
+      throw ConfigError(name, "holds statistics of " + std::to_string(n->integer) + " images, these are of " +
+                                  std::to_string(s.n) +
+                                  ": one reference file's statistics are of one image set "
+                                  "(write them to another file)");
+  }
+  const std::size_t d = s.dim;
+  npy::Array mu{"<f8", {d}, {}}, sigma{"<f8", {d, d}, {}};
+  mu.data.resize(d * 8);
+  sigma.data.resize(d * d * 8);
+  std::memcpy(mu.data.data(), s.mu.data(), d * 8);
+  std::memcpy(sigma.data.data(), s.sigma.data(), d * d * 8);
+  pickle::Value st;
+  st.set("mu", pickle::Value::of_array(std::move(mu)));
+  st.set("sigma", pickle::Value::of_array(std::move(sigma)));
+  root.set("num_images", pickle::Value::of_int(s.n));
+  root.set(key, std::move(st));
+  pickle::save(path, root);
 }
 
 FidResult frechet_distance(const FeatureStats& a, const FeatureStats& b) {

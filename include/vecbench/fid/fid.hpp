@@ -63,8 +63,27 @@ void save_stats(const std::filesystem::path& path, const FeatureStats& s);
 /// A stats .npz of vecbench, pytorch-fid, TTUR or clean-fid: needs `mu` (d,) and `sigma` (d, d),
 /// finite; the rest is optional.
 FeatureStats load_stats(const std::filesystem::path& path);
-/// A .npz stats file, else compute_stats of the folder or matrix.
-FeatureStats stats_of(const std::filesystem::path& path);
+/// The statistics of `path`: EDM2's reference .pkl (`encoder`'s key, load_edm2_stats), a .npz of
+/// statistics (load_stats: vecbench's, pytorch-fid's, TTUR's, clean-fid's, ADM's reference
+/// batches), else compute_stats of the folder, .npy matrix or .npz of features (npz_holds_features).
+/// `encoder` "" means inception-v3.
+FeatureStats stats_of(const std::filesystem::path& path, const std::string& encoder = "");
+/// True when `path` is a .npz of feature vectors, not of statistics: dgm-eval's saved
+/// representations (`reps`, float64 [N, dim]) or clean-fid's KID features (`feats`).
+/// for_each_feature and load_features read its rows (as float32).
+bool npz_holds_features(const std::filesystem::path& path);
+
+/// EDM2's key for `encoder`'s statistics in its reference .pkl: "fid" for inception-v3 (and ""),
+/// "fd_dinov2" for dinov2-vit-l-14; ConfigError for any other encoder.
+std::string edm2_key(const std::string& encoder);
+/// `encoder`'s statistics from EDM2's reference .pkl (read by pickle::read, which refuses anything
+/// but NumPy arrays in dicts): `mu` and `sigma` under edm2_key(encoder); n from `num_images`.
+FeatureStats load_edm2_stats(const std::filesystem::path& path, const std::string& encoder);
+/// Writes `s` into the EDM2 reference .pkl `path` under edm2_key(encoder) (mu, sigma float64;
+/// `num_images`), atomically. A `path` that is already one keeps its other keys (another
+/// encoder's statistics); one of another number of images, or a file that is not an EDM2
+/// reference, is refused, nothing written.
+void save_edm2_stats(const std::filesystem::path& path, const FeatureStats& s, const std::string& encoder);
 
 struct FidResult {
   double fid = 0.0;
