@@ -113,12 +113,8 @@ struct Cli {
   std::string rep_out;
 };
 
-/// vectorize: what to read and what to write.
-void add_vectorize_io_options(CLI::App* vec, VectorizeArgs& va) {
-  vec->add_option("--images", va.images,
-                  "Image directory, one image, list file (one path per line), pre-decoded .npy, or synthetic:N[:SEED]")
-      ->required();
-  vec->add_option("--out", va.out, "Output directory")->required();
+/// vectorize: the model (a file, a tool's preset, or several encoders).
+void add_vectorize_model_options(CLI::App* vec, VectorizeArgs& va) {
   vec->add_option("--model", va.model.path, "TorchScript model from tools/export_inception.py")->capture_default_str();
   vec->add_option(
       "--like", va.like,
@@ -126,10 +122,23 @@ void add_vectorize_io_options(CLI::App* vec, VectorizeArgs& va) {
       "dgm-eval | edm2 | edm2-pil: that FID tool's weights for the encoder "
       "(found where the tool keeps them: `vecbench models`) and its exact decode, resize and scaling, "
       "recorded in the fingerprint (docs/encoders.md)");
+  vec->add_option("--encoders", va.encoders,
+                  "ENC[:TOOL],...: several encoders from one decode, each image read and decoded once; each "
+                  "encoder's vectors into OUT/ENC, a store of its own (its TOOL's preset, else --like's, else the "
+                  "first whose weights are found), resumed on its own (docs/encoders.md)")
+      ->delimiter(',');
   vec->add_option("--encoder", va.encoder,
                   "inception-v3 (default) | dinov2-vit-s-14 | dinov2-vit-b-14 | dinov2-vit-l-14 | dinov2-vit-g-14 | "
                   "vgg16: the encoder of --like's preset (without --like: the first tool whose weights for it are "
                   "found; docs/encoders.md)");
+}
+
+/// vectorize: what to read and what to write.
+void add_vectorize_io_options(CLI::App* vec, VectorizeArgs& va) {
+  vec->add_option("--images", va.images,
+                  "Image directory, one image, list file (one path per line), pre-decoded .npy, or synthetic:N[:SEED]")
+      ->required();
+  vec->add_option("--out", va.out, "Output directory")->required();
   add_parsed(
       vec, "--format", va.format, [](const std::string& s) { return parse_output_format(s); },
       "vc (one text file per image, as the seed), npy (one .npy per image), shards (N x 2048 .npy shards + "
@@ -261,6 +270,7 @@ void add_vectorize(CLI::App& app, Cli& c, const std::string& exit_status) {
       "docs/vectorize.md.\n" +
       exit_status);
   add_vectorize_io_options(c.vec, c.va);
+  add_vectorize_model_options(c.vec, c.va);
   add_vectorize_run_options(c.vec, c.va);
   add_dist_options(c.vec, c.dist_args);
 }

@@ -64,10 +64,11 @@ int cmd_fid(const FidArgs& args) {
     std::cerr << "vecbench fid: negative eigenvalues clamped to 0 (most negative: S1 " << r.clamped_s1
               << ", S1^1/2 S2 S1^1/2 " << r.clamped_product << ")\n";
   if (o.kid) {
-    if (o.a.size() > 4 && o.a.substr(o.a.size() - 4) == ".npz")
-      throw ConfigError("--kid", o.a + ": KID needs the features themselves, not a stats file");
-    if (o.b.size() > 4 && o.b.substr(o.b.size() - 4) == ".npz")
-      throw ConfigError("--kid", o.b + ": KID needs the features themselves, not a stats file");
+    for (const std::string& side : {o.a, o.b}) {  // a stats file (.npz of mu and sigma, an EDM2 .pkl) has no features
+      const std::string ext = fs::path(side).extension().string();
+      if (ext == ".pkl" || (ext == ".npz" && !npz_holds_features(side)))
+        throw ConfigError("--kid", side + ": KID needs the features themselves, not a stats file");
+    }
     const KidResult k =
         kernel_distance(load_features(o.a), load_features(o.b), o.kid_subsets, o.kid_subset_size, o.seed);
     j["kid"] = k.mean;
@@ -75,10 +76,11 @@ int cmd_fid(const FidArgs& args) {
     j["kid_subsets"] = k.subsets;
     j["kid_subset_size"] = k.subset_size;
     std::printf("KID %.10g +- %.3g (%d subsets of %zu)%s%s\n", k.mean, k.std, k.subsets, k.subset_size,
-                encoder_tag(a.fingerprint).c_str(), synthetic ? kSyntheticLabel : "");
+                encoder_tag(a.fingerprint, inputs.encoder()).c_str(), synthetic ? kSyntheticLabel : "");
   }
   if (!o.json_out.empty()) atomic_write(o.json_out, j.dump(2) + "\n");
-  std::printf("%s %.10g%s\n", fd_label(a.fingerprint).c_str(), r.fid, synthetic ? kSyntheticLabel : "");
+  std::printf("%s %.10g%s\n", fd_label(a.fingerprint, inputs.encoder()).c_str(), r.fid,
+              synthetic ? kSyntheticLabel : "");
   return 0;
 }
 

@@ -205,16 +205,19 @@ class FeatureInputs {
 /// How a figure of features from `fingerprint` is named: "FID" for Inception-v3's (the line every
 /// script reads), else the encoder's Fréchet distance with the encoder and the protocol,
 /// "FD_DINOv2 (dinov2-vit-l-14, dgm-eval) =".
-inline std::string fd_label(const nlohmann::json& fingerprint) {
-  const std::string enc = FeatureInputs::encoder_of(fingerprint);
+/// A side without a fingerprint (another tool's statistics) is of the command's encoder (`command`).
+inline std::string fd_label(const nlohmann::json& fingerprint, const std::string& command = "") {
+  const std::string enc =
+      !fingerprint.is_object() && !command.empty() ? command : FeatureInputs::encoder_of(fingerprint);
   if (enc == "inception-v3") return "FID";
   const std::string like = fingerprint.is_object() ? fingerprint.value("like", std::string()) : "";
   return std::string(find_encoder(enc).fd_name) + " (" + enc + ", " + (like.empty() ? "no preset" : like) + ") =";
 }
 /// What the other figures of such features carry at the end: "" for Inception-v3's, else
 /// " [dinov2-vit-l-14, dgm-eval]".
-inline std::string encoder_tag(const nlohmann::json& fingerprint) {
-  const std::string enc = FeatureInputs::encoder_of(fingerprint);
+inline std::string encoder_tag(const nlohmann::json& fingerprint, const std::string& command = "") {
+  const std::string enc =
+      !fingerprint.is_object() && !command.empty() ? command : FeatureInputs::encoder_of(fingerprint);
   if (enc == "inception-v3") return "";
   const std::string like = fingerprint.is_object() ? fingerprint.value("like", std::string()) : "";
   return " [" + enc + ", " + (like.empty() ? "no preset" : like) + "]";

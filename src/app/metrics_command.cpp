@@ -89,15 +89,16 @@ void fd_dinov2(const MetricsArgs& o, nlohmann::json& j) {
   for (const auto& w : check_sides(side_of(a), side_of(b), o.allow_mismatch, "metrics"))
     std::cerr << "vecbench metrics: warning: " << w << "\n";
   const FidResult r = frechet_distance(a, b);
+  const nlohmann::json& fp = a.fingerprint.is_object() ? a.fingerprint : b.fingerprint;  // a .pkl side has none
   j["fd_dinov2"] = {{"value", r.fid},
                     {"encoder", m.encoder},
-                    {"protocol", a.fingerprint.is_object() ? a.fingerprint.value("like", std::string()) : ""},
+                    {"protocol", fp.is_object() ? fp.value("like", std::string()) : ""},
                     {"n_a", a.n},
                     {"n_b", b.n},
                     {"fingerprint_a", a.fingerprint_id},
                     {"fingerprint_b", b.fingerprint_id}};
   j["synthetic_weights"] = j.value("synthetic_weights", false) || inputs.synthetic();
-  std::printf("%s %.10g%s\n", fd_label(a.fingerprint).c_str(), r.fid, inputs.synthetic() ? kSyntheticLabel : "");
+  std::printf("%s %.10g%s\n", fd_label(fp, m.encoder).c_str(), r.fid, inputs.synthetic() ? kSyntheticLabel : "");
 }
 
 /// `metrics A B --fd-dinov2` alone: that figure and its JSON.
@@ -175,12 +176,14 @@ int cmd_metrics(const MetricsArgs& args) {
   if (synthetic) j["weights"] = "synthetic weights";
   j["warnings"] = warnings;
   for (const auto& w : warnings) std::cerr << "vecbench metrics: warning: " << w << "\n";
-  const nlohmann::json& fp = need_sets ? a.fingerprint : sa->fingerprint;
+  const nlohmann::json& fp = need_sets ? (a.fingerprint.is_object() ? a.fingerprint : b.fingerprint)
+                                       : (sa->fingerprint.is_object() ? sa->fingerprint : sb->fingerprint);
   j["encoder"] = FeatureInputs::encoder_of(fp);
-  const std::string tagged = encoder_tag(fp) + (synthetic ? kSyntheticLabel : "");
+  const std::string tagged = encoder_tag(fp, inputs.encoder()) + (synthetic ? kSyntheticLabel : "");
   const char* label = tagged.c_str();
   if (is) print_is(*is, pa, label);
-  if (fid) std::printf("%s %.10g%s\n", fd_label(fp).c_str(), fid->fid, synthetic ? kSyntheticLabel : "");
+  if (fid)
+    std::printf("%s %.10g%s\n", fd_label(fp, inputs.encoder()).c_str(), fid->fid, synthetic ? kSyntheticLabel : "");
   if (kid)
     std::printf("KID %.10g +- %.3g (%d subsets of %zu)%s\n", kid->mean, kid->std, kid->subsets, kid->subset_size,
                 label);

@@ -21,12 +21,13 @@
 #include "vecbench/output/writer.hpp"
 #include "vecbench/pipeline/progress.hpp"
 #include "vecbench/results/trace_json.hpp"
+#include "vectorize_parts.hpp"
 #ifdef VECBENCH_WITH_ONEDNN
 #include "vecbench/engine/onednn_inception.hpp"
 #endif
 
 namespace vecbench {
-namespace {
+namespace vectorize_detail {
 
 /// What makes this run's vectors (the output folder's fingerprint).
 Fingerprint vectorize_fingerprint(const VectorizeArgs& a, const ModelInfo& model, const InputOptions& in,
@@ -380,9 +381,11 @@ RunSettings run_settings(const VectorizeArgs& a, bool route_decoders, const Dist
   return s;
 }
 
-}  // namespace
+}  // namespace vectorize_detail
+using namespace vectorize_detail;
 
 int cmd_vectorize(const VectorizeArgs& args, const CommandHooks& hooks) {
+  if (!args.encoders.empty()) return cmd_vectorize_encoders(args);
   VectorizeArgs a = with_preset(args);
   const ModelInfo model = read_model_info(a.model.path);
   apply_preset_pipeline(a, model);

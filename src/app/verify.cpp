@@ -1,6 +1,7 @@
 // `vecbench verify OUT`: every stored vector re-read against its manifest line (docs/vectorize.md "Output
 // folder"): missing, truncated and corrupted data named by input and file; `--repair` moves the
 // files that hold it aside so that the next run redoes their inputs.
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <set>
@@ -8,14 +9,16 @@
 
 #include "vecbench/app/commands.hpp"
 #include "vecbench/core/checksum.hpp"
+#include "vecbench/engine/encoder.hpp"
 #include "vecbench/output/fingerprint.hpp"
 #include "vecbench/output/manifest.hpp"
 #include "vecbench/output/output_lock.hpp"
 #include "vecbench/output/store_reader.hpp"
 
 namespace vecbench {
+namespace {
 
-int cmd_verify(const std::string& out, bool repair, double progress_s) {
+int verify_store(const std::string& out, bool repair, double progress_s) {
   const fs::path dir(out);
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw IoError(out, "not a directory");
@@ -60,6 +63,22 @@ int cmd_verify(const std::string& out, bool repair, double progress_s) {
               << out << " redoes their inputs\n";
   }
   return bad > 0 ? kExitSomeInputsFailed : 0;
+}
+
+}  // namespace
+
+int cmd_verify(const std::string& out, bool repair, double progress_s) {
+  // a store of several encoders (vectorize --encoders): one store per encoder, OUT/ENC, each checked
+  const fs::path dir(out);
+  std::error_code ec;
+  if (fs::is_directory(dir, ec) && !fs::exists(dir / "vecbench.json", ec) && manifest_files(dir).empty()) {
+    int status = -1;
+    for (const auto& e : encoder_registry())
+      if (fs::exists(dir / e.name / "vecbench.json", ec))
+        status = std::max(status, verify_store((dir / e.name).string(), repair, progress_s));
+    if (status >= 0) return status;
+  }
+  return verify_store(out, repair, progress_s);
 }
 
 }  // namespace vecbench

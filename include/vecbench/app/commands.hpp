@@ -99,6 +99,9 @@ struct VectorizeArgs {
   std::optional<EngineKind> engine;  // --engine as given; unset: chosen, as the route above
   std::string like;                  // --like TOOL: that FID tool's weights and pipeline (app/fid_presets.hpp)
   std::string encoder;  // --encoder NAME: with --like, the tool's preset for that encoder (engine/encoder.hpp)
+  /// --encoders ENC[:TOOL],...: several encoders from one decode, each into OUT/ENC (its tool's
+  /// preset: TOOL, else --like, else the first whose weights are found)
+  std::vector<std::string> encoders;
   std::string json_out;
   std::string trace_file;  ///< --trace FILE: write every thread's spans as Chrome trace-event JSON ("": off)
 };

@@ -10,6 +10,7 @@
 
 #include "vecbench/input/decode_basic.hpp"
 #include "vecbench/input/image_source.hpp"
+#include "vecbench/input/input_layout.hpp"
 #include "vecbench/input/resize.hpp"
 
 namespace vecbench {
@@ -82,10 +83,18 @@ inline std::vector<std::uint8_t> read_file_bytes(const std::string& path) {
 /// Image files decoded (decode.hpp or decode_basic.hpp: strictness, pixel limit and EXIF policy from `opt`) and
 /// resized with `mode`. With lenient decoding, `warning(i)` says what the decoder warned about.
 /// With `where` gpu, load_or_encoded hands over the bytes of the JPEGs a device decoder may take.
+/// With a `layout` (several encoders, one decode: input_layout.hpp), each image is decoded once and
+/// resized into every part of it (then `size` must be the layout's side; `mode` is not used).
 class FileSource : public ImageSource {
  public:
-  FileSource(ImageList list, ResizeMode mode, DecodeOptions opt = {}, DecodeWhere where = DecodeWhere::cpu)
-      : list_(std::move(list)), mode_(mode), opt_(opt), where_(where), warnings_(list_.paths.size()) {}
+  FileSource(ImageList list, ResizeMode mode, DecodeOptions opt = {}, DecodeWhere where = DecodeWhere::cpu,
+             InputLayout layout = {})
+      : list_(std::move(list)),
+        mode_(mode),
+        opt_(opt),
+        where_(where),
+        layout_(std::move(layout)),
+        warnings_(list_.paths.size()) {}
   std::size_t size() const override { return list_.paths.size(); }
   std::string name(std::size_t i) const override { return list_.paths.at(i); }
   SourceKind kind() const override { return SourceKind::files; }
@@ -128,7 +137,13 @@ class FileSource : public ImageSource {
     const auto rgb = decode();
     const RgbView v = rgb_view(rgb);
     StageTimer timer(t, Stage::resize);
-    resize_rgb_to_chw(v.data, v.rows, v.cols, v.step, size, mode_, dst);
+    if (layout_.empty()) return resize_rgb_to_chw(v.data, v.rows, v.cols, v.step, size, mode_, dst);
+    if (size != layout_.side())
+      throw Error("FileSource: a composite input is " + std::to_string(layout_.side()) + " per side, not " +
+                  std::to_string(size));
+    for (std::size_t k = 0; k < layout_.parts.size(); ++k)
+      resize_rgb_to_chw(v.data, v.rows, v.cols, v.step, layout_.parts[k].size, layout_.parts[k].mode,
+                        dst + layout_.offset(k));
   }
   /// A complete YCbCr (or grayscale) JPEG whose header reads, within the pixel limit, with nothing
   /// the device decoder would do differently (RGB-coded JPEGs, EXIF orientation applied,
@@ -148,6 +163,7 @@ class FileSource : public ImageSource {
   ResizeMode mode_;
   DecodeOptions opt_;
   DecodeWhere where_;
+  InputLayout layout_;                         ///< several encoders' parts (empty: one input of `mode_`)
   mutable std::vector<std::string> warnings_;  ///< per input; each index written by the thread loading it
 };
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "vecbench/input/image_source.hpp"
+#include "vecbench/input/input_layout.hpp"
 #include "vecbench/input/jpeg_decoder.hpp"
 #ifdef VECBENCH_WITH_CODEC
 #include "vecbench/input/image_files.hpp"
@@ -22,6 +23,7 @@ struct InputOptions {
   DecodeWhere decode_where = DecodeWhere::cpu;    ///< gpu: JPEGs decoded on the replica's CUDA device (nvJPEG)
   bool lenient_decode = false;                    ///< accept JPEG/PNG decoder data warnings (reported)
   std::uint64_t max_pixels = 178956970;           ///< refuse larger images (0: no limit)
+  InputLayout layout{};  ///< several encoders from one decode (image files only; empty: one input of `resize`)
 };
 
 inline bool opencv_available() {
@@ -33,6 +35,9 @@ inline bool opencv_available() {
 }
 
 inline std::unique_ptr<ImageSource> make_source(const std::string& spec, const InputOptions& opt = {}) {
+  if (!opt.layout.empty() &&
+      (spec.rfind("synthetic:", 0) == 0 || (spec.size() > 4 && spec.compare(spec.size() - 4, 4, ".npy") == 0)))
+    throw ConfigError("--encoders", "'" + spec + "': several encoders from one decode need image files");
   if (spec.rfind("synthetic:", 0) == 0) {
     const std::string rest = spec.substr(10);
     const auto colon = rest.find(':');
@@ -54,7 +59,7 @@ inline std::unique_ptr<ImageSource> make_source(const std::string& spec, const I
   d.exif = opt.exif;
   d.lenient = opt.lenient_decode;
   d.max_pixels = opt.max_pixels;
-  return std::make_unique<FileSource>(collect_images(spec), opt.resize, d, opt.decode_where);
+  return std::make_unique<FileSource>(collect_images(spec), opt.resize, d, opt.decode_where, opt.layout);
 #else
   (void)opt;
   throw ConfigError("images", "'" + spec +

@@ -1,0 +1,85 @@
+// The bicubic resizes of the DINOv2 protocols (issue #62): dgm-eval's (Pillow's 8-bit bicubic,
+// input/resize_pil.hpp) and EDM2's (LibTorch's antialiased bicubic in float,
+// input/resize_torch_aa.hpp). tests/py/encoder_tools.py checks both against Pillow and torch
+// themselves through DINOv2; these check their arithmetic's properties here.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "vecbench/input/resize.hpp"
+
+using namespace vecbench;
+
+namespace {
+
+/// A w x h RGB image: waves within 28..228, and (`edge`) a sharp edge at mid-width where a bicubic
+/// overshoots 0..255.
+std::vector<std::uint8_t> image(int w, int h, bool edge = true) {
+  std::vector<std::uint8_t> px(static_cast<std::size_t>(w) * h * 3);
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x)
+      for (int c = 0; c < 3; ++c) {
+        const double wave = 128 + 100 * std::sin(x / 7.0 + c) * std::cos(y / 11.0);
+        px[(static_cast<std::size_t>(y) * w + x) * 3 + c] =
+            static_cast<std::uint8_t>(edge && x >= w / 2 ? (c == 1 ? 255 : 0) : wave);
+      }
+  return px;
+}
+
+std::vector<float> resized(const std::vector<std::uint8_t>& px, int w, int h, int out, ResizeMode m) {
+  std::vector<float> dst(3 * static_cast<std::size_t>(out) * out);
+  resize_rgb_to_chw(px.data(), h, w, static_cast<std::size_t>(w) * 3, out, m, dst.data());
+  return dst;
+}
+
+}  // namespace
+
+TEST(ResizeBicubic, PillowsEightBitResizeGivesBytesWithinOneStepOfItsFloatResize) {
+  // (where nothing overshoots: Pillow clips its 8-bit intermediate image, the float resize does not)
+  for (const auto& [w, h, out] : {std::tuple{256, 256, 224}, {160, 160, 224}, {300, 200, 224}, {97, 131, 64}}) {
+    const auto px = image(w, h, false);
+    const auto u8 = resized(px, w, h, out, ResizeMode::pil_bicubic_u8);
+    const auto f = resized(px, w, h, out, ResizeMode::pil_bicubic);  // clean-fid's: float channels, clipped
+    for (std::size_t i = 0; i < u8.size(); ++i) {
+      ASSERT_EQ(u8[i], std::round(u8[i])) << w << "x" << h << " " << i;  // whole bytes
+      ASSERT_GE(u8[i], 0.0f);
+      ASSERT_LE(u8[i], 255.0f);
+      // two passes each rounded to a byte: at most about a step and a half from the float result
+      ASSERT_NEAR(u8[i], f[i], 1.6f) << w << "x" << h << " " << i;
+    }
+  }
+}
+
+TEST(ResizeBicubic, BothAreTheIdentityAtTheInputSize) {
+  const auto px = image(64, 64);
+  for (const ResizeMode m : {ResizeMode::pil_bicubic_u8, ResizeMode::torch_bicubic_aa}) {
+    const auto out = resized(px, 64, 64, 64, m);
+    for (int c = 0; c < 3; ++c)
+      for (int i = 0; i < 64 * 64; ++i) ASSERT_EQ(out[c * 64 * 64 + i], px[i * 3 + c]) << to_string(m);
+  }
+}
+
+TEST(ResizeBicubic, TorchsAntialiasedBicubicOvershootsAndItsWeightsSumToOne) {
+  for (const auto& [in, out] : {std::pair{256, 224}, {160, 224}, {37, 16}}) {
+    const auto t = detail::torch_aa_taps(in, out);
+    for (int i = 0; i < out; ++i) {
+      double sum = 0;
+      for (int j = 0; j < t.count[i]; ++j) sum += t.weights[static_cast<std::size_t>(i) * t.ksize + j];
+      ASSERT_NEAR(sum, 1.0, 1e-6) << in << "->" << out << " " << i;
+      ASSERT_GE(t.first[i], 0);
+      ASSERT_LE(t.first[i] + t.count[i], in);
+    }
+  }
+  // not clamped: near the sharp edge a bicubic upscale leaves 0..255 (Pillow's 8-bit one clips)
+  const auto px = image(160, 160);
+  const auto f = resized(px, 160, 160, 224, ResizeMode::torch_bicubic_aa);
+  const auto [lo, hi] = std::minmax_element(f.begin(), f.end());
+  EXPECT_TRUE(*lo < 0.0f || *hi > 255.0f) << *lo << " " << *hi;
+  EXPECT_EQ(parse_resize_mode("torch-bicubic-aa"), ResizeMode::torch_bicubic_aa);
+  EXPECT_EQ(parse_resize_mode("pil-bicubic-u8"), ResizeMode::pil_bicubic_u8);
+  EXPECT_TRUE(host_only_resize(ResizeMode::pil_bicubic_u8));
+  EXPECT_FALSE(host_only_resize(ResizeMode::bilinear));
+}
