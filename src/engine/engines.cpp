@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -173,7 +174,11 @@ ModelFactory model_factory(const ModelSettings& opt) {
     throw ConfigError("--engine", "this vecbench was built without oneDNN (install libdnnl-dev and rebuild)");
 #endif
   }
-  return torch_plugin().torchscript_factory(opt);
+  ModelSettings o = opt;  // a module that runs as loaded: its replicas share one copy of its tensors
+  const ModelInfo info = read_model_info(opt.path);
+  const char* off = std::getenv("VECBENCH_SHARE_WEIGHTS");  // "0": a copy per replica (for measurements)
+  o.share_weights = !(opt.optimize && info.optimize_after_load) && !(off && std::string(off) == "0");
+  return torch_plugin().torchscript_factory(o);
 }
 
 std::size_t torchscript_module_loads() {

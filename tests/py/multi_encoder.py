@@ -9,7 +9,9 @@ checkpoint's format, in a fresh $TORCH_HOME) in dgm-eval's pipeline and the buil
   own: the run does the other half there and every input in the other store, one line each;
 - a run killed (SIGKILL, once a counted number of vectors is on disk: the count is printed) and
   run again redoes no finished input of either store: one ok line per input in each, the vectors
-  of the encoders' own runs.
+  of the encoders' own runs;
+- DINOv2's vectors (the LibTorch route) are the same bytes at batch 1, 4, 5 and 7 (a short last
+  batch), on one or two replicas, with one or two threads, data-parallel or sequential.
 
 Run by ctest with Debian's Python (torch 1.13 makes the checkpoint).
 """
@@ -134,6 +136,18 @@ class MultiEncoder(unittest.TestCase):
         bad = self.vb("vectorize", "--images", self.images, "--out", out, "--encoders", ENC + "," + ENC, ok=False)
         self.assertNotEqual(bad.returncode, 0)
         self.assertIn("named twice", bad.stderr)
+
+    def test_dinov2_vectors_do_not_depend_on_batch_threads_or_strategy(self):
+        # the reference ran data-parallel on cpu/2 at batch 4; 48 inputs at batch 7 end in a short batch
+        for i, route in enumerate((["--batch", "1", "--devices", "cpu"], ["--batch", "7", "--devices", "cpu/2"],
+                                   ["--batch", "5", "--devices", "cpu", "--threads", "2", "--strategy", "sequential"])):
+            out = os.path.join(self.tmp.name, f"route{i}")
+            self.vb("vectorize", "--images", self.images, "--out", out, "--like", "dgm-eval", "--encoder", ENC, *route)
+            mine, theirs = ok_outputs(out), ok_outputs(self.alone[ENC])
+            self.assertEqual(sorted(mine), sorted(theirs))
+            for name in mine:
+                with open(mine[name], "rb") as a, open(theirs[name], "rb") as b:
+                    self.assertEqual(a.read(), b.read(), f"{route}: {name}")
 
     def test_each_store_resumes_on_its_own(self):
         out = os.path.join(self.tmp.name, "ahead")

@@ -31,7 +31,11 @@ struct ModelSettings {
   std::string calibration_sha256{};
   /// engine onednn, fp32: every replica records its activations' ranges here (`vecbench calibrate`)
   std::shared_ptr<ActivationRanges> observe{};
-  bool optimize = true;        ///< torch::jit::optimize_for_inference (freeze + fold) after loading
+  bool optimize = true;  ///< torch::jit::optimize_for_inference (freeze + fold) after loading
+  /// torchscript, CPU, fp32, a module not optimized after loading: the replicas share one copy of its
+  /// tensors (the file loaded once per process; each replica a clone that shares them). Set by
+  /// model_factory from the file's metadata.
+  bool share_weights = false;
   bool channels_last = false;  ///< feed NHWC-strided input (channels_last memory format)
   /// CUDA only: let cuDNN autotune convolution algorithms, once per input shape; a shorter batch
   /// (a run's last) is then padded to the run's batch, so the warm-up tuned every shape the clock sees
