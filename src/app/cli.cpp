@@ -382,8 +382,9 @@ void add_fid_model_options(CLI::App* cmd, FidModelArgs& m) {
 void add_store_commands(CLI::App& app, Cli& c) {
   c.models = app.add_subcommand(
       "models",
-      "The FID tools' Inception weights files vecbench looks for (pytorch-fid's, "
-      "torch-fidelity's, the TF graph, clean-fid's), where, which were found, their SHA-256 and imported models");
+      "Each encoder's weights files vecbench looks for, per tool (Inception-v3: pytorch-fid's, torch-fidelity's, the "
+      "TF graph, clean-fid's; DINOv2 and VGG-16: the hub's and torchvision's), where, which were found, their SHA-256 "
+      "and imported models");
   c.ver = app.add_subcommand("verify",
                              "Re-read every stored vector of an output folder against its manifest line and checksum; "
                              "print each missing, truncated or corrupted one (BAD input: file: why). Exit 0 all good, "
@@ -407,8 +408,9 @@ void add_store_commands(CLI::App& app, Cli& c) {
   c.sts->add_option("--out", c.stats_args.out, "The .npz file to write")->required();
   c.fid = app.add_subcommand("fid",
                              "FID between two sides (output folders, .npy feature matrices, .npz stats files of "
-                             "vecbench, pytorch-fid, TTUR or clean-fid, or images: vectorized first); FID is the "
-                             "last line");
+                             "vecbench, pytorch-fid, TTUR, clean-fid or ADM, EDM2's .pkl, or images: vectorized "
+                             "first); FID (another encoder's Frechet distance, e.g. FD_DINOv2, with --encoder) is "
+                             "the last line");
   c.fid->add_option("a", c.fid_args.a, "First side")->required();
   c.fid->add_option("b", c.fid_args.b, "Second side")->required();
   c.fid->add_option("--json", c.fid_args.json_out, "Also write fid, n_a, n_b, the fingerprints and warnings here");
@@ -583,7 +585,7 @@ void add_doc_links(CLI::App& app) {
                                                    {"predecode", "vectorize"},
                                                    {"stats", "fid"},
                                                    {"fid", "fid"},
-                                                   {"models", "fid"},
+                                                   {"models", "encoders"},
                                                    {"metrics", "metrics"},
                                                    {"devices", "engines"},
                                                    {"model", "engines"},

@@ -51,7 +51,9 @@ from fid_tools import PHOTOS, PY, VERSIONS, make_crops, run_vecbench  # noqa: E4
 from reference_cache import Key, cached  # noqa: E402
 
 N = 100  # per side
-ENC = "dinov2-vit-s-14"
+# ViT-S/14 in CI; VECBENCH_ENCODER=dinov2-vit-l-14 for the labelled run outside it (py-slow)
+ENC = os.environ.get("VECBENCH_ENCODER", "dinov2-vit-s-14")
+HUB_ENTRY = dinov2.DINOV2[ENC][0]
 # The hub folder's hubconf.py: the hub's backbones.py, its network from the PyPI package.
 HUBCONF = '''dependencies = ["torch"]
 import os
@@ -88,8 +90,8 @@ OFFLINE_HUB = ("import torch.hub\n"
 PROTOCOL_FEATURES = OFFLINE_HUB + '''import json, os, sys
 import numpy as np, torch, torch.nn.functional as F
 from PIL import Image
-folder, protocol, out = sys.argv[1:4]
-model = torch.hub.load("facebookresearch/dinov2", "dinov2_vits14").eval()
+folder, protocol, out, entry = sys.argv[1:5]
+model = torch.hub.load("facebookresearch/dinov2", entry).eval()
 mean = torch.tensor([0.485, 0.456, 0.406]).reshape(1, 3, 1, 1)
 std = torch.tensor([0.229, 0.224, 0.225]).reshape(1, 3, 1, 1)
 names = sorted(os.listdir(folder))
@@ -184,11 +186,11 @@ class EncoderTools(unittest.TestCase):
     def test_torch_fidelity_dinov2(self):
         code = (OFFLINE_HUB + "import sys, json, torch_fidelity as tf\n"
                 "m = tf.calculate_metrics(input1=sys.argv[1], input2=sys.argv[2], cuda=False, fid=True, kid=True,\n"
-                "    kid_subsets=1, kid_subset_size=int(sys.argv[3]), prc=True, feature_extractor='dinov2-vit-s-14',\n"
+                "    kid_subsets=1, kid_subset_size=int(sys.argv[3]), prc=True, feature_extractor=sys.argv[4],\n"
                 "    cache=False, verbose=False)\n"
                 "print(json.dumps(m))\n")
-        theirs = cached(self.key("torch-fidelity-dinov2-vit-s-14", self.dino, code, str(N)),
-                        lambda: json.loads(self.tool(code, self.a, self.b, str(N)).strip().splitlines()[-1]))
+        theirs = cached(self.key(f"torch-fidelity-{ENC}", self.dino, code, str(N)),
+                        lambda: json.loads(self.tool(code, self.a, self.b, str(N), ENC).strip().splitlines()[-1]))
         ours, run = self.metrics("tf-dino", "--like", "torch-fidelity", "--encoder", ENC, "--fid", "--kid",
                                  "--kid-subsets", "1", "--kid-subset-size", str(N), "--prc")
         fd, kid = theirs["frechet_inception_distance"], theirs["kernel_inception_distance_mean"]
@@ -209,7 +211,7 @@ class EncoderTools(unittest.TestCase):
             out = os.path.join(self.tmp.name, f"{like}-{side}.npy")
 
             def run(folder=folder, out=out):
-                names = json.loads(self.tool(PROTOCOL_FEATURES, folder, like, out).strip().splitlines()[-1])
+                names = json.loads(self.tool(PROTOCOL_FEATURES, folder, like, out, HUB_ENTRY).strip().splitlines()[-1])
                 return {"names": names, "features": np.load(out).tolist()}
 
             r = cached(self.key(f"{like}-{ENC}-{side}", self.dino, PROTOCOL_FEATURES, folder), run)
