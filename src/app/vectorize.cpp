@@ -132,14 +132,18 @@ std::uint64_t available_memory_bytes() {
 /// Refuses (without --force) more CPU replicas than cores, or than the memory holds: a TorchScript
 /// replica holds its own copy of the network (~2.5x the model file: weights, packed weights and
 /// activations; oneDNN replicas share their packed weights, so this is an upper bound for them).
-void check_replicas_fit(const std::vector<VirtualDevice>& devs, int cores, const std::string& model, bool force) {
+void check_replicas_fit(const std::vector<VirtualDevice>& devs, int cores, const std::vector<std::string>& models,
+                        bool force) {
   if (force) return;
   const auto n =
       static_cast<int>(std::count_if(devs.begin(), devs.end(), [](auto& d) { return d.kind == DeviceKind::cpu; }));
   if (n == 0) return;
-  std::error_code ec;
-  const auto file = fs::file_size(model, ec);
-  const std::uint64_t per = ec ? 0 : file * 5 / 2;
+  std::uint64_t per = 0;
+  for (const auto& model : models) {
+    std::error_code ec;
+    const auto file = fs::file_size(model, ec);
+    per += ec ? 0 : file * 5 / 2;
+  }
   const std::uint64_t avail = available_memory_bytes();
   std::ostringstream why;
   if (n > cores)
@@ -385,7 +389,7 @@ RunSettings run_settings(const VectorizeArgs& a, bool route_decoders, const Dist
 using namespace vectorize_detail;
 
 int cmd_vectorize(const VectorizeArgs& args, const CommandHooks& hooks) {
-  if (!args.encoders.empty()) return cmd_vectorize_encoders(args);
+  if (!args.encoders.empty()) return cmd_vectorize_encoders(args, hooks);
   VectorizeArgs a = with_preset(args);
   const ModelInfo model = read_model_info(a.model.path);
   apply_preset_pipeline(a, model);
@@ -405,7 +409,7 @@ int cmd_vectorize(const VectorizeArgs& args, const CommandHooks& hooks) {
       resolve_decode(a.decode, all_cuda(devs), nvjpeg_available(), a.devices, !host_only_resize(in.resize));
   auto source = make_source(a.images, in);
   const WriterOptions w = writer_options(a, model, in, *source, dist);
-  check_replicas_fit(devs, dist.active() ? dist.cpu_cores() : hardware_cores(), a.model.path, a.force);
+  check_replicas_fit(devs, dist.active() ? dist.cpu_cores() : hardware_cores(), {a.model.path}, a.force);
   // The engine before OUT: one that needs LibTorch opens it here (engine/torch_plugin.hpp), so a
   // missing library refuses the run before anything is written; the oneDNN engine loads nothing yet.
   ModelFactory factory = model_factory(a.model);

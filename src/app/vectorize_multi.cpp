@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <exception>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -46,13 +47,15 @@ class SplitSink : public ResultSink {
  public:
   explicit SplitSink(std::vector<EncoderRun>& runs) : runs_(runs) {}
   void on_features(std::size_t index, const float* f, int dim) override {
+    int total = 0;  // checked before anything is written: a wrong width would slice every vector wrong
+    for (const auto& r : runs_) total += r.info.feature_dim;
+    if (total != dim)
+      throw Error("SplitSink: a vector of " + std::to_string(dim) + " floats, not " + std::to_string(total));
     int col = 0;
     for (auto& r : runs_) {
       if (r.pending[index]) r.writer->on_features(index, f + col, r.info.feature_dim);
       col += r.info.feature_dim;
     }
-    if (col != dim)
-      throw Error("SplitSink: a vector of " + std::to_string(dim) + " floats, not " + std::to_string(col));
   }
   void on_error(std::size_t index, const std::string& message) override {
     for (auto& r : runs_)
@@ -90,8 +93,14 @@ std::vector<EncoderRun> encoder_runs(const VectorizeArgs& a) {
     r.tool = colon == std::string::npos ? a.like : spec.substr(colon + 1);
     if (!seen.insert(r.encoder).second)
       throw ConfigError("--encoders", r.encoder + " is named twice (one store per encoder)");
-    r.choice = choose_fid_model("", r.tool, r.encoder);
+    if (r.tool.empty() && r.encoder == "inception-v3") {  // as `vectorize` without --like: the build's model
+      r.choice.path = a.model.path;
+      r.choice.why = "the build's default model, as vectorize without --like (inception-v3:TOOL names a tool's)";
+    } else {
+      r.choice = choose_fid_model("", r.tool, r.encoder);
+    }
     r.info = read_model_info(r.choice.path);
+    if (!r.choice.preset) r.choice.preset = preset_of_model(r.info.like, r.info.arch);
     std::cerr << "vecbench: " << r.encoder << ": model " << r.choice.path << " (" << r.choice.why << ")\n";
     runs.push_back(std::move(r));
   }
@@ -102,6 +111,10 @@ std::vector<EncoderRun> encoder_runs(const VectorizeArgs& a) {
       throw ConfigError("--encoders", r.encoder + " and " + runs.front().encoder +
                                           " decode JPEGs differently (tf's DecodeJpeg and the exact decode): one "
                                           "decode cannot feed both; vectorize them in two runs");
+  if (!a.decode.automatic && a.decode.jpeg != jpeg(runs.front()))  // as a single run refuses it
+    throw ConfigError("--decode", std::string(decode_name(a.decode.where, a.decode.jpeg)) +
+                                      ": the encoders' presets decode with --decode " +
+                                      decode_name(DecodeWhere::cpu, jpeg(runs.front())));
   return runs;
 }
 
@@ -139,14 +152,20 @@ void print_start(const VectorizeArgs& base, const std::vector<EncoderRun>& runs,
 int finish_encoders(std::vector<EncoderRun>& runs, const RunStats& st, const ImageSource& src, std::size_t todo) {
   std::size_t failed = st.images_failed, lost = 0;
   std::string aborted;
+  std::exception_ptr first;  // every store finished (its manifest on disk) before an error is reported
   for (auto& r : runs) {
-    r.writer->finish();
+    try {
+      r.writer->finish();
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
     lost = std::max(lost, r.writer->implausible() + r.writer->write_failures());
     if (aborted.empty() && !r.writer->abort_reason().empty()) aborted = r.args.out + ": " + r.writer->abort_reason();
     if (r.writer->write_failures() > 0)
       std::cerr << "vecbench: " << r.args.out << ": " << r.writer->write_failures() << " outputs not written ("
                 << r.writer->first_write_error() << "): a rerun does them once there is room\n";
   }
+  if (first) std::rethrow_exception(first);
   const std::size_t ok = st.images_ok - std::min(lost, st.images_ok);
   failed += std::min(lost, st.images_ok);
   const bool interrupted = stop_flag() && aborted.empty();
@@ -162,7 +181,7 @@ int finish_encoders(std::vector<EncoderRun>& runs, const RunStats& st, const Ima
 
 }  // namespace
 
-int cmd_vectorize_encoders(const VectorizeArgs& args) {
+int cmd_vectorize_encoders(const VectorizeArgs& args, const CommandHooks& hooks) {
   check_encoders_args(args);
   std::vector<EncoderRun> runs = encoder_runs(args);
   VectorizeArgs base = args;
@@ -180,6 +199,9 @@ int cmd_vectorize_encoders(const VectorizeArgs& args) {
   in.decode_where = DecodeWhere::cpu;
   for (const auto& r : runs)
     in.layout.parts.push_back({r.info.input_size, r.choice.preset ? r.choice.preset->resize : r.info.resize_default});
+  std::vector<std::string> models;
+  for (const auto& r : runs) models.push_back(r.choice.path);
+  check_replicas_fit(devs, hardware_cores(), models, base.force);  // every replica holds every encoder
   auto source = make_source(base.images, in);
   std::vector<ModelFactory> factories;
   std::vector<char> any(source->size(), 0);
@@ -192,7 +214,6 @@ int cmd_vectorize_encoders(const VectorizeArgs& args) {
     r.in = in;
     r.in.layout = {};
     r.in.resize = in.layout.parts[k].mode;
-    check_replicas_fit(devs, hardware_cores(), r.choice.path, base.force);
     factories.push_back(model_factory(r.args.model));
     r.writer =
         std::make_unique<OutputWriter>(*source, writer_options(r.args, r.info, r.in, *source, current_distribution()));
@@ -204,10 +225,11 @@ int cmd_vectorize_encoders(const VectorizeArgs& args) {
     if (any[i]) todo.push_back(i);
   if (!base.quiet) print_start(base, runs, *source, todo.size(), devs, origin);
   SplitSink split(runs);
+  std::unique_ptr<ResultSink> wrapped = hooks.wrap_writer ? hooks.wrap_writer(split, current_distribution()) : nullptr;
   ProgressOptions po;
   po.interval_s = base.quiet ? 0 : base.progress_s;
   po.terminal = ::isatty(STDERR_FILENO) != 0;
-  ProgressSink progress(split, todo.size(), po, std::cerr);
+  ProgressSink progress(wrapped ? *wrapped : static_cast<ResultSink&>(split), todo.size(), po, std::cerr);
   RunSettings s = run_settings(base, args.decode_threads == 0, current_distribution(), devs);
   RunStats st;
   if (!todo.empty())

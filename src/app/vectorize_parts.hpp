@@ -20,8 +20,10 @@ bool onednn_runs_here();
 /// Fills the route fields the flags left open from this machine's profile, else from the
 /// defaults; returns where they came from.
 std::string resolve_route(VectorizeArgs& a, const ModelInfo& model, int cores, int cuda);
-/// Refuses (without --force) more CPU replicas than cores, or than the memory holds.
-void check_replicas_fit(const std::vector<VirtualDevice>& devs, int cores, const std::string& model, bool force);
+/// Refuses (without --force) more CPU replicas than cores, or than the memory holds (each replica
+/// holds every one of `models`).
+void check_replicas_fit(const std::vector<VirtualDevice>& devs, int cores, const std::vector<std::string>& models,
+                        bool force);
 /// How file inputs are decoded and resized for `model`.
 InputOptions input_options(const VectorizeArgs& a, const ModelInfo& model);
 /// The output store's settings (its fingerprint from `a`, `model`, `in` and `source`).
@@ -34,6 +36,6 @@ RunSettings run_settings(const VectorizeArgs& a, bool route_decoders, const Dist
 }  // namespace vectorize_detail
 
 /// `vecbench vectorize --encoders ...` (src/app/vectorize_multi.cpp).
-int cmd_vectorize_encoders(const VectorizeArgs& args);
+int cmd_vectorize_encoders(const VectorizeArgs& args, const CommandHooks& hooks);
 
 }  // namespace vecbench

@@ -118,6 +118,9 @@ void npz_feature_rows(const fs::path& path, const std::function<void(const float
     throw IoError(name, "member " + key + " is not a float32 or float64 feature matrix [N, dim] (dtype " + a.descr +
                             ", " + std::to_string(a.shape.size()) + " dimensions)");
   const std::size_t n = a.shape[0], d = a.shape[1];
+  if (a.data.size() != n * d * (a.descr == "<f4" ? 4 : 8))
+    throw IoError(name, "member " + key + " holds " + std::to_string(a.data.size()) + " bytes, not the " +
+                            std::to_string(n) + " x " + std::to_string(d) + " its header says");
   std::vector<float> x(d);
   for (std::size_t r = 0; r < n; ++r) {
     if (a.descr == "<f4") {

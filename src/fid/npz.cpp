@@ -160,14 +160,22 @@ npy::Array read_member(std::ifstream& in, const Member& m, const std::string& na
   if (get32(local, 0) != 0x04034b50) throw IoError(name, "corrupt zip member " + m.name);
   const std::uint64_t data_at = m.local + 30 + get16(local, 26) + get16(local, 28);
   if (m.method == 8) {
+    // sizes from the directory, checked before anything that large is allocated: the compressed
+    // bytes lie in the file, and deflate shrinks at most 1032:1
+    in.clear();
+    in.seekg(0, std::ios::end);
+    const auto file = static_cast<std::uint64_t>(in.tellg());
+    if (data_at > file || m.csize > file - data_at || m.usize / 1032 > m.csize + 1)
+      throw IoError(name, "zip member " + m.name + ": sizes in the directory that the file cannot hold (corrupt)");
     const std::string bytes = inflate_raw(read_at(in, data_at, m.csize, name, "zip member " + m.name), m.usize, where);
     if (crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())) != m.crc)
       throw IoError(name, "zip member " + m.name + " fails its CRC-32 (corrupted)");
     std::istringstream s(bytes.substr(0, std::min<std::size_t>(bytes.size(), 1 << 20)));
     npy::Array a = npy::read_header(s, where);
     const auto h = static_cast<std::size_t>(s.tellg());
-    a.data.resize(a.count() * dtype_size(a.descr, where));
-    if (h + a.data.size() > bytes.size()) throw IoError(name, "member " + m.name + " is cut short");
+    const std::size_t n = a.count() * dtype_size(a.descr, where);  // checked before it is allocated
+    if (h + n > bytes.size()) throw IoError(name, "member " + m.name + " is cut short");
+    a.data.resize(n);
     std::memcpy(a.data.data(), bytes.data() + h, a.data.size());
     return a;
   }
@@ -177,9 +185,10 @@ npy::Array read_member(std::ifstream& in, const Member& m, const std::string& na
   in.seekg(static_cast<std::streamoff>(data_at));
   npy::Array a = npy::read_header(in, where);
   const auto h = static_cast<std::uint64_t>(in.tellg()) - data_at;
-  a.data.resize(a.count() * dtype_size(a.descr, where));
-  if (h + a.data.size() != m.usize ||
-      !in.read(reinterpret_cast<char*>(a.data.data()), static_cast<std::streamsize>(a.data.size())))
+  const std::size_t n = a.count() * dtype_size(a.descr, where);  // checked before it is allocated
+  if (h + n != m.usize) throw IoError(name, "member " + m.name + " is cut short");
+  a.data.resize(n);
+  if (!in.read(reinterpret_cast<char*>(a.data.data()), static_cast<std::streamsize>(a.data.size())))
     throw IoError(name, "member " + m.name + " is cut short");
   const std::string head = read_at(in, data_at, h, name, "zip member " + m.name);
   uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(head.data()), static_cast<uInt>(head.size()));

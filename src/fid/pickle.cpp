@@ -56,6 +56,18 @@ struct Node {
   std::vector<std::pair<P, P>> entries;  ///< dict
   std::string name;                      ///< global: "module.name"; dtype: its type string ("f8")
   char byteorder = '\0';                 ///< dtype: '<', '>', '|' (set by its state)
+  int height = 0;                        ///< containers: 1 + the highest child's (bounded: see Reader::holds)
+};
+
+/// The most a file may nest containers (EDM2's: 2), checked as they are built: a deeper chain is
+/// refused before it exists, so that tearing the nodes down never recurses deeper either.
+constexpr int kMaxHeight = 64;
+/// What turning the nodes into values may produce: memo references (BINGET) let a small file name
+/// one node many times (a list of two references to the list before it, 60 times over, is 2^60
+/// nodes; a large array referenced 1,000 times is 1,000 copies), so the values are counted.
+struct Budget {
+  std::size_t nodes = 0, bytes = 0;
+  std::size_t max_nodes = 1000000, max_bytes = 0;  ///< max_bytes: the file's size and 1 MiB
 };
 
 P scalar(Value v) {
@@ -113,7 +125,9 @@ class Reader {
     }
     if (stack_.size() != 1 || !meta_.empty())
       fail("malformed pickle (STOP with " + std::to_string(stack_.size()) + " values)");
-    return to_value(stack_.back(), 0);
+    Budget budget;
+    budget.max_bytes = b_.size() + (std::size_t{1} << 20);
+    return to_value(stack_.back(), 0, budget);
   }
 
  private:
@@ -173,6 +187,7 @@ class Reader {
   }
   P tuple_of(std::vector<P> items) {
     P t = of_kind(Node::K::tuple);
+    for (const P& i : items) holds(*t, i);
     t->items = std::move(items);
     return t;
   }
@@ -188,7 +203,13 @@ class Reader {
   P latin1_bytes(const std::vector<P>& a);
   npy::Array make_array(const P& dtype, const P& shape, bool fortran, const P& raw);
   std::int64_t as_int(const P& p, const char* what) const;
-  Value to_value(const P& p, int depth) const;
+  Value to_value(const P& p, int depth, Budget& budget) const;
+  /// `parent` now holds `child`: its height grows past the child's, refused past kMaxHeight.
+  void holds(Node& parent, const P& child) const {
+    parent.height = std::max(parent.height, child->height + 1);
+    if (parent.height > kMaxHeight)
+      fail("refused: values nested more than " + std::to_string(kMaxHeight) + " deep (or a value that holds itself)");
+  }
 
   const std::string& b_;
   std::string where_;
@@ -309,6 +330,7 @@ bool Reader::container_op(unsigned char op) {
       std::vector<P> items = op == 'a' ? std::vector<P>{pop()} : pop_mark();
       if (op == 'l') push(of_kind(Node::K::list));
       if (top()->k != Node::K::list) fail("malformed pickle (APPEND to something not a list)");
+      for (const P& i : items) holds(*top(), i);
       top()->items.insert(top()->items.end(), items.begin(), items.end());
       return true;
     }
@@ -319,7 +341,10 @@ bool Reader::container_op(unsigned char op) {
       if (op == 's') kv[0] = pop();
       if (op == 'd') push(of_kind(Node::K::dict));
       if (top()->k != Node::K::dict || kv.size() % 2) fail("malformed pickle (SETITEM on something not a dict)");
-      for (std::size_t i = 0; i < kv.size(); i += 2) top()->entries.emplace_back(kv[i], kv[i + 1]);
+      for (std::size_t i = 0; i < kv.size(); i += 2) {
+        holds(*top(), kv[i + 1]);
+        top()->entries.emplace_back(kv[i], kv[i + 1]);
+      }
       return true;
     }
     default:
@@ -513,8 +538,11 @@ npy::Array Reader::make_array(const P& dtype, const P& shape, bool fortran, cons
   return a;
 }
 
-Value Reader::to_value(const P& p, int depth) const {
-  if (depth > 64) fail("refused: values nested more than 64 deep (or a value that holds itself)");
+Value Reader::to_value(const P& p, int depth, Budget& budget) const {
+  if (depth > kMaxHeight) fail("refused: values nested more than 64 deep (or a value that holds itself)");
+  budget.bytes += p->v.text.size() + p->v.array.data.size();
+  if (++budget.nodes > budget.max_nodes || budget.bytes > budget.max_bytes)
+    fail("refused: its values would be larger than the file (the same value referenced over and over)");
   Value v;
   switch (p->k) {
     case Node::K::value:
@@ -522,13 +550,13 @@ Value Reader::to_value(const P& p, int depth) const {
     case Node::K::list:
     case Node::K::tuple:
       v.kind = p->k == Node::K::list ? Value::Kind::list : Value::Kind::tuple;
-      for (const P& i : p->items) v.items.push_back(to_value(i, depth + 1));
+      for (const P& i : p->items) v.items.push_back(to_value(i, depth + 1, budget));
       return v;
     case Node::K::dict:
       v.kind = Value::Kind::dict;
       for (const auto& [k, x] : p->entries) {
         if (k->k != Node::K::value || k->v.kind != Value::Kind::text) fail("refused: a dict key that is not a string");
-        v.set(k->v.text, to_value(x, depth + 1));
+        v.set(k->v.text, to_value(x, depth + 1, budget));
       }
       return v;
     case Node::K::global:

@@ -140,6 +140,34 @@ TEST(Pickle, ObjectArraysStructuredDtypesAndTruncationRefused) {
   EXPECT_NE(refusal(s.substr(0, s.size() / 2)).find("t.pkl"), std::string::npos);
 }
 
+TEST(Pickle, DeepNestingAndRepeatedReferencesAreRefusedWithoutBlowingUp) {
+  // 100,000 lists each appended into the one before: refused as it is built (no deep teardown)
+  std::string deep = B("\x80\x02");
+  deep += std::string(100000, ']');
+  deep += std::string(99999, 'a');
+  deep += '.';
+  EXPECT_NE(refusal(deep).find("nested more than 64 deep"), std::string::npos) << refusal(deep);
+  // L(i) = [L(i-1), L(i-1)] by memo references, 60 times: 2^60 values from ~600 bytes
+  std::string dag =
+      B("\x80\x02]q\x00"
+        "0");
+  for (int i = 1; i <= 60; ++i) {
+    dag += B("](h");
+    dag += static_cast<char>(i - 1);
+    dag += 'h';
+    dag += static_cast<char>(i - 1);
+    dag += B("eq");
+    dag += static_cast<char>(i);
+    if (i < 60) dag += '0';  // POP: the stack keeps the last only
+  }
+  dag += '.';
+  EXPECT_NE(refusal(dag).find("larger than the file"), std::string::npos) << refusal(dag);
+  // the same text referenced twice is fine (pickle memoizes repeated keys)
+  EXPECT_EQ(refusal(B("\x80\x02](\x8c\x02muq\x00h\x00"
+                      "e.")),
+            "");
+}
+
 TEST(Pickle, BigEndianAndFortranArraysToCOrder) {
   // the writer's bytes with the dtype's state '<' made '>' and the Fortran flag set, by hand
   pickle::Value v;

@@ -7,8 +7,8 @@ checkpoint's format, in a fresh $TORCH_HOME) in dgm-eval's pipeline and the buil
   encoder's own run, and `verify OUT` checks both stores;
 - a store that is ahead (half its inputs done by a run of that encoder alone) is resumed on its
   own: the run does the other half there and every input in the other store, one line each;
-- a run killed (SIGKILL, once a counted number of vectors is on disk: the count is printed) and
-  run again redoes no finished input of either store: one ok line per input in each, the vectors
+- a run killed (it aborts right after its 6th image reached both stores: tests/vecbench_fault.cpp's
+  VECBENCH_TEST_DIE_AFTER) and run again redoes no finished input of either store: one ok line per input in each, the vectors
   of the encoders' own runs;
 - DINOv2's vectors (the LibTorch route) are the same bytes at batch 1, 4, 5 and 7 (a short last
   batch), on one or two replicas, with one or two threads, data-parallel or sequential.
@@ -19,11 +19,9 @@ import glob
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 import torch
@@ -33,7 +31,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
 from vecbench_export import dinov2  # noqa: E402
 
+sys.path.insert(0, HERE)
+from fid_tools import tool_weights  # noqa: E402
+
 EXE = os.environ.get("VECBENCH_EXE", "build/vecbench")
+# vecbench with a fault around the writer (tests/vecbench_fault.cpp): VECBENCH_TEST_DIE_AFTER=N aborts after N images
+FAULT_EXE = os.environ.get("VECBENCH_FAULT_EXE", "build/tests/vecbench_fault")
 PHOTOS = "/usr/share/doc/opencv-doc/examples/data"
 ENC = "dinov2-vit-s-14"
 N = 48
@@ -88,6 +91,9 @@ class MultiEncoder(unittest.TestCase):
         ckpt = os.path.join(t, "torch", "hub", "checkpoints")
         os.makedirs(ckpt)
         torch.save(dinov2.seeded_checkpoint(ENC, 2), os.path.join(ckpt, dinov2.checkpoint_name(ENC)))
+        # pytorch-fid's weights there too: `vectorize` without --like still runs the build's model, and
+        # so must `--encoders inception-v3` (a tool's preset only when named: inception-v3:pytorch-fid)
+        torch.save(tool_weights(7), os.path.join(ckpt, "pt_inception-2015-12-05-6726825d.pth"))
         cls.env = dict(os.environ, TORCH_HOME=os.path.join(t, "torch"), VECBENCH_CACHE=os.path.join(t, "cache"))
         cls.env.pop("VECBENCH_MODELS", None)
         # each encoder alone: the references
@@ -138,7 +144,7 @@ class MultiEncoder(unittest.TestCase):
         self.assertIn("named twice", bad.stderr)
 
     def test_dinov2_vectors_do_not_depend_on_batch_threads_or_strategy(self):
-        # the reference ran data-parallel on cpu/2 at batch 4; 48 inputs at batch 7 end in a short batch
+        # the reference ran on this machine's default route; 48 inputs at batch 7 end in a short batch
         for i, route in enumerate((["--batch", "1", "--devices", "cpu"], ["--batch", "7", "--devices", "cpu/2"],
                                    ["--batch", "5", "--devices", "cpu", "--threads", "2", "--strategy", "sequential"])):
             out = os.path.join(self.tmp.name, f"route{i}")
@@ -164,24 +170,21 @@ class MultiEncoder(unittest.TestCase):
 
     def test_a_killed_run_redoes_no_finished_input(self):
         out = os.path.join(self.tmp.name, "killed")
-        args = [EXE, "vectorize", "--images", self.images, "--out", out, "--encoders", ENCODERS, "--format", "npy",
-                "--progress", "0", "--batch", "1", "--devices", "cpu"]
-        p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=self.env)
-        kill_at = 6  # vectors in the Inception store (written with the DINOv2 ones of the same batch)
-        while p.poll() is None and len(ok_lines(os.path.join(out, "inception-v3"))) < kill_at:
-            time.sleep(0.02)
-        killed = p.poll() is None
-        if killed:
-            p.send_signal(signal.SIGKILL)
-        p.wait()
+        kill_at = 6  # the process aborts (as a crash) right after its 6th image reached both stores
+        r = subprocess.run([FAULT_EXE, "vectorize", "--images", self.images, "--out", out, "--encoders", ENCODERS,
+                            "--format", "npy", "--progress", "0", "--batch", "1", "--devices", "cpu"],
+                           capture_output=True, text=True, env=dict(self.env, VECBENCH_TEST_DIE_AFTER=str(kill_at)))
+        self.assertLess(r.returncode, 0, r.stderr)  # killed by SIGABRT
+        self.assertIn("dying on purpose", r.stderr)
         before = {enc: ok_lines(os.path.join(out, enc)) for enc in self.alone}
-        print(f"killed after {len(before['inception-v3'])} Inception and {len(before[ENC])} DINOv2 vectors"
-              if killed else "the run ended before the kill point: the resume below has nothing to do")
+        for enc, lines in before.items():
+            self.assertGreaterEqual(len(lines), kill_at, enc)
+            self.assertLess(len(lines), N, enc)
+        print(f"aborted after {len(before['inception-v3'])} Inception and {len(before[ENC])} DINOv2 vectors on disk")
         r = self.vb("vectorize", "--images", self.images, "--out", out, "--encoders", ENCODERS)
         for enc in self.alone:
             self.assertIn(f"{N - len(before[enc])} to do, {len(before[enc])} already done", r.stderr, enc)
         self.assert_same_as_alone(out)
-
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -264,6 +264,24 @@ class ReferenceStats(unittest.TestCase):
         np.savez_compressed(k, feats=self.b)
         self.assertLess(rel(fid_of(vecbench("fid", self.path("a.npy"), k)), self.fid_ab), 1e-9)
 
+    def test_crafted_npz_shapes_refused(self):
+        # a member whose header claims 2^62 x 4 floats (a count that wraps to 0) and holds none, and
+        # one whose header claims more rows than its bytes: refused naming the file, nothing read past them
+        import io
+        import zipfile
+        for name, header_shape, rows in (("wrap.npz", "(4611686018427387904, 4)", 0), ("short.npz", "(50, 4)", 2)):
+            body = np.zeros((rows, 4), dtype="<f4").tobytes()
+            head = "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }" % header_shape
+            head += " " * (63 - (10 + len(head)) % 64) + "\n"
+            npy = b"\x93NUMPY\x01\x00" + len(head).to_bytes(2, "little") + head.encode() + body
+            p = self.path(name)
+            with zipfile.ZipFile(p, "w") as z:
+                z.writestr("reps.npy", npy)
+            r = vecbench("fid", p, self.path("b.npy"), ok=False)
+            self.assertNotEqual(r.returncode, 0, r.stdout)
+            self.assertIn(p, r.stderr)
+            self.assertTrue("2^48" in r.stderr or "cut short" in r.stderr or "bytes, not" in r.stderr, r.stderr)
+
     def test_malicious_pickles_refused(self):
         marker = self.path("ran")
         cases = {

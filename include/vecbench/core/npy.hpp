@@ -7,6 +7,7 @@
 #include <numeric>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "vecbench/core/error.hpp"
@@ -99,6 +100,14 @@ inline Array read_header(std::istream& in, const std::string& name) {
     if (tok.find_first_not_of(' ') == std::string::npos) continue;
     a.shape.push_back(std::stoull(tok));
   }
+  // a crafted header's shape must not wrap count() around (2^62 x 4 is 0 elements): at most 2^48
+  constexpr std::size_t kMaxElements = std::size_t{1} << 48;
+  std::size_t n = 1;
+  for (const std::size_t dim : a.shape) {
+    if (dim > kMaxElements || (dim != 0 && n > kMaxElements / dim))
+      throw IoError(name, "a .npy shape of more than 2^48 elements (a corrupt or crafted header)");
+    n = dim == 0 ? n : n * dim;
+  }
   return a;
 }
 
@@ -113,7 +122,12 @@ inline Array load(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw IoError(path.string(), "cannot open");
   Array a = read_header(in, path.string());
-  a.data.resize(a.count() * itemsize(a.descr, path.string()));
+  const std::size_t bytes = a.count() * itemsize(a.descr, path.string());
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (!ec && static_cast<std::uint64_t>(in.tellg()) + bytes > size)
+    throw IoError(path.string(), "truncated .npy data (its header says " + std::to_string(bytes) + " bytes)");
+  a.data.resize(bytes);
   if (!in.read(reinterpret_cast<char*>(a.data.data()), static_cast<std::streamsize>(a.data.size())))
     throw IoError(path.string(), "truncated .npy data");
   return a;
