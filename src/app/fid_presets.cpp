@@ -230,8 +230,8 @@ std::string preset_model(const FidPreset& p, const fs::path& weights) {
   fs::remove(log, ec);
   if (rc != 0) {
     fs::remove(tmp, ec);
-    throw IoError(weights.string(), "not usable as " + p.name + "'s " + p.encoder + " weights (" + p.weights_file +
-                                        "): the import said: " + error_line(output));
+    throw IoError(weights.string(), "not usable as " + p.name + "'s " + (p.inception() ? "Inception" : p.encoder) +
+                                        " weights (" + p.weights_file + "): the import said: " + error_line(output));
   }
   fs::rename(tmp, model, ec);
   if (ec) throw IoError(model.string(), "cannot move the imported model into place: " + ec.message());
