@@ -43,9 +43,9 @@ N = 48
 ENCODERS = f"{ENC}:dgm-eval,inception-v3"
 
 
-def ok_outputs(store):
-    """{input: the output file its ok line names} over every manifest of a store."""
-    out = {}
+def ok_records(store):
+    """Every ok manifest line of a store, over all its manifests (a line torn by a kill is skipped:
+    the next writer cuts it)."""
     for m in glob.glob(os.path.join(store, "manifest*.jsonl")):
         with open(m) as f:
             for line in f:
@@ -54,22 +54,19 @@ def ok_outputs(store):
                 except ValueError:
                     continue
                 if r.get("status") == "ok":
-                    out[r["input"]] = os.path.join(store, r["output"])
-    return out
+                    yield r
+
+
+def ok_outputs(store):
+    """{input: the output file its (last) ok line names}."""
+    return {r["input"]: os.path.join(store, r["output"]) for r in ok_records(store)}
 
 
 def ok_lines(store):
-    """{input: number of ok lines} over every manifest of a store."""
+    """{input: number of ok lines}."""
     seen = {}
-    for m in glob.glob(os.path.join(store, "manifest*.jsonl")):
-        with open(m) as f:
-            for line in f:
-                try:
-                    r = json.loads(line)
-                except ValueError:  # a line torn by the kill is cut by the next writer
-                    continue
-                if r.get("status") == "ok":
-                    seen[r["input"]] = seen.get(r["input"], 0) + 1
+    for r in ok_records(store):
+        seen[r["input"]] = seen.get(r["input"], 0) + 1
     return seen
 
 
