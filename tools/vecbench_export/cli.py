@@ -79,7 +79,7 @@ import torch
 from .arch import make_features, probe_input
 from .common import (ARCH_INFO, CLASSIFIER_BUFFERS, CLASSIFIER_FILES, FEATURE_DIM, INPUT_SIZE, LIKE_INFO, LIKE_SOURCE,
                      META_FORMAT_VERSION, META_NAME, NORM_BUFFERS, PROG, ExportError, file_sha256, npy_f32,
-                     state_dict_sha256)
+                     save_module, state_dict_sha256)
 from .fused import fuse_prepacked
 from .weights import load_from_tf, load_weights_file, seeded_classifier, seeded_state_dict
 
@@ -189,15 +189,7 @@ def export(args) -> str:
                               "bias": CLASSIFIER_FILES[1], "sha256": hashlib.sha256(w + b).hexdigest()}
     extra[META_NAME] = json.dumps(meta, sort_keys=True)
     out = args.out
-    tmp = f"{out}.tmp{os.getpid()}"
-    try:
-        torch.jit.save(scripted, tmp, _extra_files=extra)
-        os.replace(tmp, out)
-    except OSError as e:
-        raise ExportError(f"{out}: cannot write ({e})")
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    save_module(scripted, out, extra)
     return (f"{PROG}: wrote {out} arch={arch} source={source} sha256={sha[:16]} "
             f"probe_feature_mean={fmean:.4g} ({time.time() - t0:.1f}s)")
 

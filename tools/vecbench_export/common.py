@@ -2,6 +2,7 @@
 
 import ctypes
 import hashlib
+import os
 from typing import Dict, List
 
 import torch
@@ -124,3 +125,25 @@ def npy_f32(t: Tensor) -> bytes:
     h = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }"
     h += " " * ((64 - (10 + len(h) + 1) % 64) % 64) + "\n"
     return b"\x93NUMPY\x01\x00" + len(h).to_bytes(2, "little") + h.encode("latin1") + float32_bytes(t)
+
+
+def load_tensors(path: str, what: str):
+    """`path` read with torch.load(weights_only=True) (tensors in dicts: no code in the file runs);
+    ExportError naming the file when it cannot be (truncated, not a torch file, a pickle of more)."""
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:
+        raise ExportError(f"{path}: cannot be read as {what} ({type(e).__name__}: {e})")
+
+
+def save_module(scripted, out: str, extra: Dict[str, str]) -> None:
+    """`scripted` with its extra files written to `out` atomically (a temp file renamed into place)."""
+    tmp = f"{out}.tmp{os.getpid()}"
+    try:
+        torch.jit.save(scripted, tmp, _extra_files=extra)
+        os.replace(tmp, out)
+    except OSError as e:
+        raise ExportError(f"{out}: cannot write ({e})")
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .common import ExportError
+from .common import ExportError, load_tensors
 
 PATCH = 14
 TRAIN_GRID = 37  # 518 / 14
@@ -108,10 +108,7 @@ def check_state_dict(sd, encoder: str, path: str) -> None:
 def load_checkpoint(path: str, encoder: str) -> Dict[str, Tensor]:
     """The checkpoint at `path`, read with torch.load(weights_only=True) (tensors in dicts: no code
     runs), checked against `encoder`."""
-    try:
-        sd = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # truncated, not a torch file, or a pickle holding more than tensors
-        raise ExportError(f"{path}: cannot be read as a DINOv2 checkpoint ({type(e).__name__}: {e})")
+    sd = load_tensors(path, "a DINOv2 checkpoint")
     check_state_dict(sd, encoder, path)
     return {k: v.float() for k, v in sd.items()}
 

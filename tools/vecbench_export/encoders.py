@@ -35,7 +35,8 @@ import torch
 from torch import Tensor, nn
 
 from . import dinov2
-from .common import META_FORMAT_VERSION, META_NAME, ExportError, file_sha256, state_dict_sha256
+from .common import (META_FORMAT_VERSION, META_NAME, ExportError, file_sha256, load_tensors, save_module,
+                     state_dict_sha256)
 
 PROG = "export_encoder.py"
 ENCODERS = sorted(list(dinov2.DINOV2) + ["vgg16"])
@@ -67,10 +68,7 @@ def vgg16_shapes() -> Dict[str, tuple]:
 
 
 def load_vgg16(path: str) -> Dict[str, Tensor]:
-    try:
-        sd = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:
-        raise ExportError(f"{path}: cannot be read as VGG-16 weights ({type(e).__name__}: {e})")
+    sd = load_tensors(path, "VGG-16 weights")
     want = vgg16_shapes()
     if not isinstance(sd, dict):
         raise ExportError(f"{path}: not a state_dict (torchvision's vgg16-397923af.pth is one)")
@@ -157,15 +155,7 @@ def export(args) -> str:
         "torch_version": torch.__version__,
         "created_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
-    tmp = f"{args.out}.tmp{os.getpid()}"
-    try:
-        torch.jit.save(scripted, tmp, _extra_files={META_NAME: json.dumps(meta, sort_keys=True)})
-        os.replace(tmp, args.out)
-    except OSError as e:
-        raise ExportError(f"{args.out}: cannot write ({e})")
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    save_module(scripted, args.out, {META_NAME: json.dumps(meta, sort_keys=True)})
     return (f"{PROG}: wrote {args.out} encoder={args.encoder} protocol={args.protocol} source={source} "
             f"sha256={sha[:16]} ({time.time() - t0:.1f}s)")
 
