@@ -12,10 +12,12 @@ torch's torch.compile (inductor, freezing on; `--compile-mode`). Reported per ru
 the rounds, the worst round, the peak RSS; and vecbench's ratio to the best peer per round.
 
   /usr/bin/python3 tools/bench_encoder.py --encoder dinov2-vit-s-14 --rounds 5 --out results/encoders/F.json
-      [--vecbench build/vecbench] [--images 32] [--batches 1,4,8] [--torch-venv DIR]
+      [--vecbench build/vecbench] [--images 32] [--batches 1,4,8] [--torch-venv DIR] [--allow-dirty]
 
 Random weights in the hub checkpoint's format are written into a work folder's $TORCH_HOME (speed
-does not depend on them). Machine facts (lscpu's model name and flags) go into the JSON."""
+does not depend on them). Machine facts (lscpu's model name and flags) and the binary's commit go into
+the JSON (tools/provenance.py: a build from a dirty tree is refused unless --allow-dirty or
+VECBENCH_ALLOW_DIRTY=1, and then said)."""
 import argparse
 import json
 import os
@@ -26,6 +28,8 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from provenance import Refused, binary_record  # noqa: E402
 
 PEER = r'''
 import json, os, resource, sys, time
@@ -102,7 +106,12 @@ def main():
     ap.add_argument("--compile-mode", default="default", help="torch.compile's mode (default, max-autotune, ...)")
     ap.add_argument("--work", default=None)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--allow-dirty", action="store_true", help="run a binary built from a dirty tree (said in the JSON)")
     a = ap.parse_args()
+    try:
+        binary = binary_record(a.vecbench, a.allow_dirty or None)
+    except Refused as e:
+        sys.exit(f"bench_encoder: refused: {e}")
     a.work = a.work or tempfile.mkdtemp(prefix="bench-encoder-")
     sys.path.insert(0, HERE)
     import torch
@@ -133,7 +142,7 @@ def main():
         summary[name] = {"median_img_per_s": statistics.median(v), "worst_img_per_s": min(v),
                          "peak_rss_mb": max(x[name]["peak_rss_mb"] for x in rounds)}
     ratios = [x["ratio_to_best_peer"] for x in rounds]
-    out = {"encoder": a.encoder, "cpu": lscpu(), "images_per_measure": a.images, "batches": a.batches,
+    out = {"encoder": a.encoder, "cpu": lscpu(), "binary": binary, "images_per_measure": a.images, "batches": a.batches,
            "rounds": rounds, "summary": summary, "ratio_median": statistics.median(ratios),
            "ratio_worst": min(ratios)}
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)

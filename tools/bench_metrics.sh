@@ -7,6 +7,7 @@
 # matrices, with their figures, so that the table also shows they agree.
 # Not for CI (minutes; gigabytes). Run it on a quiet machine: nothing else on the cores.
 #   tools/bench_metrics.sh [BUILD=build] [N=50000] [N_REF=10000] [OUT=results/fid/metrics-scale-<UTC date>.md]
+#   VECBENCH_ALLOW_DIRTY=1: measure a binary built from a dirty tree (refused otherwise; the file says so)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -14,6 +15,8 @@ N=${2:-50000}
 N_REF=${3:-10000}
 OUT=${4:-results/fid/metrics-scale-$(date -u +%Y%m%d).md}
 PY=${VECBENCH_VENVS:-$HOME/.cache/vecbench/venvs}/fid-tools/bin/python
+# The binary's commit and state as it reports them (tools/provenance.py): a dirty build is refused unless allowed
+PROV=$(python3 tools/provenance.py "$BUILD/vecbench" --markdown) || exit 1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -71,7 +74,8 @@ mkdir -p "$(dirname "$OUT")"
 {
   echo "# k-NN metrics at scale: \`vecbench metrics A B --prc --prdc\` (issue #49)"
   echo
-  echo "Command: \`tools/bench_metrics.sh $BUILD $N $N_REF\` on $(date -u +%Y-%m-%d), $(git describe --always --dirty 2>/dev/null)."
+  echo "Command: \`tools/bench_metrics.sh $BUILD $N $N_REF\` on $(date -u +%Y-%m-%d)."
+  echo "$PROV"
   echo "Machine: $(lscpu | sed -n 's/^Model name: *//p') (family $(lscpu | sed -n 's/^CPU family: *//p') model $(lscpu | sed -n 's/^Model: *//p')), $(nproc) cores, ISA: $(grep -o -w -E 'avx512f|avx512_vnni|amx_tile|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')."
   echo "Inputs: two float32 matrices [N, 2048] as .npy files: ReLU of a fixed random map of 32 Gaussian latents, x 0.5, plus 0.05 |noise| (the generated set's latents x 1.2 + 0.25)."
   echo "Peak RSS includes the two matrices themselves (N x 2048 x 4 B each: $((N_REF * 8192 / 1048576)) MB at N=$N_REF, $((N * 8192 / 1048576)) MB at N=$N)."

@@ -10,6 +10,7 @@
 #   tools/bench_scale.sh [BUILD=build] [N=1000000] [OUT=results/scale/scale-<UTC date>.md]
 #   WORK=DIR (default /tmp/vecbench-scale) holds the links and stores; removed at the end.
 #   SIZES="30000 100000 N" (default): the sizes measured, in order.
+#   VECBENCH_ALLOW_DIRTY=1: measure a binary built from a dirty tree (refused otherwise; the file says so)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -18,6 +19,8 @@ OUT=${3:-results/scale/scale-$(date -u +%Y%m%d).md}
 WORK=${WORK:-/tmp/vecbench-scale}
 VB=$BUILD/vecbench
 DATA=/usr/share/doc/opencv-doc/examples/data
+# The binary's commit and state as it reports them (tools/provenance.py): a dirty build is refused unless allowed
+PROV=$(python3 tools/provenance.py "$VB" --markdown) || exit 1
 rm -rf "$WORK" && mkdir -p "$WORK/links"
 trap 'rm -rf "$WORK"' EXIT
 # Small JPEGs (64x64 crops of opencv-doc photos; one per 50,000 inputs and at least 8: a file
@@ -91,7 +94,7 @@ mkdir -p "$(dirname "$OUT")"
 {
   echo "# The store at scale: \`tools/bench_scale.sh $BUILD $N\` (issue #50)"
   echo
-  echo "$(date -u +%Y-%m-%d), $(git describe --always --dirty 2>/dev/null), $("$VB" --version 2>&1 | head -1)."
+  echo "$(date -u +%Y-%m-%d). $PROV"
   echo "Machine: $(lscpu | sed -n 's/^Model name: *//p') (family $(lscpu | sed -n 's/^CPU family: *//p') model $(lscpu | sed -n 's/^Model: *//p')), $(nproc) cores; $(df -h "$WORK" | awk 'NR==2 {print $1}') ($(stat -f -c %T "$WORK"))."
   echo "Inputs: hard links to ${#SRC[@]} small JPEGs (64x64 crops of opencv-doc photos), distinct names, 10,000 to a folder, named by a list file;"
   echo "\`vectorize --engine none --format shards\` (zero vectors: every step of the store, no network)."

@@ -30,8 +30,12 @@
 #     report says so. avx2 leaves out int8 and bf16 (no VNNI, no BF16 there)
 #   SEED_BATCHES="1 4 16": also the seed's 3 virtual devices: data-parallel cpu/3 against
 #     sequential cpu at each batch, whole process, 100 photos, .vc (target: never slower)
+#   VECBENCH_ALLOW_DIRTY=1: measure a binary (or OLD_VECBENCH) built from a dirty tree, which is
+#     refused otherwise (tools/provenance.py: the commit and state the binary reports); the report
+#     then says dirty beside its figures
 # Needs: a built ./build/vecbench, tools/peers_setup.sh (the onnxruntime venv and inc.onnx),
-# opencv-doc. Run it on an otherwise idle machine: compare ratios within one run only.
+# opencv-doc. Run it on an otherwise idle machine: compare ratios within one run only (each run's
+# steal share is recorded; the report gives the largest and the spread of vecbench's own runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
@@ -52,6 +56,13 @@ RAW="$WORK/raw-$STAMP.jsonl"
 export VECBENCH_PROFILE_DIR="$WORK/no-profiles"  # the defaults, not a profile saved on this machine
 [ -x "$ORT_PY" ] && [ -f "$ONNX" ] || { echo "bench_whole_job: run tools/peers_setup.sh first" >&2; exit 1; }
 rm -rf "$WORK/copies" && mkdir -p "$WORK/copies" "$RESULTS"
+# The binaries' commits, as they report them; a build from a dirty tree is refused unless VECBENCH_ALLOW_DIRTY=1
+export PROVENANCE="$WORK/provenance-$STAMP.json" PROVENANCE_OLD=""
+python3 tools/provenance.py "$VB" --json > "$PROVENANCE" || exit 1
+if [ -n "$OLD" ]; then
+  PROVENANCE_OLD="$WORK/provenance-old-$STAMP.json"
+  python3 tools/provenance.py "$OLD" --json > "$PROVENANCE_OLD" || exit 1
+fi
 
 # Photo sets: 60 = the first 60 JPEG/PNG files of opencv-doc's data folder; 100 = all of them
 # (91) and copies of the first ones under other names (distinct inputs) up to 100.
@@ -101,21 +112,26 @@ measure() {  # measure NAME OUT CMD...: one run, one JSON line in $RAW
   local name=$1 out=$2
   shift 2
   rm -rf "$out"
-  local t0 first="" wall rss
+  local t0 first="" wall rss stat0 stat1
   t0=$(date +%s.%N)
+  stat0=$(head -1 /proc/stat)
   if ! /usr/bin/time -f "%e %M" -o "$WORK/time.txt" "${MASK[@]}" "$@" > "$WORK/last.log" 2>&1; then
     echo "bench_whole_job: $name failed:" >&2
     cat "$WORK/last.log" >&2
     exit 1
   fi
   [ -d "$out" ] && first=$(find "$out" -type f \( -name '*.npy' -o -name '*.vc' \) -printf '%T@\n' | sort -n | head -1)
+  stat1=$(head -1 /proc/stat)
   read -r wall rss < "$WORK/time.txt"
-  python3 - "$name" "$wall" "$rss" "$t0" "${first:-}" "$WORK/last.log" >> "$RAW" <<'EOF'
+  python3 - "$name" "$wall" "$rss" "$t0" "${first:-}" "$WORK/last.log" "$stat0" "$stat1" >> "$RAW" <<'EOF'
 import json, sys
-name, wall, rss, t0, first, log = sys.argv[1:]
+name, wall, rss, t0, first, log, stat0, stat1 = sys.argv[1:]
 lines = [l.strip() for l in open(log) if "img_per_s" in l]
+# /proc/stat's cpu line (user nice system idle iowait irq softirq steal ...): the hypervisor's share of this run
+d = [int(b) - int(a) for a, b in zip(stat0.split()[1:9], stat1.split()[1:9])]
 print(json.dumps({"name": name, "wall_s": float(wall), "rss_kb": int(rss),
                   "first_output_s": round(float(first) - float(t0), 3) if first else None,
+                  "steal_share": round(d[7] / sum(d), 4) if sum(d) > 0 else None,
                   "line": lines[-1] if lines else ""}))
 EOF
   echo "  $name: wall ${wall}s rss ${rss}KB"

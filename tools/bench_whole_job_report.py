@@ -5,15 +5,30 @@ by round (paired: median and range; a drift of the machine's speed between round
 OUT.md and OUT.json.
 usage: bench_whole_job_report.py RAW.jsonl OUT ROUTE_LINE CORES UPTIME [VERSION_LINE]
 The machine (CPU model, family/model, the ISA extensions that matter here) is read from
-/proc/cpuinfo and written into both files."""
+/proc/cpuinfo and written into both files. PROVENANCE (and PROVENANCE_OLD, for OLD_VECBENCH) in
+the environment: tools/provenance.py's JSON record of the binary, whose commit and state (clean
+or dirty) both files then give; without it, only VERSION_LINE (reports written again from old raw
+runs). Both files open with a headline: the figures a summary may quote, with the CPU they are
+from."""
 import json
 import os
 import re
 import statistics
 import sys
 
+from provenance import markdown_line
+
 raw, out, route, cores, uptime = sys.argv[1:6]
 version = sys.argv[6] if len(sys.argv) > 6 else ""
+
+
+def provenance(var):
+    """tools/provenance.py's record in the file named by environment variable VAR, or None."""
+    path = os.environ.get(var, "")
+    return json.load(open(path)) if path else None
+
+
+binary, binary_old = provenance("PROVENANCE"), provenance("PROVENANCE_OLD")
 
 
 def cpu_record(path="/proc/cpuinfo"):
@@ -199,7 +214,59 @@ if "default-100" in by:
     pairs.append(("opt-in int8, 100 photos, vs the default command", paired("int8-100", "default-100")))
     pairs.append(("opt-in bf16, 100 photos, vs the default command", paired("bf16-100", "default-100")))
 pairs = [(w, p) for w, p in pairs if p]
-json.dump({"machine": machine, "vecbench": version, "route": route, "cores": cores, "uptime": uptime, "summary": summary, "runs": runs,
+
+
+def spread(name):
+    """(max - min) / median of a command's img/s over the rounds, or None."""
+    v = [x for x in (run_ips(name, r) for r in by.get(name, [])) if x]
+    return (max(v) - min(v)) / statistics.median(v) if len(v) > 1 else None
+
+
+def headline():
+    """The figures a summary may quote (issue #63), each as this file gives it, or None without the base set."""
+    if "default-100" not in by or not any(p in summary for p in FP32_PEERS):
+        return None
+    peers = {k: summary[k]["img_per_s"] for k in FP32_PEERS if k in summary}
+    best = max(peers, key=peers.get)
+    d100 = summary["default-100"]["img_per_s"]
+    rounds = paired_best("default-100", FP32_PEERS)
+    mo = summary.get("model-only-default", {}).get("img_per_s")
+    steal = [r["steal_share"] for r in runs if r.get("steal_share") is not None]
+    h = {"cpu": f"{machine['cpu_model']} (family {machine['cpu_family']} model {machine['cpu_model_number']})",
+         "cpuid_mask": mask or None, "peers_at": "their best (swept first)" if any(n.startswith("sweep-") for n in by)
+         else "fixed settings (ONNX Runtime b8 x 2 threads, OpenVINO LATENCY b8 x 2 threads)",
+         "whole_job_img_per_s": d100, "best_peer": best, "best_peer_img_per_s": peers[best],
+         "ratio_of_medians": d100 / peers[best], "paired_median": rounds[0] if rounds else None,
+         "worst_round": rounds[1] if rounds else None, "rounds": rounds[3] if rounds else 0,
+         "model_only_ratio": mo / peers[best] if mo else None,
+         "max_steal_share": max(steal) if steal else None, "whole_job_spread": spread("default-100"),
+         "model_only_spread": spread("model-only-default"),
+         "binary_commit": binary["commit"] if binary else None, "binary_dirty": binary["dirty"] if binary else None}
+    return h
+
+
+def headline_md(h):
+    goal = lambda v: "" if v is None else (" (met)" if v >= 1.2 else " (**under the 1.2x goal**)")
+    num = lambda v, f="{:.2f}": "-" if v is None else f.format(v)
+    where = h["cpu"] + (f", CPUID masked to {h['cpuid_mask']}" if h["cpuid_mask"] else "")
+    state = ("binary not recorded" if h["binary_dirty"] is None else
+             f"binary {h['binary_commit']}, **dirty tree**" if h["binary_dirty"] else f"binary {h['binary_commit']}, clean")
+    host = (f"The host: steal up to {num(h['max_steal_share'] and 100 * h['max_steal_share'], '{:.1f}')} % in a run"
+            if h["max_steal_share"] is not None else "The host: steal not recorded")
+    return (f"**Headline** ({where}; {state}; peers at {h['peers_at']}): the default command, 100 photos, whole "
+            f"process: {h['whole_job_img_per_s']:.2f} img/s. Against the best fp32 peer of each round: median "
+            f"{num(h['paired_median'])}{goal(h['paired_median'])} over {h['rounds']} rounds, worst round "
+            f"{num(h['worst_round'])}{goal(h['worst_round'])}; ratio of the medians (against `{h['best_peer']}`, "
+            f"{h['best_peer_img_per_s']:.2f} img/s): {h['ratio_of_medians']:.2f}{goal(h['ratio_of_medians'])}; "
+            f"vecbench's model-only rate against it: {num(h['model_only_ratio'])}{goal(h['model_only_ratio'])}. "
+            f"{host}; vecbench's own runs spread {num(h['whole_job_spread'] and 100 * h['whole_job_spread'], '{:.0f}')} % "
+            f"(whole job) and {num(h['model_only_spread'] and 100 * h['model_only_spread'], '{:.0f}')} % (model only) "
+            "from min to max over the median.\n\n")
+
+
+head = headline()
+json.dump({"machine": machine, "vecbench": version, "binary": binary, "binary_before": binary_old, "headline": head,
+           "route": route, "cores": cores, "uptime": uptime, "summary": summary, "runs": runs,
            "targets": [{"what": t[0], "value": t[1], "target": t[2], "met": t[3]} for t in targets],
            "paired": [{"what": w, "median": p[0], "min": p[1], "max": p[2], "rounds": p[3]} for w, p in pairs]},
           open(out + ".json", "w"), indent=1)
@@ -212,9 +279,15 @@ with open(out + ".md", "w") as f:
         f.write(f"**CPUID masked** (`CPUID_MASK={mask}`, tools/cpuid_mask.c through LD_AUDIT): every measured program "
                 f"saw {MASK_SEEN.get(mask, mask)}, and took that CPU's code, on this machine's cores and caches "
                 "(not that CPU's: its figures are a proxy, not a measurement there).\n")
-    if version:
+    if binary:
+        f.write(markdown_line(binary) + "\n")
+    elif version:
         f.write(f"Binary: `{version.strip()}`\n")
+    if binary_old:
+        f.write(markdown_line(binary_old, "Before (`OLD_VECBENCH`)") + "\n")
     f.write(f"Default route: `{route.strip()}`\n\n")
+    if head:
+        f.write(headline_md(head))
     f.write("Commands (photo sets as the script builds them; `default-*` is `vecbench vectorize --images LIST "
             "--out OUT` with no other flag, no profile; `seed-style` adds `--format vc --engine torchscript "
             "--strategy sequential --devices cpu --batch 1 --decode-threads 1`; `old-default-*` is OLD_VECBENCH's "
@@ -265,8 +338,9 @@ with open(out + ".md", "w") as f:
     rounds = each_round("default-100", FP32_PEERS) if "default-100" in by else []
     if rounds:
         f.write("\nEach round: the default command on the 100 photos against the best fp32 peer of that round "
-                "(#50), and vecbench's own model-only rate in the same round (a whole-job run of 3-4 s "
-                "that catches a slow phase of the host shows here as a ratio below its model-only one).\n\n"
+                "(#50), and vecbench's own model-only rate in the same round. Every program's rate moves with the "
+                "host's speed of its moment, a short whole-job run's most, in either direction: read the worst "
+                "and the best round alike, not one of them explained away.\n\n"
                 "| round | default-100 img/s | best peer | its img/s | ratio | model-only-default img/s |\n"
                 "|---:|---:|---|---:|---:|---:|\n")
         mo = by.get("model-only-default", [])

@@ -9,13 +9,15 @@ between its two halves under dgm-eval's protocol. A difference far below that fl
 published figure; one near it can.
 
   /usr/bin/python3 tools/fd_dinov2_sensitivity.py IMAGES --work DIR --json FILE [--encoder dinov2-vit-s-14]
-      [--vecbench build/vecbench] [--weights-seed 1]
+      [--vecbench build/vecbench] [--weights-seed 1] [--allow-dirty]
 
 IMAGES: a folder or list of images (tools/make_photo_crops.py), more than twice the encoder's width
 (384 for ViT-S/14, 1024 for ViT-L/14) so that each half's covariance has full rank. The weights:
 the encoder's checkpoint in $TORCH_HOME when there is one (real weights), else random weights in
 its format (--weights-seed), written into DIR/torch: then the values are those of a random
-network, an upper bound on what the protocols do to the trained one (the JSON says which)."""
+network, an upper bound on what the protocols do to the trained one (the JSON says which). The JSON
+records the binary's commit (a dirty build refused unless --allow-dirty or VECBENCH_ALLOW_DIRTY=1,
+and then said) and the image set's SHA-256 (tools/provenance.py)."""
 import argparse
 import json
 import os
@@ -23,6 +25,8 @@ import subprocess
 import sys
 
 import numpy as np
+
+from provenance import Refused, binary_record, image_set_record
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROTOCOLS = ("dgm-eval", "edm2", "torch-fidelity")
@@ -57,7 +61,12 @@ def main():
     ap.add_argument("--encoder", default="dinov2-vit-s-14")
     ap.add_argument("--vecbench", default=os.path.join(HERE, "..", "build", "vecbench"))
     ap.add_argument("--weights-seed", type=int, default=1)
+    ap.add_argument("--allow-dirty", action="store_true", help="run a binary built from a dirty tree (said in the JSON)")
     a = ap.parse_args()
+    try:
+        binary = binary_record(a.vecbench, a.allow_dirty or None)
+    except Refused as e:
+        sys.exit(f"fd_dinov2_sensitivity: refused: {e}")
     sys.path.insert(0, HERE)
     from vecbench_export import dinov2
     env = dict(os.environ)
@@ -90,8 +99,8 @@ def main():
             fd = frechet(mats[p], mats[q])
             rows.append({"a": p, "b": q, "fd": fd, "percent_of_halves": 100 * fd / floor,
                          "vector_change_median": float(np.median(rel)), "vector_change_max": float(rel.max())})
-    out = {"encoder": a.encoder, "images": len(names), "weights": weights, "halves_fd_dgm_eval": floor,
-           "pairs": rows}
+    out = {"encoder": a.encoder, "images": len(names), "image_set": image_set_record(a.images), "binary": binary,
+           "weights": weights, "halves_fd_dgm_eval": floor, "pairs": rows}
     with open(a.json, "w") as f:
         json.dump(out, f, indent=2)
     print(json.dumps(out, indent=2))

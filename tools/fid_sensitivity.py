@@ -8,6 +8,7 @@ FID far below that noise floor cannot move a published FID; one near or above it
 
   /usr/bin/python3 tools/fid_sensitivity.py IMAGES --work DIR [--model M.pt] [--vecbench BIN]
       [--json FILE] [--calibration-images PHOTOS] [--presets [--preset-weights-seed 0]] [--only A,B]
+      [--allow-dirty]
 
 IMAGES: a folder or list of at least 4,098 images (two halves of more than 2,048 each; crops
 from tools/make_photo_crops.py). DIR keeps one store per variant, so a rerun resumes. The report
@@ -15,7 +16,10 @@ names the model: with vecbench's synthetic weights the FID values are those of t
 not of Inception's trained features; pass --model with an export of the real weights
 (tools/export_inception.py --from-tf) to measure them. With --calibration-images (photos other
 than IMAGES), the int8 route joins the variants: `vecbench calibrate` on those photos first.
-Needs Debian's numpy (python3-numpy) to read the stores' shards.
+Needs Debian's numpy (python3-numpy) to read the stores' shards. The JSON records the binary's commit
+(a build from a dirty tree is refused unless --allow-dirty or VECBENCH_ALLOW_DIRTY=1, and then says
+dirty) and the image set's SHA-256 (tools/provenance.py; the pinned photo-crop set's is in
+results/photo-crops/manifest.json).
 """
 import argparse
 import json
@@ -24,6 +28,8 @@ import subprocess
 import sys
 
 import numpy as np
+
+from provenance import Refused, binary_record, image_set_record
 
 # name, vectorize flags, what it changes
 VARIANTS = [
@@ -121,10 +127,17 @@ def main():
                          "weights as the default")
     ap.add_argument("--calibration-images",
                     help="photos (not IMAGES) to calibrate the int8 route on; without it int8 is left out")
+    ap.add_argument("--allow-dirty", action="store_true",
+                    help="run a binary built from a dirty tree (refused otherwise; the JSON says so)")
     a = ap.parse_args()
+    try:
+        binary = binary_record(a.vecbench, a.allow_dirty or None)
+    except Refused as e:
+        sys.exit(f"fid_sensitivity: refused: {e}")
     os.makedirs(a.work, exist_ok=True)
     model = ["--model", a.model] if a.model else []
-    out = {"images": a.images, "model": a.model or "default", "variants": []}
+    out = {"images": a.images, "image_set": image_set_record(a.images), "binary": binary,
+           "model": a.model or "default", "variants": []}
     variants = list(VARIANTS)
     preset = set()
     if a.presets:

@@ -5,9 +5,12 @@
 #   tools/levers.sh [BUILD_DIR] [ROUNDS] [IMAGES]
 # SET=engines tools/levers.sh ...: the engine levers instead (fused model, oneDNN engine with and
 # without Winograd, batch and thread splits).
+# A binary built from a dirty tree is refused unless VECBENCH_ALLOW_DIRTY=1 (tools/provenance.py);
+# the table's first line names the binary's commit and state.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}; ROUNDS=${2:-3}; N=${3:-48}
+PROV=$(python3 tools/provenance.py "$BUILD/vecbench" --markdown) || exit 1
 VB="$BUILD/vecbench vectorize --images synthetic:$N --out /tmp/vecbench-levers --format none --no-resume --no-profile --decode-threads 1"
 JEMALLOC=$(ls /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 2>/dev/null || true)
 TCMALLOC=$(ls /usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 2>/dev/null || true)
@@ -45,6 +48,8 @@ for r in $(seq 1 "$ROUNDS"); do
     echo "round $r: ${NAMES[$i]}: ${v:-failed} img/s" >&2
   done
 done
+echo "$PROV"
+echo
 echo "| variant (model only, $N synthetic images, $ROUNDS interleaved rounds) | median img/s | samples |"
 echo "|---|---|---|"
 for i in "${!CMDS[@]}"; do

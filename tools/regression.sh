@@ -5,10 +5,12 @@
 # significantly (Mann-Whitney, p < 0.05) and substantially (> THRESHOLD) worse; a run measured
 # on a busy machine is UNKNOWN, said and not failed.
 #   tools/regression.sh [BUILD_DIR]            check
-#   tools/regression.sh [BUILD_DIR] --refresh  run and make the result the new baseline
+#   tools/regression.sh [BUILD_DIR] --refresh  run and make the result the new baseline (a binary built
+#     from a dirty tree refused unless VECBENCH_ALLOW_DIRTY=1: tools/provenance.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
+if [ "${2:-}" = "--refresh" ]; then python3 tools/provenance.py "$BUILD/vecbench" || exit 1; fi
 THRESHOLD=${THRESHOLD:-0.15}
 OUT="$BUILD/ci-results"
 rm -rf "$OUT/ci"

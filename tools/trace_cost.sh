@@ -5,9 +5,12 @@
 # joined into one result file (OUT/off.json, OUT/on.json: samples in order, rep renumbered,
 # summary recomputed) and compared with `vecbench compare` (expected verdict: SAME).
 # usage: tools/trace_cost.sh [BUILD=build] [OUT=results/trace] [ROUNDS=5] [REPS=2]
+# A binary built from a dirty tree is refused unless VECBENCH_ALLOW_DIRTY=1 (tools/provenance.py);
+# paired.md's first line names the binary's commit and state.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
+PROV=$(python3 tools/provenance.py "$BUILD/vecbench" --markdown) || exit 1
 OUT=${2:-results/trace}
 ROUNDS=${3:-5}
 REPS=${4:-2}
@@ -18,7 +21,7 @@ for i in $(seq 1 "$ROUNDS"); do
   "$BUILD/vecbench" run experiments/trace_cost.json --results "$tmp/on$i" --repetitions "$REPS" >"$tmp/on$i.log" 2>&1
 done
 mkdir -p "$OUT"
-/usr/bin/python3 - "$tmp" "$OUT" "$ROUNDS" <<'PY'
+PROV="$PROV" /usr/bin/python3 - "$tmp" "$OUT" "$ROUNDS" <<'PY'
 import glob, json, math, os, statistics, sys
 tmp, out, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
 def median_ci(v, level=0.95):
@@ -78,7 +81,7 @@ for mode in ("off", "on"):
         json.dump(joined, f, indent=2)
         f.write("\n")
 # Paired view (robust to load drift): per round, median img/s on / off; then their median.
-lines = ["| run | on/off per round (median img/s ratio) | median ratio |", "|---|---|---:|"]
+lines = [os.environ["PROV"], "", "| run | on/off per round (median img/s ratio) | median ratio |", "|---|---|---:|"]
 off = [json.load(open(glob.glob(f"{tmp}/off{i}/trace_cost/*.json")[0])) for i in range(1, rounds + 1)]
 on = [json.load(open(glob.glob(f"{tmp}/on{i}/trace_cost/*.json")[0])) for i in range(1, rounds + 1)]
 for ri, run in enumerate(off[0]["runs"]):
