@@ -18,13 +18,28 @@ and much abstract and drawn art: the set is real pictures, not only photographs.
 source's shorter side, an aspect ratio of 1, 4:3, 3:4, 3:2 or 2:3, scaled down (Lanczos) when its
 longer side exceeds --max-side, saved as JPEG quality --quality (4:2:0). Crop i is the same bits
 for the same sources, seed and options (Pillow's encoder).
+
+The set is pinned (issue #63): the sources are ordered by name (a file's name; a Plasma wallpaper's
+folder and file name), then by content, never by the folder they were unpacked into, and
+results/photo-crops/ holds the list of sources and the SHA-256 of every crop of the default
+options. A run with those options checks its sources against the list before it writes anything
+and its crops against the checksums after: a different set is refused (exit 1), naming what
+differs. Other options make another set, said so and not checked. The set's digest (the SHA-256
+of crops.sha256, as tools/provenance.py's image_set_record computes it) names it in results files.
 """
 import argparse
+import hashlib
+import json
 import os
 import random
 import sys
 
-from PIL import Image, ImageStat
+from PIL import Image, ImageStat, __version__ as PILLOW
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from provenance import checksum_lines, file_sha256  # noqa: E402
+
+PINNED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results", "photo-crops")
 
 EXTS = (".jpg", ".jpeg", ".png", ".webp")
 ASPECTS = (1.0, 4 / 3, 3 / 4, 3 / 2, 2 / 3)
@@ -38,12 +53,19 @@ def flat(im, min_std):
     return ImageStat.Stat(thumb.convert("L")).stddev[0] < min_std
 
 
+def source_name(key, path):
+    """A source's name: its file name, or for a Plasma wallpaper (key: its folder) FOLDER/FILE."""
+    return f"{os.path.basename(key)}/{os.path.basename(path)}" if key != path else os.path.basename(path)
+
+
 def sources(folders, min_side, min_std):
-    """Sorted (path, width, height) of the source pictures: one per Plasma wallpaper, each at least
-    min_side pixels on its shorter side and not flat."""
-    best = {}  # key -> (pixels, path, w, h)
+    """[{name, sha256, width, height, path, found_as}] of the source pictures, one per Plasma wallpaper, each at least
+    min_side pixels on its shorter side and not flat; sorted by name, then content (the order the
+    crops draw from: it must not depend on where the packages were unpacked)."""
+    best = {}  # key -> (pixels, path, w, h, path below its folder)
     for folder in folders:
-        for root, _, files in os.walk(folder):
+        for root, dirs, files in os.walk(folder):
+            dirs.sort()  # a wallpaper's variants of one size: the first in name order, wherever unpacked
             for f in sorted(files):
                 if not f.lower().endswith(EXTS):
                     continue
@@ -59,8 +81,10 @@ def sources(folders, min_side, min_std):
                 # a Plasma wallpaper: NAME/contents/images*/WxH.ext, its light and dark variants one source
                 key = root.split(os.sep + "contents" + os.sep)[0] if os.sep + "contents" + os.sep in root else path
                 if key not in best or w * h > best[key][0]:
-                    best[key] = (w * h, path, w, h)
-    return sorted((p, w, h) for _, p, w, h in best.values())
+                    best[key] = (w * h, path, w, h, os.path.relpath(path, folder))
+    found = [{"name": source_name(k, p), "sha256": file_sha256(p), "width": w, "height": h, "path": p, "found_as": r}
+             for k, (_, p, w, h, r) in best.items()]
+    return sorted(found, key=lambda s: (s["name"], s["sha256"]))
 
 
 def crop_box(rng, w, h):
@@ -88,6 +112,38 @@ def write_crops(plan, out, max_side, quality):
                 crop.save(os.path.join(out, f"crop_{i:05d}.jpg"), quality=quality, subsampling=2)
 
 
+def pinned(params):
+    """The pinned set's manifest when PARAMS are its options, else None."""
+    path = os.path.join(PINNED, "manifest.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        m = json.load(f)
+    return m if m["params"] == params else None
+
+
+def differences(want, got, what):
+    """Lines naming how two lists of (name, sha256) differ, at most a few."""
+    w, g = dict(want), dict(got)
+    out = [f"{what} missing: {n}" for n in w if n not in g] + [f"{what} not in the pinned set: {n}" for n in g if n not in w]
+    out += [f"{what} with other contents: {n}" for n in w if n in g and w[n] != g[n]]
+    if not out and list(want) != list(got):
+        out.append(f"the same {what}s in another order")
+    return out[:8] + ([f"... {len(out) - 8} more"] if len(out) > 8 else [])
+
+
+def write_manifest(params, srcs, crops):
+    os.makedirs(PINNED, exist_ok=True)
+    with open(os.path.join(PINNED, "crops.sha256"), "w") as f:
+        f.write(crops)
+    manifest = {"params": params, "pillow": PILLOW, "crops": params["count"],
+                "set_sha256": hashlib.sha256(crops.encode()).hexdigest(),
+                "sources": [{k: s[k] for k in ("name", "sha256", "width", "height", "found_as")} for s in srcs]}
+    with open(os.path.join(PINNED, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+        f.write("\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("folders", nargs="+", help="folders searched for source photos")
@@ -99,18 +155,49 @@ def main():
                     help="skip sources whose grey levels vary less than this (standard deviation, 0-255)")
     ap.add_argument("--max-side", type=int, default=1600, help="largest crop longer side, pixels")
     ap.add_argument("--quality", type=int, default=90)
+    ap.add_argument("--write-manifest", action="store_true",
+                    help="pin this set: write its sources and crops' checksums into results/photo-crops/")
     a = ap.parse_args()
+    params = {k: getattr(a, k) for k in ("count", "seed", "min_side", "min_std", "max_side", "quality")}
     srcs = sources(a.folders, a.min_side, a.min_std)
     if not srcs:
         sys.exit(f"make_photo_crops: no photo of at least {a.min_side} pixels below {', '.join(a.folders)}")
+    pin = None if a.write_manifest else pinned(params)
+    if pin:
+        diff = differences([(s["name"], s["sha256"]) for s in pin["sources"]], [(s["name"], s["sha256"]) for s in srcs],
+                           "source")
+        if diff:
+            sys.exit("make_photo_crops: refused: these sources are not the pinned set's (results/photo-crops/"
+                     "manifest.json: Debian 12's gnome-backgrounds, plasma-workspace-wallpapers, mate-backgrounds, "
+                     "ukui-wallpapers, unpacked, and opencv-doc's examples/data):\n  " + "\n  ".join(diff))
+    if os.path.isdir(a.out) and os.listdir(a.out):
+        sys.exit(f"make_photo_crops: refused: {a.out} is not empty (the set is every file in it)")
     os.makedirs(a.out, exist_ok=True)
     rng = random.Random(a.seed)
     plan = {}  # source -> [(i, box)]: every crop drawn first, then written source by source
     for i in range(a.count):
-        path, w, h = rng.choice(srcs)
-        plan.setdefault(path, []).append((i, crop_box(rng, w, h)))
+        s = rng.choice(srcs)
+        plan.setdefault(s["path"], []).append((i, crop_box(rng, s["width"], s["height"])))
     write_crops(plan, a.out, a.max_side, a.quality)
-    print(f"make_photo_crops: {a.count} crops of {len(srcs)} photos -> {a.out}")
+    crops = checksum_lines(a.out)
+    digest = hashlib.sha256(crops.encode()).hexdigest()
+    print(f"make_photo_crops: {a.count} crops of {len(srcs)} photos -> {a.out}; the set's SHA-256 {digest}")
+    if a.write_manifest:
+        write_manifest(params, srcs, crops)
+        print("make_photo_crops: pinned in results/photo-crops/ (manifest.json, crops.sha256)")
+    elif not pin:
+        print("make_photo_crops: not the pinned set (its options differ from results/photo-crops/manifest.json): "
+              "results name it by the digest above")
+    else:
+        with open(os.path.join(PINNED, "crops.sha256")) as f:
+            want = f.read()
+        if crops == want:
+            print("make_photo_crops: the pinned set (results/photo-crops/crops.sha256): every crop the same bits")
+            return
+        pairs = lambda text: [tuple(l.split("  ", 1)[::-1]) for l in text.splitlines()]
+        diff = differences(pairs(want), pairs(crops), "crop")
+        sys.exit(f"make_photo_crops: the crops differ from the pinned set (Pillow {PILLOW} here, "
+                 f"{pin['pillow']} made it):\n  " + "\n  ".join(diff))
 
 
 if __name__ == "__main__":
