@@ -32,6 +32,7 @@
 #      NumPy, as on the GPU machine), the smoke test run on both (--stage smoke: the later stages
 #      are py.gpu_check_dry's; the 240 s deadline only bounds a hang: the check ends after smoke).
 #   tools/cuda_build.sh [BUILD_DIR]     (default build-cuda)
+#   tools/cuda_build.sh --venv          only step 1 (tools/test.sh fetches it while the main build runs)
 #   CUDA_BUILD_TESTS=0 tools/cuda_build.sh     build, link and the prebuilt binary; no tests
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,6 +56,7 @@ if [ "$(cat "$venv/.vecbench-pins" 2>/dev/null)" != "$PINS" ]; then
   "$venv/bin/python" -m pip install -q --disable-pip-version-check $PINS
   echo "$PINS" > "$venv/.vecbench-pins"
 fi
+[ "${1:-}" = --venv ] && exit 0
 TORCH_CMAKE=$("$venv/bin/python" -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null)
 "$venv/bin/python" -c 'import torch; print("cuda_build: torch", torch.__version__, "CUDA", torch.version.cuda)' 2>/dev/null
 MODELS=()

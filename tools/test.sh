@@ -35,11 +35,35 @@ stage() {  # stage NAME: closes the previous stage's clock and opens NAME's
   echo; echo "=== $1 ($(( now - t0 )) s)"
 }
 
+# What set-up downloads from PyPI (minutes of network on a new machine, little CPU) is fetched in
+# the background while the format, layers and build stages compile; the stage that needs it waits.
+fetch_dir=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$fetch_dir"' EXIT
+fetch() {  # fetch NAME CMD...: CMD in the background, its output kept for await NAME
+  local name=$1
+  shift
+  ( rc=0; "$@" > "$fetch_dir/$name.log" 2>&1 || rc=$?; echo "$rc" > "$fetch_dir/$name.rc" ) &
+}
+await() {  # await NAME: waits for fetch NAME, prints its output; fails as it failed
+  local t=$SECONDS
+  [ -d "$fetch_dir" ] || return 0
+  while [ ! -f "$fetch_dir/$1.rc" ]; do
+    [ -n "$(jobs -pr)" ] || break
+    sleep 1
+  done
+  [ -f "$fetch_dir/$1.rc" ] || return 0  # never fetched (its stage not selected with setup)
+  sed "s/^/[$1] /" "$fetch_dir/$1.log"
+  echo "[$1] waited $(( SECONDS - t )) s for it"
+  [ "$(cat "$fetch_dir/$1.rc")" = 0 ] || { echo "test.sh: $1 failed (exit $(cat "$fetch_dir/$1.rc"))" >&2; exit 1; }
+}
+
 if has setup; then
   stage setup
   tools/setup.sh
-  # TensorFlow (pinned, in a venv outside the tree, kept between runs) for the TF fidelity test
-  tools/peers_setup.sh tensorflow
+  # TensorFlow and the FID tools (pinned, in venvs outside the tree, kept between runs) for the
+  # tool-parity tests; the CUDA build's torch 2.11 venv
+  fetch peers tools/peers_setup.sh tensorflow
+  has cuda-build && fetch cuda-venv tools/cuda_build.sh --venv
 fi
 ccache_start=$(ccache_counts)  # after set-up, which installs ccache on a new machine
 if has format; then stage format; tools/check_format.sh; fi
@@ -51,13 +75,14 @@ if has build; then
 fi
 if has ctest; then
   stage ctest
+  await peers
   # In parallel: tests labelled mpi or timing are RUN_SERIAL (tests/CMakeLists.txt).
   # shellcheck disable=SC2086
   (cd "$BUILD" && ctest --output-on-failure -j"$JOBS" ${CTEST_ARGS:-})
 fi
 # The CUDA build (PyPI's torch 2.11 / CUDA 13.0 and nvJPEG), linked, with the tests whose code
 # differs in it run on it (tools/cuda_build.sh says which and why).
-if has cuda-build; then stage cuda-build; MAIN_BUILD="$BUILD" tools/cuda_build.sh "$BUILD-cuda"; fi
+if has cuda-build; then stage cuda-build; await cuda-venv; MAIN_BUILD="$BUILD" tools/cuda_build.sh "$BUILD-cuda"; fi
 if has sanitizers; then stage sanitizers; tools/sanitizers.sh; fi
 if has regression; then stage regression; tools/regression.sh "$BUILD"; fi
 stage "all stages passed"
