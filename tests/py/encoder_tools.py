@@ -34,13 +34,10 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import unittest
 
 import numpy as np
 import torch
-import torch.nn.functional as F
-from PIL import Image
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
@@ -49,11 +46,13 @@ from vecbench_export import dinov2  # noqa: E402
 from vecbench_export.encoders import seeded_vgg16  # noqa: E402
 from fid_tools import PHOTOS, PY, VERSIONS, make_crops, run_vecbench  # noqa: E402
 from reference_cache import Key, cached  # noqa: E402
+import tool_inputs  # noqa: E402
 
 N = 100  # per side
 # ViT-S/14 in CI; VECBENCH_ENCODER=dinov2-vit-l-14 for the labelled run outside it (py-slow)
 ENC = os.environ.get("VECBENCH_ENCODER", "dinov2-vit-s-14")
 HUB_ENTRY = dinov2.DINOV2[ENC][0]
+INPUTS = "encoder_tools" if ENC == "dinov2-vit-s-14" else f"encoder_tools-{ENC}"  # tool_inputs.py's folder
 # The hub folder's hubconf.py: the hub's backbones.py, its network from the PyPI package.
 HUBCONF = '''dependencies = ["torch"]
 import os
@@ -133,22 +132,32 @@ def store_vectors(store):
     return out
 
 
+def make_inputs(d):
+    """What every test of this file reads: the two crop folders, the checkpoints, the tools' versions."""
+    photos = sorted(f for f in os.listdir(PHOTOS) if f.endswith(".jpg"))
+    make_crops(os.path.join(d, "A"), photos[0::2], N, 256, 11)
+    make_crops(os.path.join(d, "B"), photos[1::2], N, 160, 12)
+    ckpt = os.path.join(d, "checkpoints")
+    os.makedirs(ckpt)
+    torch.save(dinov2.seeded_checkpoint(ENC, 5), os.path.join(ckpt, dinov2.checkpoint_name(ENC)))
+    torch.save(seeded_vgg16(6), os.path.join(ckpt, "vgg16-397923af.pth"))
+    code = VERSIONS + "import dinov2; print(dinov2.__version__)\n"
+    versions = subprocess.run([PY, "-c", code], capture_output=True, text=True).stdout if os.path.exists(PY) else ""
+    with open(os.path.join(d, "versions.txt"), "w") as f:
+        f.write(versions)
+
+
 class EncoderTools(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
+        src, cls.tmp = tool_inputs.inputs(INPUTS, make_inputs)
         t = cls.tmp.name
-        cls.a, cls.b = os.path.join(t, "A"), os.path.join(t, "B")
-        photos = sorted(f for f in os.listdir(PHOTOS) if f.endswith(".jpg"))
-        make_crops(cls.a, photos[0::2], N, 256, 11)
-        make_crops(cls.b, photos[1::2], N, 160, 12)
+        cls.a, cls.b = os.path.join(src, "A"), os.path.join(src, "B")
         cls.torch_home = os.path.join(t, "torch")
         cls.ckpt = os.path.join(cls.torch_home, "hub", "checkpoints")
-        os.makedirs(cls.ckpt)
+        tool_inputs.link_files(os.path.join(src, "checkpoints"), cls.ckpt)
         cls.dino = os.path.join(cls.ckpt, dinov2.checkpoint_name(ENC))
-        torch.save(dinov2.seeded_checkpoint(ENC, 5), cls.dino)
         cls.vgg = os.path.join(cls.ckpt, "vgg16-397923af.pth")
-        torch.save(seeded_vgg16(6), cls.vgg)
         hub = os.path.join(cls.torch_home, "hub", "facebookresearch_dinov2_main")
         os.makedirs(hub)
         with open(os.path.join(hub, "hubconf.py"), "w") as f:
@@ -156,8 +165,8 @@ class EncoderTools(unittest.TestCase):
         cls.env = dict(os.environ, TORCH_HOME=cls.torch_home, VECBENCH_CACHE=os.path.join(t, "cache"),
                        XFORMERS_DISABLED="1")
         cls.env.pop("VECBENCH_MODELS", None)
-        cls.versions = subprocess.run([PY, "-c", VERSIONS + "import dinov2; print(dinov2.__version__)\n"],
-                                      capture_output=True, text=True, check=True).stdout
+        with open(os.path.join(src, "versions.txt")) as f:
+            cls.versions = f.read()
 
     @classmethod
     def tearDownClass(cls):
@@ -325,6 +334,9 @@ class EncoderTools(unittest.TestCase):
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--prepare"]:  # ctest's fixture py.encoder_tools.inputs
+        tool_inputs.prepare(INPUTS, make_inputs)
+        sys.exit(0)
     if not os.path.exists(PY):
         print(f"skipped: no {PY} (tools/peers_setup.sh tensorflow makes it; CI does)")
         sys.exit(77)

@@ -18,8 +18,9 @@ once and found again by its hash, and a weights file of the right name but the w
 refused naming it.
 
 Run by ctest (environment VECBENCH_EXE) with Debian's Python (torch 1.13), one test per tool
-(py.fid_tools.pytorch_fid, .torch_fidelity, .clean_fid, .clean_fid_clean, .clean_fid_legacy_tensorflow:
-the test names as arguments). Exit 77 (skipped) when
+(py.fid_tools.pytorch_fid with clean-fid's legacy_pytorch mode, the same preset; .torch_fidelity,
+.clean_fid_clean, .clean_fid_legacy_tensorflow: the test names as arguments), their inputs made once
+by the fixture py.fid_tools.inputs (`fid_tools.py --prepare`, tool_inputs.py). Exit 77 (skipped) when
 the venv is missing.
 """
 import json
@@ -29,10 +30,8 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import unittest
 
-import numpy as np
 import torch
 from PIL import Image
 
@@ -41,6 +40,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
 from vecbench_export.weights import seeded_state_dict  # noqa: E402
 from nvidia_inception import save_nvidia_inception  # noqa: E402
 from reference_cache import Key, cached  # noqa: E402
+import tool_inputs  # noqa: E402
 
 EXE = os.environ.get("VECBENCH_EXE", "build/vecbench")
 VENV = os.path.join(os.environ.get("VECBENCH_VENVS", os.path.expanduser("~/.cache/vecbench/venvs")), "fid-tools")
@@ -95,31 +95,41 @@ def tool_weights(seed):
     return sd
 
 
+def make_inputs(d):
+    """What every test of this file reads: the two crop folders, the tools' weights files, NVIDIA's
+    stand-in (its folder is $VECBENCH_MODELS for vecbench and given to clean-fid's InceptionV3W: the
+    tool looks in /tmp, which a test must not write to, a user's real file may be there) and the
+    weights it holds (for the reference key), and the tools' versions."""
+    photos = sorted(f for f in os.listdir(PHOTOS) if f.endswith(".jpg"))
+    make_crops(os.path.join(d, "A"), photos[0::2], N, 256, 1)
+    make_crops(os.path.join(d, "B"), photos[1::2], N, 320, 2)
+    ckpt = os.path.join(d, "checkpoints")
+    os.makedirs(ckpt)
+    torch.save(tool_weights(7), os.path.join(ckpt, "pt_inception-2015-12-05-6726825d.pth"))
+    torch.save(tool_weights(8), os.path.join(ckpt, "weights-inception-2015-12-05-6726825d.pth"))
+    os.makedirs(os.path.join(d, "nvidia"))
+    save_nvidia_inception(tool_weights(9), os.path.join(d, "nvidia", "inception-2015-12-05.pt"))
+    torch.save(tool_weights(9), os.path.join(d, "nvidia-weights.pth"))
+    versions = subprocess.run([PY, "-c", VERSIONS], capture_output=True, text=True).stdout if os.path.exists(PY) else ""
+    with open(os.path.join(d, "versions.txt"), "w") as f:
+        f.write(versions)
+
+
 class FidTools(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
+        src, cls.tmp = tool_inputs.inputs("fid_tools", make_inputs)
         t = cls.tmp.name
-        cls.a, cls.b = os.path.join(t, "A"), os.path.join(t, "B")
-        photos = sorted(f for f in os.listdir(PHOTOS) if f.endswith(".jpg"))
-        make_crops(cls.a, photos[0::2], N, 256, 1)
-        make_crops(cls.b, photos[1::2], N, 320, 2)
+        cls.a, cls.b = os.path.join(src, "A"), os.path.join(src, "B")
         cls.torch_home = os.path.join(t, "torch")
         cls.ckpt = os.path.join(cls.torch_home, "hub", "checkpoints")
-        os.makedirs(cls.ckpt)
-        torch.save(tool_weights(7), os.path.join(cls.ckpt, "pt_inception-2015-12-05-6726825d.pth"))
-        torch.save(tool_weights(8), os.path.join(cls.ckpt, "weights-inception-2015-12-05-6726825d.pth"))
+        tool_inputs.link_files(os.path.join(src, "checkpoints"), cls.ckpt)
         cls.env = dict(os.environ, TORCH_HOME=cls.torch_home, VECBENCH_CACHE=os.path.join(t, "cache"))
         cls.env.pop("VECBENCH_MODELS", None)
-        # clean-fid's file (NVIDIA's TorchScript) in a folder of its own, which $VECBENCH_MODELS names
-        # for vecbench and clean-fid's InceptionV3W is given: the tool looks in /tmp, which a test
-        # must not write to (a user's real file may be there)
-        cls.nvidia = os.path.join(t, "nvidia")
-        os.makedirs(cls.nvidia)
-        save_nvidia_inception(tool_weights(9), os.path.join(cls.nvidia, "inception-2015-12-05.pt"))
-        cls.nvidia_weights = os.path.join(t, "nvidia-weights.pth")  # what the stand-in holds, for the key
-        torch.save(tool_weights(9), cls.nvidia_weights)
-        cls.versions = subprocess.run([PY, "-c", VERSIONS], capture_output=True, text=True, check=True).stdout
+        cls.nvidia = os.path.join(src, "nvidia")
+        cls.nvidia_weights = os.path.join(src, "nvidia-weights.pth")
+        with open(os.path.join(src, "versions.txt")) as f:
+            cls.versions = f.read()
 
     def key(self, name, weights, *code):
         """The key of a tool's result: its code, the versions, both folders and the weights file it reads."""
@@ -301,6 +311,9 @@ class FidTools(unittest.TestCase):
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--prepare"]:  # ctest's fixture py.fid_tools.inputs
+        tool_inputs.prepare("fid_tools", make_inputs)
+        sys.exit(0)
     if not os.path.exists(PY):
         print(f"skipped: no {PY} (tools/peers_setup.sh tensorflow makes it; CI does)")
         sys.exit(77)
