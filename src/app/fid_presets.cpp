@@ -2,7 +2,6 @@
 // tools keep them, imported once into TorchScript by the export tool, and `vecbench models`.
 #include "vecbench/app/fid_presets.hpp"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -15,7 +14,6 @@
 #include "vecbench/app/commands.hpp"
 #include "vecbench/core/error.hpp"
 #include "vecbench/core/fs_util.hpp"
-#include "vecbench/core/sha256.hpp"
 #include "vecbench/core/subprocess.hpp"
 #include "vecbench/engine/encoder.hpp"
 #include "vecbench/engine/engines.hpp"
@@ -147,6 +145,14 @@ fs::path preset_model_path(const FidPreset& p, const std::string& sha) {
   return cache_dir() / "models" / (p.name + "-" + sha.substr(0, 16) + ".c1.pt");
 }
 
+/// The import's message `line` with the private copy's path replaced by the path the file was found at.
+std::string as_named(std::string line, const PrivateCopy& copy, const TrustedFile& weights) {
+  const std::string from = copy.path().string(), to = weights.path().string();
+  for (std::size_t at = line.find(from); at != std::string::npos; at = line.find(from, at + to.size()))
+    line.replace(at, from.size(), to);
+  return line;
+}
+
 /// The import command of `p`'s weights file `weights` into `out`.
 std::vector<std::string> import_command(const FidPreset& p, const fs::path& weights, const fs::path& out) {
   const std::string tools = std::string(VECBENCH_SOURCE_DIR) + "/tools/";
@@ -181,38 +187,21 @@ std::vector<fs::path> weight_search_dirs(const FidPreset& p) {
   return dirs;
 }
 
-std::string shared_folder_refusal(const fs::path& file) {
-  struct stat st {};
-  if (::stat(file.c_str(), &st) != 0) return "";
-  if (st.st_uid != ::geteuid() && st.st_uid != 0)
-    return file.string() + " belongs to another user (uid " + std::to_string(st.st_uid) +
-           "): in a folder every user may write, it is not loaded (move it to $VECBENCH_MODELS)";
-  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
-    return file.string() +
-           " is writable by other users: in a folder every user may write, it is not loaded "
-           "(chmod go-w it, or move it to $VECBENCH_MODELS)";
-  return "";
-}
-
-std::optional<fs::path> find_preset_weights(const FidPreset& p, std::string* refused) {
-  std::error_code ec;
-  const auto dirs = weight_search_dirs(p);
-  for (std::size_t i = 0; i < dirs.size(); ++i) {
-    const fs::path f = dirs[i] / p.weights_file;
-    if (!fs::is_regular_file(f, ec)) continue;
-    // the tool's own folder under /tmp (clean-fid's, the TF tutorial's): only a file no one else can replace
-    const bool shared = i + 1 == dirs.size() && p.home != WeightsHome::torch_hub;
-    if (const std::string why = shared ? shared_folder_refusal(f) : ""; !why.empty()) {
-      if (refused) *refused = why;
-      continue;
-    }
-    return f;
+std::optional<TrustedFile> find_preset_weights(const FidPreset& p, std::string* refused) {
+  // every folder by the same rules: whether it is shared is what it is (its owner, who may
+  // write it), not its place in the list (core/trusted_file.hpp)
+  for (const fs::path& dir : weight_search_dirs(p)) {
+    TrustedOpen t = open_trusted(dir / p.weights_file);
+    if (t.verdict == Trust::ok) return std::move(t.file);
+    if (t.verdict == Trust::refused && refused)
+      *refused += (refused->empty() ? "" : "\n") + t.why +
+                  " (put it where no one else may write: a folder of yours that $VECBENCH_MODELS names)";
   }
   return std::nullopt;
 }
 
-std::string preset_model(const FidPreset& p, const fs::path& weights) {
-  const std::string sha = sha256_file(weights);
+std::string preset_model(const FidPreset& p, const TrustedFile& weights) {
+  const std::string sha = weights.sha256();
   const fs::path model = preset_model_path(p, sha), dir = model.parent_path();
   std::error_code ec;
   if (fs::is_regular_file(model, ec)) {
@@ -220,18 +209,24 @@ std::string preset_model(const FidPreset& p, const fs::path& weights) {
     if (m.weight_sha256 == sha && preset_of_model(m.like, m.arch) == &p) return model.string();
   }
   fs::create_directories(dir, ec);
+  std::cerr << "vecbench: importing " << p.name << "'s weights " << weights.path().string() << " (sha256 "
+            << sha.substr(0, 16) << ") into " << model.string() << " (once per weights file)\n";
+  // the import reads a copy of the checked file's bytes that only this user can reach, not the path
+  const PrivateCopy copy = weights.copy_into(dir);
+  if (copy.sha256() != sha)
+    throw IoError(weights.path().string(), "changed while it was read (sha256 " + sha.substr(0, 16) + ", then " +
+                                               copy.sha256().substr(0, 16) + "): not imported");
   const fs::path tmp = dir / (".import-" + std::to_string(::getpid()) + "-" + model.filename().string());
-  std::cerr << "vecbench: importing " << p.name << "'s weights " << weights.string() << " (sha256 " << sha.substr(0, 16)
-            << ") into " << model.string() << " (once per weights file)\n";
   const fs::path log = dir / (".import-" + std::to_string(::getpid()) + ".log");
-  const int rc = run_program(import_command(p, weights, tmp), log.string());
+  const int rc = run_program(import_command(p, copy.path(), tmp), log.string());
   std::ifstream said(log);
   const std::string output((std::istreambuf_iterator<char>(said)), std::istreambuf_iterator<char>());
   fs::remove(log, ec);
   if (rc != 0) {
     fs::remove(tmp, ec);
-    throw IoError(weights.string(), "not usable as " + p.name + "'s " + (p.inception() ? "Inception" : p.encoder) +
-                                        " weights (" + p.weights_file + "): the import said: " + error_line(output));
+    throw IoError(weights.path().string(),
+                  "not usable as " + p.name + "'s " + (p.inception() ? "Inception" : p.encoder) + " weights (" +
+                      p.weights_file + "): the import said: " + as_named(error_line(output), copy, weights));
   }
   fs::rename(tmp, model, ec);
   if (ec) throw IoError(model.string(), "cannot move the imported model into place: " + ec.message());
@@ -252,7 +247,7 @@ std::string where_to_put_weights(const std::string& encoder) {
 
 namespace {
 /// `p`'s weights found, imported and chosen, with `why` saying how.
-FidModelChoice preset_choice(const FidPreset& p, const fs::path& weights, const std::string& why) {
+FidModelChoice preset_choice(const FidPreset& p, const TrustedFile& weights, const std::string& why) {
   FidModelChoice c;
   c.path = preset_model(p, weights);
   c.preset = &p;
@@ -288,25 +283,34 @@ FidModelChoice choose_fid_model(const std::string& model_flag, const std::string
                                       " is not in any of the folders it is looked for in:" + where +
                                       "\nput it there (the file " + p.name + " downloads) and run again");
     }
-    return preset_choice(p, *w, "--like " + p.name + " (" + p.encoder + "): " + w->string());
+    return preset_choice(p, *w, "--like " + p.name + " (" + p.encoder + "): " + w->path().string());
   }
   const std::string enc = encoder.empty() ? "inception-v3" : find_encoder(encoder).name;
   const FidPreset* first = nullptr;
+  std::string refused;  // files found but not used: said, not silently passed over
   for (const auto& p : fid_presets()) {
     if (p.encoder != enc) continue;
     if (!first) first = &p;
-    if (const auto w = find_preset_weights(p))
+    std::string why, line;
+    const auto w = find_preset_weights(p, &why);
+    for (std::istringstream lines(why); std::getline(lines, line);)  // each file once (clean-fid's two presets)
+      if (refused.find(line) == std::string::npos) {
+        std::cerr << "vecbench: warning: " << line << "\n";
+        refused += "\n" + line;
+      }
+    if (w)
       return preset_choice(p, *w,
-                           p.name + "'s preset: its " + p.encoder + " weights were found at " + w->string() +
+                           p.name + "'s preset: its " + p.encoder + " weights were found at " + w->path().string() +
                                (&p == first ? " (" + p.name + " comes first for " + p.encoder + ")"
-                                            : " (no " + first->name + " weights found)") +
+                                            : " (no " + first->name + " weights used)") +
                                "; --like TOOL chooses another");
   }
   if (enc != "inception-v3")
-    throw ConfigError("--encoder",
-                      enc + ": no weights file found; put it where a tool keeps it:" + where_to_put_weights(enc));
+    throw ConfigError("--encoder", enc + ": no weights file found; put it where a tool keeps it:" +
+                                       where_to_put_weights(enc) + (refused.empty() ? "" : "\nrefused:" + refused));
   c.path = default_model();
-  c.why = "the build's default model: no FID tool's weights were found";
+  c.why = std::string("the build's default model: no FID tool's weights were found") +
+          (refused.empty() ? "" : " (or they were refused: see the warnings above)");
   return c;
 }
 
@@ -319,18 +323,23 @@ int cmd_models() {
     std::cout << "  " << p.name << ": " << p.weights_file;
     std::string refused;
     const auto w = find_preset_weights(p, &refused);
-    if (!refused.empty()) std::cout << ": refused: " << refused << "\n";
-    if (!w && !refused.empty()) continue;
+    if (!refused.empty()) {
+      for (std::size_t at = refused.find('\n'); at != std::string::npos; at = refused.find('\n', at + 1))
+        refused.insert(at + 1, "    refused: ");
+      std::cout << ": refused: " << refused << "\n";
+      if (!w) continue;
+      std::cout << "  " << p.name << ": " << p.weights_file;
+    }
     if (!w) {
       std::cout << ": not found (looked for in";
       for (const auto& d : weight_search_dirs(p)) std::cout << " " << d.string();
       std::cout << ")\n";
       continue;
     }
-    const std::string sha = sha256_file(*w);
+    const std::string sha = w->sha256();
     const fs::path model = preset_model_path(p, sha);
     std::error_code ec;
-    std::cout << ": " << w->string() << " sha256 " << sha << "\n    model "
+    std::cout << ": " << w->path().string() << " sha256 " << sha << "\n    model "
               << (fs::is_regular_file(model, ec) ? model.string() : "(imported on first use)") << "\n    pipeline "
               << p.pipeline << "\n";
   }

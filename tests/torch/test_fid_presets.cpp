@@ -1,16 +1,22 @@
 // The FID tools' presets (app/fid_presets.hpp): clean-fid's two NVIDIA-file modes, where each
-// tool's file is looked for, and a file in a folder every user may write taken only when no one
-// else can replace it.
+// tool's file is looked for, every encoder's weights taken only where no one else can replace them
+// (core/trusted_file.hpp), and imported from what was checked.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <string>
 
+#include "build_paths.hpp"
 #include "vecbench/app/fid_presets.hpp"
+#include "vecbench/core/error.hpp"
+#include "vecbench/core/sha256.hpp"
+#include "vecbench/core/subprocess.hpp"
 #include "vecbench/engine/encoder.hpp"
+#include "vecbench/engine/engines.hpp"
 #include "vecbench/testing/temp_dir.hpp"
 
 using namespace vecbench;
@@ -59,17 +65,113 @@ TEST(FidPresets, EachToolFeedsEachOfItsEncodersItsOwnWay) {
   }
 }
 
-TEST(FidPresets, AFileOthersMayWriteInASharedFolderIsRefused) {
-  vecbench::testing::ScopedTempDir dir("fid_presets_shared");
-  const auto f = dir.path / "inception-2015-12-05.pt";
-  std::ofstream(f) << "x";
-  ASSERT_EQ(::chmod(f.c_str(), 0644), 0);
-  EXPECT_EQ(shared_folder_refusal(f), "");  // this user's, no one else may write it
-  ASSERT_EQ(::chmod(f.c_str(), 0666), 0);
-  EXPECT_NE(shared_folder_refusal(f).find("is writable by other users"), std::string::npos);
-  ASSERT_EQ(::chmod(f.c_str(), 0644), 0);
-  if (::geteuid() == 0) {  // root can give it away: another user's file
-    ASSERT_EQ(::chown(f.c_str(), 65534, 65534), 0);
-    EXPECT_NE(shared_folder_refusal(f).find("belongs to another user (uid 65534)"), std::string::npos);
+namespace {
+
+/// An environment variable set (or unset: nullopt) for one test, and put back afterwards.
+struct ScopedEnv {
+  std::string name;
+  std::optional<std::string> old;
+  ScopedEnv(std::string n, const std::optional<std::string>& value) : name(std::move(n)) {
+    if (const char* v = std::getenv(name.c_str())) old = v;
+    if (value) ::setenv(name.c_str(), value->c_str(), 1);
+    if (!value) ::unsetenv(name.c_str());
   }
+  ~ScopedEnv() {
+    if (old) ::setenv(name.c_str(), old->c_str(), 1);
+    if (!old) ::unsetenv(name.c_str());
+  }
+};
+
+void put(const fs::path& p, const std::string& bytes, mode_t mode = 0644) {
+  std::ofstream(p, std::ios::binary) << bytes;
+  ::chmod(p.c_str(), mode);
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+// Every encoder's weights by the same rules (core/trusted_file.hpp), wherever they are looked for:
+// $TORCH_HOME's DINOv2 and VGG-16 files are used from folders of root's, refused when others may
+// write them or (as root, who gives the folder away) when the folder is another user's, and
+// --like and --encoder say why instead of "not found".
+TEST(FidPresets, EveryEncodersWeightsAreRefusedWhereAnotherUserCouldReplaceThem) {
+  vecbench::testing::ScopedTempDir dir("fid_presets_shared");
+  ::chmod(dir.path.c_str(), 0755);
+  const fs::path home = dir.path / "torch", ckpt = home / "hub" / "checkpoints";
+  fs::create_directories(ckpt);
+  ScopedEnv models("VECBENCH_MODELS", std::nullopt), torch_home("TORCH_HOME", home.string());
+  const FidPreset& dino = find_fid_preset("dgm-eval", "dinov2-vit-s-14");
+  const FidPreset& vgg = find_fid_preset("torch-fidelity", "vgg16");
+  put(ckpt / dino.weights_file, "d");
+  put(ckpt / vgg.weights_file, "v");
+  std::string why;
+  auto w = find_preset_weights(dino, &why);
+  ASSERT_TRUE(w) << why;
+  EXPECT_EQ(w->path(), ckpt / dino.weights_file);
+  EXPECT_EQ(w->sha256(), sha256_hex("d"));
+  ::chmod((ckpt / vgg.weights_file).c_str(), 0666);
+  EXPECT_FALSE(find_preset_weights(vgg, &why));
+  EXPECT_TRUE(has(why, (ckpt / vgg.weights_file).string() + ": it may be written by every user (mode 0666)")) << why;
+  ::chmod((ckpt / vgg.weights_file).c_str(), 0644);
+  if (::geteuid() != 0)
+    GTEST_SKIP() << "the rest needs root, to give the folder to another user (uid 65534, nobody); CI runs the tests "
+                    "as root";
+  ASSERT_EQ(::chown(home.c_str(), 65534, 65534), 0);
+  for (const FidPreset* p : {&dino, &vgg}) {
+    why.clear();
+    EXPECT_FALSE(find_preset_weights(*p, &why)) << p->encoder;
+    EXPECT_TRUE(has(why, (ckpt / p->weights_file).string() + ": the folder " + home.string() +
+                             " belongs to user 65534 (nobody), who is neither you nor root; not used"))
+        << why;
+  }
+  try {
+    choose_fid_model("", "dgm-eval", "dinov2-vit-s-14");
+    ADD_FAILURE() << "--like dgm-eval took a file from another user's folder";
+  } catch (const ConfigError& e) {
+    EXPECT_TRUE(has(e.what(), "belongs to user 65534")) << e.what();
+  }
+  try {
+    choose_fid_model("", "", "vgg16");
+    ADD_FAILURE() << "--encoder vgg16 took a file from another user's folder";
+  } catch (const ConfigError& e) {
+    EXPECT_TRUE(has(e.what(), "refused:\n" + (ckpt / vgg.weights_file).string())) << e.what();
+  }
+}
+
+// A swap between the check and the import (the fault: another checkpoint renamed over the checked
+// one after find_preset_weights returned, before preset_model imports): the model is the checked
+// file's, by the SHA-256 vecbench read from the descriptor and by the one the export tool computed
+// from what it imported; the swapped-in file, as valid, is not what was imported.
+TEST(FidPresets, TheImportReadsTheCheckedFileNotWhatThePathNamesAfterwards) {
+  if (std::string(VECBENCH_PYTHON).empty()) GTEST_SKIP() << "no Python with torch (VECBENCH_PYTHON)";
+  vecbench::testing::ScopedTempDir dir("fid_presets_swap");
+  ::chmod(dir.path.c_str(), 0755);
+  const FidPreset& p = find_fid_preset("dgm-eval", "dinov2-vit-s-14");
+  const fs::path ckpt = dir.path / "torch" / "hub" / "checkpoints", a = dir.path / "a.pth", b = dir.path / "b.pth";
+  fs::create_directories(ckpt);
+  // two checkpoints in the hub's format (random weights, seeds 2 and 3): each one imports
+  const CommandResult made = run_command(
+      std::string(VECBENCH_PYTHON) + " -c \"import sys, torch; sys.path.insert(0, '" + VECBENCH_SOURCE_DIR +
+      "/tools'); from vecbench_export import dinov2; [torch.save(dinov2.seeded_checkpoint('dinov2-vit-s-14', s), f) "
+      "for s, f in ((2, '" +
+      a.string() + "'), (3, '" + b.string() + "'))]\"");
+  ASSERT_TRUE(made.ok()) << made.output;
+  const std::string sha_a = sha256_file(a), sha_b = sha256_file(b);
+  ASSERT_NE(sha_a, sha_b);
+  fs::copy_file(a, ckpt / p.weights_file);
+  ScopedEnv models("VECBENCH_MODELS", std::nullopt), home("TORCH_HOME", (dir.path / "torch").string()),
+      cache("VECBENCH_CACHE", (dir.path / "cache").string());
+  std::string why;
+  const auto w = find_preset_weights(p, &why);  // the check
+  ASSERT_TRUE(w) << why;
+  ASSERT_EQ(::rename(b.c_str(), (ckpt / p.weights_file).c_str()), 0);  // the swap
+  ASSERT_EQ(sha256_file(ckpt / p.weights_file), sha_b);
+  const std::string model = preset_model(p, *w);  // the import
+  const ModelInfo m = read_model_info(model);
+  EXPECT_EQ(m.weight_sha256, sha_a);  // the export tool's own hash of the file it imported
+  EXPECT_EQ(m.weight_source, "weights:" + p.weights_file);
+  EXPECT_TRUE(has(model, sha_a.substr(0, 16))) << model;
+  for (const auto& e : fs::directory_iterator(dir.path / "cache" / "models"))  // the private copy is gone
+    EXPECT_FALSE(has(e.path().filename().string(), ".weights-")) << e.path();
 }

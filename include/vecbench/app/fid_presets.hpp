@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "vecbench/core/trusted_file.hpp"
 #include "vecbench/input/jpeg_decoder.hpp"
 #include "vecbench/input/resize_formula.hpp"
 
@@ -66,22 +67,25 @@ const FidPreset* preset_of_model(const std::string& like, const std::string& arc
 /// folder: $TORCH_HOME/hub/checkpoints (TORCH_HOME defaulting to $XDG_CACHE_HOME/torch, else
 /// ~/.cache/torch, as torch.hub does), /tmp/imagenet for the TF graph, /tmp for clean-fid's file.
 std::vector<std::filesystem::path> weight_search_dirs(const FidPreset& p);
-/// The preset's weights file in the first search folder that holds it. A file in the tool's own
-/// folder under /tmp (clean-fid's, the TF tutorial's: folders every user may write) is taken only
-/// when it belongs to the user or root and no one else may write it; else it is skipped and
-/// `refused` (when given) says why (shared_folder_refusal).
-std::optional<std::filesystem::path> find_preset_weights(const FidPreset& p, std::string* refused = nullptr);
-/// Why `file` is not loaded from a folder every user may write ("" when it may be): it belongs to
-/// another user than this one or root, or others may write it.
-std::string shared_folder_refusal(const std::filesystem::path& file);
+/// The preset's weights file in the first search folder that holds it, open
+/// (core/trusted_file.hpp): in every folder, $VECBENCH_MODELS and $TORCH_HOME's as much as /tmp's,
+/// a file is taken only when every folder from "/" to it and the file are yours or root's and no
+/// one else may write them (a sticky folder such as /tmp excepted), another user's link is not
+/// followed, and a file that cannot be looked at is not taken; such a file is skipped, and
+/// `refused` (when given) says why, naming the file and the cause (several: one a line).
+std::optional<TrustedFile> find_preset_weights(const FidPreset& p, std::string* refused = nullptr);
 
-/// The preset's TorchScript model for the weights file `weights`: the cache folder's
-/// models/<tool>-<sha256[:16]>.c1.pt (other encoders: <tool>-<encoder>-<sha256[:16]>.pt), imported
-/// first when absent (Debian's Python with tools/export_inception.py --arch tf2015 --weights FILE
-/// (--from-tf FILE for tf) --like TOOL, or tools/export_encoder.py --encoder E --protocol TOOL
-/// --weights FILE; a temp file renamed into place). A file the import refuses (not that encoder's
-/// weights: a missing or mis-shaped key, a truncated file) is an IoError naming it and the cause.
-std::string preset_model(const FidPreset& p, const std::filesystem::path& weights);
+/// The preset's TorchScript model for the open weights file `weights` (find_preset_weights): the
+/// cache folder's models/<tool>-<sha256[:16]>.c1.pt (other encoders:
+/// <tool>-<encoder>-<sha256[:16]>.pt) of the SHA-256 read from its descriptor, imported first when
+/// absent (Debian's Python with tools/export_inception.py --arch tf2015 --weights FILE (--from-tf
+/// FILE for tf) --like TOOL, or tools/export_encoder.py --encoder E --protocol TOOL --weights FILE;
+/// a temp file renamed into place). The import reads a private copy made from the descriptor
+/// (TrustedFile::copy_into, in models/, removed afterwards), hashed again as it is written (a
+/// file changed in between is an IoError): what is imported is what was checked and hashed,
+/// whatever the path names by then. A file the import refuses (not that encoder's weights: a
+/// missing or mis-shaped key, a truncated file) is an IoError naming it and the cause.
+std::string preset_model(const FidPreset& p, const TrustedFile& weights);
 
 /// The model `stats` and `fid` vectorize images with, and why.
 struct FidModelChoice {
