@@ -130,6 +130,10 @@ TEST(MergeManifests, OpensEachManifestOncePerWindowHoweverTheNamesInterleave) {
   few.window_lines = 1;  // a line at a time in name order: round robin over 5 files, 2 open
   EXPECT_EQ(merge_manifests({d.path / "a"}, d.path / "out", {}, few).opens, 20u);
   EXPECT_EQ(merged_lines(d.path / "out"), lines);
+  few.window_lines = 0;  // no window at all still reads a line at a time
+  few.window_bytes = 0;
+  EXPECT_EQ(merge_manifests({d.path / "a"}, d.path / "out", {}, few).inputs, 20u);
+  EXPECT_EQ(merged_lines(d.path / "out"), lines);
 
   // The cache closes the manifest read least recently: 0 1 0 2 0 1 opens 0, 1, 2 (closing 1, not
   // the 0 just read) and 1 again: 4 opens (closing in opening order would take 5).

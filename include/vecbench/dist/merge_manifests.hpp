@@ -261,7 +261,8 @@ inline void write_merged(const fs::path& out, const fs::path& out_c, const std::
   atomic_write_with(out / "manifest.jsonl", [&](std::FILE* f) {
     for (std::size_t w0 = 0, w1 = 0; w0 < idx.size(); w0 = w1) {
       reads.clear();
-      for (std::size_t bytes = 0; w1 < idx.size() && w1 - w0 < limits.window_lines && bytes < limits.window_bytes; ++w1)
+      for (std::size_t bytes = 0;
+           w1 < idx.size() && (w1 == w0 || (w1 - w0 < limits.window_lines && bytes < limits.window_bytes)); ++w1)
         if (const MergePick* p = pick(w1)) reads.push_back(w1), bytes += p->length;
       std::sort(reads.begin(), reads.end(), [&](std::size_t a, std::size_t b) {
         return std::make_pair(pick(a)->file, pick(a)->offset) < std::make_pair(pick(b)->file, pick(b)->offset);
