@@ -446,7 +446,10 @@ void add_metrics_command(CLI::App& app, Cli& c) {
                   "FD_DINOv2 of A and B too: DINOv2 ViT-L/14 features of the same inputs (--like's DINOv2 protocol, "
                   "else dgm-eval's; a store of several encoders gives its dinov2-vit-l-14 one; docs/encoders.md)");
   c.met->add_flag("--kid", m.kid, "KID of A and B (clean-fid's)");
-  c.met->add_flag("--prc", m.prc, "Improved precision and recall (Kynkaanniemi et al.; torch-fidelity's prc)");
+  c.met->add_flag("--prc", m.prc,
+                  "Improved precision and recall (Kynkaanniemi et al.; torch-fidelity's prc): float64 distances; "
+                  "with --like torch-fidelity its own float32 ones (torch.cdist on the CPU, in its batches of 10,000 "
+                  "rows: up to 400 MB), and how many samples lie within float32 rounding of a ball's edge");
   c.met->add_flag("--prdc", m.prdc, "Density and coverage (Naeem et al.; the prdc package, with its P/R)");
   c.met->add_option("--isc-splits", m.isc_splits, "IS: splits")->capture_default_str()->check(CLI::Range(1, 100000));
   c.met

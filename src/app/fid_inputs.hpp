@@ -158,6 +158,8 @@ class FeatureInputs {
                                     " into another store");
   }
   bool synthetic() const { return synthetic_; }
+  /// --like's preset (an alias resolved), "" without one.
+  const std::string& like() const { return m_.like; }
   /// The encoder a fingerprint's model_arch names (inception-v3 when it names none: stores made
   /// before encoders, other tools' files).
   static std::string encoder_of(const nlohmann::json& fields) {

@@ -30,6 +30,7 @@ int merge_command(const std::vector<std::string>& dirs, const std::vector<std::s
     return 0;
   }
   auto report = [&](const fs::path& target, const ManifestMerge& m) {
+    for (const auto& note : m.notes) log << note << "\n";
     info << "merge: " << (target / "manifest.jsonl").string() << ": " << m.inputs << " inputs (" << m.ok << " ok, "
          << m.errors << " failed) from " << m.files.size() << " manifests";
     if (m.dropped) info << "; " << m.dropped << " ok lines dropped: their output is missing or incomplete";

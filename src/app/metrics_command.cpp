@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <iostream>
 #include <optional>
+#include <string>
 
 #include "fid_inputs.hpp"
 #include "vecbench/app/commands.hpp"
@@ -41,15 +42,42 @@ Classifier classifier_for(FeatureInputs& inputs, const FeatureSet& a, std::vecto
   return load_classifier(m.path);
 }
 
+/// --isc: the Inception Score of `a` by the classifier of the model that made it, into j["isc"].
+InceptionScore isc_of(FeatureInputs& inputs, const FeatureSet& a, const MetricsArgs& o,
+                      std::vector<std::string>& warnings, nlohmann::json& j) {
+  const Classifier c = classifier_for(inputs, a, warnings);
+  const InceptionScore is = inception_score(a, c, o.isc_splits, o.isc_shuffle, o.isc_seed);
+  j["isc"] = {{"mean", is.mean},
+              {"std", is.std},
+              {"splits", is.splits},
+              {"shuffle_seed", o.isc_shuffle ? nlohmann::json(o.isc_seed) : nlohmann::json(nullptr)},
+              {"classifier", c.origin},
+              {"classifier_sha256", c.sha256},
+              {"definition", "torch-fidelity 0.4 isc on logits_unbiased (W pool_3, float64)"}};
+  return is;
+}
+
 void print_is(const InceptionScore& s, const std::string& origin, const char* label) {
   std::printf("IS %.10g +- %.4g (%d splits of %zu vectors of %s; torch-fidelity's isc)%s\n", s.mean, s.std, s.splits,
               s.n, origin.c_str(), label);
 }
 
+/// How precision/recall's distances were computed, as the printed line and the JSON say it.
+std::string prc_arithmetic(const PrecisionRecall& p) {
+  if (p.arithmetic == KnnArithmetic::exact) return "float64 distances";
+  std::string s = "float32 distances as torch-fidelity computes them on the CPU";
+  if (p.boundary_generated + p.boundary_real > 0)
+    s += "; " + std::to_string(p.boundary_generated) + " of " + std::to_string(p.n_generated) + " generated and " +
+         std::to_string(p.boundary_real) + " of " + std::to_string(p.n_real) +
+         " real samples lie within float32 rounding of a ball's edge: torch-fidelity on another BLAS, thread count "
+         "or device may count them otherwise";
+  return s;
+}
+
 void print_neighbours(const NeighbourMetrics& r, const char* label) {
   if (r.prc)
-    std::printf("precision %.10g recall %.10g f_score %.6g (k=%d; torch-fidelity's prc)%s\n", r.prc->precision,
-                r.prc->recall, r.prc->f_score, r.prc->k, label);
+    std::printf("precision %.10g recall %.10g f_score %.6g (k=%d; torch-fidelity's prc, %s)%s\n", r.prc->precision,
+                r.prc->recall, r.prc->f_score, r.prc->k, prc_arithmetic(*r.prc).c_str(), label);
   if (r.prdc)
     std::printf("density %.10g coverage %.10g precision %.10g recall %.10g (k=%d; prdc)%s\n", r.prdc->density,
                 r.prdc->coverage, r.prdc->precision, r.prdc->recall, r.prdc->k, label);
@@ -62,6 +90,9 @@ nlohmann::json to_json(const NeighbourMetrics& r) {
                 {"precision", r.prc->precision},
                 {"recall", r.prc->recall},
                 {"f_score", r.prc->f_score},
+                {"distances", r.prc->arithmetic == KnnArithmetic::exact ? "float64" : "float32 (torch-fidelity)"},
+                {"boundary_generated", r.prc->boundary_generated},
+                {"boundary_real", r.prc->boundary_real},
                 {"definition", "torch-fidelity 0.4 prc: <= the k-th neighbour distance"}};
   if (r.prdc)
     j["prdc"] = {{"k", r.prdc->k},
@@ -122,6 +153,7 @@ int cmd_metrics(const MetricsArgs& args) {
     (two ? (o.fid = o.kid = o.prc = o.prdc = true) : (o.isc = true));
   if (only_dinov2) return fd_dinov2_only(o);
   FeatureInputs inputs(o.m, "metrics");
+  const bool like_torch_fidelity = inputs.like() == "torch-fidelity";  // --like's, not a store's
   std::vector<std::string> warnings;
   const std::string pa = inputs.as_features(o.a), pb = two ? inputs.as_features(o.b) : std::string();
   const bool need_sets = o.isc || o.kid || o.prc || o.prdc;
@@ -129,6 +161,9 @@ int cmd_metrics(const MetricsArgs& args) {
   FeatureSet a, b;
   if (need_sets) a = inputs.set_at(pa, why);
   if (need_sets && two) b = inputs.set_at(pb, why);
+  if (need_sets && two && a.dim != b.dim)
+    throw ConfigError("metrics", pa + " holds vectors of " + std::to_string(a.dim) + " values, " + pb + " of " +
+                                     std::to_string(b.dim) + ": they were made by different encoders or layers");
   // FID from the vectors in memory when they are loaded (a store is read and checked once), else
   // from the sides as fid reads them (stats files too)
   std::optional<FeatureStats> sa, sb;
@@ -146,17 +181,7 @@ int cmd_metrics(const MetricsArgs& args) {
   std::optional<FidResult> fid;
   std::optional<KidResult> kid;
   NeighbourMetrics nb;
-  if (o.isc) {
-    const Classifier c = classifier_for(inputs, a, warnings);
-    is = inception_score(a, c, o.isc_splits, o.isc_shuffle, o.isc_seed);
-    j["isc"] = {{"mean", is->mean},
-                {"std", is->std},
-                {"splits", is->splits},
-                {"shuffle_seed", o.isc_shuffle ? nlohmann::json(o.isc_seed) : nlohmann::json(nullptr)},
-                {"classifier", c.origin},
-                {"classifier_sha256", c.sha256},
-                {"definition", "torch-fidelity 0.4 isc on logits_unbiased (W pool_3, float64)"}};
-  }
+  if (o.isc) is = isc_of(inputs, a, o, warnings, j);
   if (o.fid) {
     fid = frechet_distance(*sa, *sb);
     j["fid"] = fid->fid;
@@ -167,6 +192,7 @@ int cmd_metrics(const MetricsArgs& args) {
   }
   KnnOptions knn;
   knn.row_block = o.row_block;
+  knn.prc = like_torch_fidelity ? KnnArithmetic::torch_fidelity : KnnArithmetic::exact;
   if (o.prc || o.prdc) {
     nb = neighbour_metrics(a, b, o.prc ? o.prc_k : 0, o.prdc ? o.prdc_k : 0, knn);
     j.update(to_json(nb));

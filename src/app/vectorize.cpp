@@ -308,6 +308,8 @@ void print_totals(const VectorizeArgs& a, const Distribution& dist, const Vector
               tot.wall_s, tot.images_per_s, where.c_str(), tot.interrupted ? " (interrupted)" : "");
   std::ostringstream notes;  // one write: the other ranks' last lines share stderr
   if (tot.merged)
+    for (const auto& note : tot.merged->notes) notes << note << "\n";
+  if (tot.merged)
     notes << "vecbench: " << (fs::path(a.out) / "manifest.jsonl").string() << ": " << tot.merged->inputs << " inputs ("
           << tot.merged->ok << " ok, " << tot.merged->errors << " failed) merged from " << tot.merged->files.size()
           << " manifests\n";

@@ -255,6 +255,13 @@ FeatureSet load_features(const fs::path& path) {
       },
       f.fingerprint_id, f.fingerprint, &f.weight_source, &f.names);
   if (f.n == 0) throw IoError(path.string(), "holds no feature vectors");
+  // refused as compute_stats refuses it (fid): every figure of such a set would be meaningless
+  const auto bad = std::find_if(f.x.begin(), f.x.end(), [](float v) { return !std::isfinite(v); });
+  if (bad != f.x.end()) {
+    const std::size_t row = static_cast<std::size_t>(bad - f.x.begin()) / static_cast<std::size_t>(f.dim);
+    throw IoError(path.string(), "a feature vector holds NaN or Inf (row " + std::to_string(row) +
+                                     (row < f.names.size() ? ", input " + f.names[row] : std::string()) + ")");
+  }
   f.origin = path.string();
   return f;
 }

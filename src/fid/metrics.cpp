@@ -16,6 +16,7 @@
 #include "vecbench/core/npy.hpp"
 #include "vecbench/core/sha256.hpp"
 #include "vecbench/core/zip_member.hpp"
+#include "vecbench/fid/torch_cdist.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -59,17 +60,21 @@ std::vector<double> squared_norms(const FeatureSet& f) {
   return n;
 }
 
+/// Whose distances for_each_distance_block computes: between two sets' rows, or among one set's
+/// (said by the caller: two sets that hold the same rows, or are the same object, are still two).
+enum class Rows { of_two_sets, of_one_set };
+
 /// Squared Euclidean distances between the rows of `a` and of `b`, a block at a time:
 /// |x|^2 + |y|^2 - 2 x.y, float64, clamped at 0. `visit(r0, c0, rows, cols, d2)` sees each block
-/// once (d2: rows x cols, row-major). When `a` is `b` the distances are symmetric: only the blocks
-/// that hold some pair j > i are visited (the visitor takes each pair once, for both rows), and a
-/// row's distance to itself is exactly 0.
+/// once (d2: rows x cols, row-major). Rows::of_one_set (`b` is `a`): the distances are symmetric,
+/// only the blocks that hold some pair j > i are visited (the visitor takes each pair once, for
+/// both rows), and a row's distance to itself is exactly 0.
 template <class Visit>
-void for_each_distance_block(const FeatureSet& a, const FeatureSet& b, const KnnOptions& o, Visit visit) {
+void for_each_distance_block(const FeatureSet& a, const FeatureSet& b, Rows rows_of, const KnnOptions& o, Visit visit) {
   if (a.dim != b.dim)
     throw ConfigError("metrics", a.origin + " has vectors of " + std::to_string(a.dim) + " values, " + b.origin +
                                      " of " + std::to_string(b.dim));
-  const bool self = &a == &b;
+  const bool self = rows_of == Rows::of_one_set;
   const std::vector<double> na = squared_norms(a), nb = self ? na : squared_norms(b);
   const std::size_t rb = std::max<std::size_t>(1, o.row_block), cb = std::max<std::size_t>(1, o.col_block);
   const int d = a.dim;
@@ -113,7 +118,7 @@ std::vector<std::vector<double>> knn_radii_squared(const FeatureSet& x, const st
   };
   for (std::size_t i = 0; i < x.n; ++i) best[i * keep] = 0.0;  // the row itself
   // each pair j > i once, for both rows: half the distances of the full square
-  for_each_distance_block(x, x, o,
+  for_each_distance_block(x, x, Rows::of_one_set, o,
                           [&](std::size_t r0, std::size_t c0, std::size_t rows, std::size_t cols, const double* d2) {
                             for (std::size_t i = 0; i < rows; ++i) {
                               const std::size_t ri = r0 + i;
@@ -132,6 +137,127 @@ std::vector<std::vector<double>> knn_radii_squared(const FeatureSet& x, const st
     out.push_back(std::move(r));
   }
   return out;
+}
+
+/// A set's rows as torch-fidelity's arithmetic sees them: each row's float32 norm (torch's
+/// x.pow(2).sum(-1)) and, once torch_radii ran, its k-th neighbour's float32 distance.
+struct TorchSide {
+  explicit TorchSide(const FeatureSet& x) : f(x), norms(x.n) {
+    for (std::size_t i = 0; i < x.n; ++i) norms[i] = torch_cpu::row_sq_norm(row(i), static_cast<std::size_t>(x.dim));
+  }
+  const float* row(std::size_t i) const { return f.x.data() + i * static_cast<std::size_t>(f.dim); }
+  /// torch_cpu::cdist of this set's rows [r0, r0 + rows) and `other`'s [c0, c0 + cols) into `d`.
+  void cdist(std::size_t r0, std::size_t rows, const TorchSide& other, std::size_t c0, std::size_t cols,
+             std::vector<float>& d) const {
+    torch_cpu::cdist(row(r0), &norms[r0], rows, other.row(c0), &other.norms[c0], cols, static_cast<std::size_t>(f.dim),
+                     d);
+  }
+  const FeatureSet& f;
+  std::vector<float> norms, radii;
+};
+
+/// torch-fidelity's calc_cdist_full(x, x, batch).kthvalue(k + 1): every batch pair's float32
+/// distances (the shapes torch.cdist saw), each row's (k+1)-th smallest.
+void torch_radii(TorchSide& s, int k, std::size_t batch) {
+  const std::size_t n = s.f.n, keep = static_cast<std::size_t>(k) + 1;
+  if (n < keep)
+    throw ConfigError("metrics", s.f.origin + " holds " + std::to_string(n) + " vectors: k = " + std::to_string(k) +
+                                     " nearest neighbours need at least " + std::to_string(k + 1));
+  std::vector<float> best(n * keep, std::numeric_limits<float>::infinity()), d;
+  for (std::size_t r0 = 0; r0 < n; r0 += batch) {
+    const std::size_t rows = std::min(batch, n - r0);
+    for (std::size_t c0 = 0; c0 < n; c0 += batch) {
+      const std::size_t cols = std::min(batch, n - c0);
+      s.cdist(r0, rows, s, c0, cols, d);
+      for (std::size_t i = 0; i < rows; ++i) {
+        float* top = best.data() + (r0 + i) * keep;
+        for (std::size_t j = 0; j < cols; ++j) {
+          const float v = d[i * cols + j];
+          if (!(v < top[keep - 1])) continue;
+          std::size_t p = keep - 1;
+          for (; p > 0 && top[p - 1] > v; --p) top[p] = top[p - 1];
+          top[p] = v;
+        }
+      }
+    }
+  }
+  s.radii.resize(n);
+  for (std::size_t i = 0; i < n; ++i) s.radii[i] = best[i * keep + keep - 1];
+}
+
+/// Who is inside some ball of the other set, and who is within rounding of a ball's edge:
+/// `in` by the float32 comparison itself, `sure` inside with room to spare, `maybe` inside or
+/// within rounding outside (a boundary row is maybe but not sure).
+struct BallCount {
+  BallCount(const TorchSide& centres, std::size_t points) : in(points, 0), sure(points, 0), maybe(points, 0) {
+    // a squared distance |x|^2 + |y|^2 - 2 x.y in float32 is off by a few units of |x|^2 + |y|^2
+    // (measured: under 3 on 2048-value features); 8 units on the ball's radius and on the distance
+    for (std::size_t c = 0; c < centres.f.n; ++c) {
+      const double n = centres.norms[c], r = centres.radii[c], far = std::sqrt(n) + r;
+      r2.push_back(r * r);
+      slack.push_back(kUnits * (2 * n + far * far));
+    }
+  }
+  /// Row `p` (its norm `np`) at float32 distance `v` from centre `c`, whose radius is `radius`.
+  void see(std::size_t p, float np, std::size_t c, float v, float radius) {
+    if (v <= radius) in[p] = 1;
+    const double v2 = static_cast<double>(v) * v, tol = slack[c] + kUnits * np;
+    if (v2 <= r2[c] - tol) sure[p] = 1;
+    if (v2 <= r2[c] + tol) maybe[p] = 1;
+  }
+  /// torch's .float().mean(): float32 count / n.
+  double share() const {
+    const auto k = static_cast<float>(std::count(in.begin(), in.end(), 1));
+    return static_cast<double>(k / static_cast<float>(in.size()));
+  }
+  std::size_t boundary() const {
+    std::size_t b = 0;
+    for (std::size_t i = 0; i < in.size(); ++i) b += maybe[i] && !sure[i];
+    return b;
+  }
+  static constexpr double kUnits = 8.0 / 16777216.0;  // 8 units of float32 rounding (2^-24)
+  std::vector<char> in, sure, maybe;
+  std::vector<double> r2, slack;
+};
+
+/// torch-fidelity 0.4's calculate_precision_recall_full on the CPU: dist_2_1 = cdist(real, gen)
+/// in batch pairs, recall: real rows with some dist_2_1 <= the generated radius, precision:
+/// generated rows with some dist_1_2 = dist_2_1^T <= the real radius.
+PrecisionRecall torch_fidelity_prc(const FeatureSet& generated, const FeatureSet& real, int k, std::size_t batch) {
+  if (generated.dim != real.dim)
+    throw ConfigError("metrics", generated.origin + " has vectors of " + std::to_string(generated.dim) + " values, " +
+                                     real.origin + " of " + std::to_string(real.dim));
+  batch = std::max<std::size_t>(1, batch);
+  TorchSide g(generated), r(real);
+  torch_radii(g, k, batch);
+  torch_radii(r, k, batch);
+  BallCount gen_in_real(r, g.f.n), real_in_gen(g, r.f.n);
+  std::vector<float> d;
+  for (std::size_t r0 = 0; r0 < r.f.n; r0 += batch) {
+    const std::size_t rows = std::min(batch, r.f.n - r0);
+    for (std::size_t c0 = 0; c0 < g.f.n; c0 += batch) {
+      const std::size_t cols = std::min(batch, g.f.n - c0);
+      r.cdist(r0, rows, g, c0, cols, d);
+      for (std::size_t i = 0; i < rows; ++i)
+        for (std::size_t j = 0; j < cols; ++j) {
+          const std::size_t ri = r0 + i, gj = c0 + j;
+          const float v = d[i * cols + j];
+          gen_in_real.see(gj, g.norms[gj], ri, v, r.radii[ri]);
+          real_in_gen.see(ri, r.norms[ri], gj, v, g.radii[gj]);
+        }
+    }
+  }
+  PrecisionRecall p;
+  p.k = k;
+  p.arithmetic = KnnArithmetic::torch_fidelity;
+  p.precision = gen_in_real.share();
+  p.recall = real_in_gen.share();
+  p.f_score = 2 * p.precision * p.recall / std::max(1e-5, p.precision + p.recall);
+  p.boundary_generated = gen_in_real.boundary();
+  p.boundary_real = real_in_gen.boundary();
+  p.n_generated = generated.n;
+  p.n_real = real.n;
+  return p;
 }
 
 double share(const std::vector<char>& flags) {
@@ -276,6 +402,11 @@ std::vector<double> knn_radii(const FeatureSet& x, int k, const KnnOptions& o) {
 NeighbourMetrics neighbour_metrics(const FeatureSet& generated, const FeatureSet& real, int prc_k, int prdc_k,
                                    const KnnOptions& o) {
   NeighbourMetrics out;
+  if (prc_k > 0 && o.prc == KnnArithmetic::torch_fidelity) {
+    out = neighbour_metrics(generated, real, 0, prdc_k, o);
+    out.prc = torch_fidelity_prc(generated, real, prc_k, o.torch_batch);
+    return out;
+  }
   if (prc_k <= 0 && prdc_k <= 0) return out;
   std::vector<int> ks;
   if (prc_k > 0) ks.push_back(prc_k);
@@ -288,7 +419,7 @@ NeighbourMetrics neighbour_metrics(const FeatureSet& generated, const FeatureSet
   std::vector<char> gen_in3(generated.n, 0), real_in3(real.n, 0), gen_in5(generated.n, 0), real_in5(real.n, 0);
   std::vector<std::uint64_t> count5(generated.n, 0);
   std::vector<double> nearest(real.n, std::numeric_limits<double>::infinity());
-  for_each_distance_block(real, generated, o,
+  for_each_distance_block(real, generated, Rows::of_two_sets, o,
                           [&](std::size_t r0, std::size_t c0, std::size_t rows, std::size_t cols, const double* d2) {
                             for (std::size_t i = 0; i < rows; ++i) {
                               const std::size_t ri = r0 + i;
@@ -324,6 +455,8 @@ NeighbourMetrics neighbour_metrics(const FeatureSet& generated, const FeatureSet
     p.precision = share(gen_in3);
     p.recall = share(real_in3);
     p.f_score = 2 * p.precision * p.recall / std::max(1e-5, p.precision + p.recall);
+    p.n_generated = generated.n;
+    p.n_real = real.n;
     out.prc = p;
   }
   if (prdc_k > 0) {

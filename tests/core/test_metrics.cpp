@@ -6,11 +6,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <set>
+#include <tuple>
 
 #include "vecbench/core/error.hpp"
 #include "vecbench/fid/metrics.hpp"
+#include "vecbench/fid/torch_cdist.hpp"
 
 namespace vecbench {
 namespace {
@@ -125,6 +128,87 @@ TEST(Metrics, APointOnTheBallsEdgeCountsForPrcButNotForPrdc) {
   EXPECT_DOUBLE_EQ(m.prc->precision, 0.5);   // torch-fidelity: dist <= radius
   EXPECT_DOUBLE_EQ(m.prdc->precision, 0.0);  // prdc: dist < radius
   EXPECT_DOUBLE_EQ(m.prdc->density, 0.0);
+}
+
+TEST(Metrics, TheSameSetOnBothSidesIsStillTwoSets) {
+  // A set against itself (the same object) gives what it gives against a copy: the distances of
+  // two sets, every block, whatever the block sizes (not the one set's half of its own).
+  const FeatureSet x = random_set(60, 5, 7);
+  FeatureSet copy = x;
+  copy.origin = "copy";
+  for (const KnnOptions o : {KnnOptions{8, 8}, KnnOptions{1024, 4096}}) {
+    const NeighbourMetrics same = neighbour_metrics(x, x, 3, 5, o), two = neighbour_metrics(x, copy, 3, 5, o);
+    ASSERT_TRUE(same.prc && same.prdc);
+    EXPECT_EQ(same.prc->precision, two.prc->precision);
+    EXPECT_EQ(same.prc->recall, two.prc->recall);
+    EXPECT_EQ(same.prdc->density, two.prdc->density);
+    EXPECT_EQ(same.prdc->coverage, two.prdc->coverage);
+    EXPECT_DOUBLE_EQ(same.prdc->density, 1.0);  // each ball holds its centre and k - 1 neighbours
+  }
+}
+
+namespace {
+float bits_float(std::uint32_t b) {
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+/// Rows whose float32 sums round differently in every order (tests/py/metrics_tools.py's values).
+std::vector<float> odd_row(std::size_t d, int s, float scale = 1.0f) {
+  std::vector<float> v(d);
+  for (std::size_t k = 0; k < d; ++k)
+    v[k] =
+        static_cast<float>(static_cast<int>((k * 37 + static_cast<std::size_t>(s) * 11) % 101) - 50) * 0.0137f * scale;
+  return v;
+}
+}  // namespace
+
+TEST(Metrics, TorchsFloat32NormsAndDirectDistancesAreTorchsBits) {
+  // x.pow(2).sum(-1) and torch.cdist of two small sets as torch 1.13 printed them: each differs
+  // from the float64 sum rounded once and from a plain float32 loop.
+  for (const auto& [d, seed, want] : {std::tuple<std::size_t, int, std::uint32_t>{6, 5, 0x3f724f2du},
+                                      {100, 0, 0x41809c78u},
+                                      {2048, 1, 0x43a3742au}}) {
+    const std::vector<float> x = odd_row(d, seed);
+    EXPECT_EQ(torch_cpu::row_sq_norm(x.data(), d), bits_float(want)) << d;
+  }
+  for (const auto& [d, seed, want] :
+       {std::tuple<std::size_t, int, std::uint32_t>{7, 33, 0x3fe6e3f2u}, {10, 16, 0x3ff85af4u}}) {
+    const std::vector<float> a = odd_row(d, seed), b = odd_row(d, seed + 1000, 1.7f);
+    const float na = torch_cpu::row_sq_norm(a.data(), d), nb = torch_cpu::row_sq_norm(b.data(), d);
+    std::vector<float> out;
+    torch_cpu::cdist(a.data(), &na, 1, b.data(), &nb, 1, d, out);
+    EXPECT_EQ(out[0], bits_float(want)) << d;
+  }
+}
+
+TEST(Metrics, TorchFidelitysArithmeticPutsAPointOnABallsEdgeInFloat32) {
+  // Two real points 4 apart (k = 1: both radii 4); the generated point g = (4097, -4) is sqrt(17)
+  // from the first, outside its ball. In torch.cdist's float32 |x|^2 + |y|^2 - 2 x.y (30 generated
+  // rows: its matmul form) 4097^2 rounds to 16785408 and every other term and sum is exact, so the
+  // distance comes out sqrt(16) = 4: on the edge, inside (<=). 29 generated points far away.
+  FeatureSet real = from_rows({{4096.f, 0.f}, {4096.f, 4.f}});
+  std::vector<std::vector<float>> g = {{4097.f, -4.f}};
+  for (int i = 0; i < 29; ++i) g.push_back({4096.f + 200.f + 20.f * static_cast<float>(i), 0.f});
+  FeatureSet gen = from_rows(g);
+  real.origin = "real";
+  gen.origin = "gen";
+  const NeighbourMetrics exact = neighbour_metrics(gen, real, 1, 0);
+  EXPECT_EQ(exact.prc->precision, 0.0);
+  EXPECT_EQ(exact.prc->recall, 1.0);
+  KnnOptions tf;
+  tf.prc = KnnArithmetic::torch_fidelity;
+  const NeighbourMetrics t = neighbour_metrics(gen, real, 1, 1, tf);
+  ASSERT_TRUE(t.prc && t.prdc);
+  EXPECT_EQ(t.prc->arithmetic, KnnArithmetic::torch_fidelity);
+  EXPECT_EQ(t.prc->precision, static_cast<double>(1.0f / 30.0f));  // torch's float32 mean
+  EXPECT_EQ(t.prc->recall, 1.0);
+  EXPECT_EQ(t.prc->boundary_generated, 1u);  // g, and said so
+  EXPECT_EQ(t.prc->boundary_real, 0u);
+  EXPECT_EQ(t.prdc->precision, neighbour_metrics(gen, real, 0, 1).prdc->precision);  // prdc stays exact
+  // In batches of 7 both sides of every cdist call have at most 25 rows: its direct kernel, exact here.
+  tf.torch_batch = 7;
+  EXPECT_EQ(neighbour_metrics(gen, real, 1, 0, tf).prc->precision, 0.0);
 }
 
 TEST(Metrics, TooFewRowsForKAreRefusedNamingTheSet) {

@@ -140,6 +140,36 @@ class Fid(unittest.TestCase):
         r = vb("fid", self.path("shape.npz"), self.path("x.npz"), ok=False)
         self.assertIn("sigma (d, d)", r.stderr)
 
+    def test_metrics_refuses_nan_inf_and_another_width_naming_the_file(self):
+        # issue #63: `metrics nan.npy ok.npy --prdc` printed figures and exited 0 where fid refused
+        # the file; every side of every metric is checked as fid checks it, by name
+        x = self.x[:60].copy()
+        x[7, 3] = np.nan
+        np.save(self.path("nan.npy"), x)
+        y = self.y[:60].copy()
+        y[11, 0] = np.inf
+        np.save(self.path("inf.npy"), y)
+        np.save(self.path("wide.npy"), self.y[:60, :200])
+        ok = self.path("y.npy")
+        for side, flags, names in (("nan.npy", ["--prdc"], ["nan.npy", "row 7"]),
+                                   ("nan.npy", ["--prc", "--like", "torch-fidelity"], ["nan.npy", "row 7"]),
+                                   ("inf.npy", ["--kid"], ["inf.npy", "row 11"]),
+                                   ("nan.npy", ["--fid"], ["nan.npy"]),
+                                   ("wide.npy", ["--prdc"], ["wide.npy", "y.npy", "256", "200"]),
+                                   ("wide.npy", ["--kid"], ["wide.npy", "y.npy", "256", "200"])):
+            for a, b in ((self.path(side), ok), (ok, self.path(side))):
+                with self.subTest(a=a, b=b, flags=flags):
+                    r = vb("metrics", a, b, *flags, ok=False)
+                    self.assertNotEqual(r.returncode, 0, r.stdout)
+                    self.assertEqual(r.stdout, "")  # no figure
+                    for n in names:
+                        self.assertIn(n, r.stderr)
+                    if side != "wide.npy":
+                        self.assertIn("NaN or Inf", r.stderr)
+        r = vb("metrics", self.path("nan.npy"), "--isc", ok=False)  # one side too
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("nan.npy", r.stderr)
+
     def test_a_store_and_fingerprints(self):
         model = os.environ.get("VECBENCH_DEFAULT_MODEL")
         if not model:

@@ -8,6 +8,7 @@ default model, whose synthetic weights include a synthetic 1008-class classifier
   NumPy's RandomState(2020) shuffle) within 1e-9 relative in float64, and within 1e-6 against the
   float32 logits torch-fidelity itself computes;
 - precision and recall equal torch-fidelity's `prc_features_to_metric` (k = 3; A generated, B real);
+  with --like torch-fidelity to the bit (its float32 distances), also on points put on balls' edges;
 - precision, recall, density and coverage equal `prdc.compute_prdc(real=B, fake=A, nearest_k=5)`;
 - the Inception Score from pool_3 vectors equals the one from the logits the TorchScript network
   computes itself (its logits_unbiased method) within 1e-6;
@@ -18,6 +19,7 @@ The references run in the venv of tools/peers_setup.sh (fid-tools: torch-fidelit
 Debian's NumPy, scikit-learn and torch). Run by ctest (VECBENCH_EXE, VECBENCH_DEFAULT_MODEL) with
 Debian's Python; exit 77 (skipped) without the venv.
 """
+import ctypes
 import io
 import json
 import os
@@ -53,6 +55,14 @@ PRDC = ("import sys, json, numpy as np\n"
         "from prdc import compute_prdc\n"
         "r = compute_prdc(real_features=np.load(sys.argv[2]), fake_features=np.load(sys.argv[1]), nearest_k=5)\n"
         "print(json.dumps({k: float(v) for k, v in r.items()}))\n")
+
+
+def openblas_core():
+    """The kernel set OpenBLAS picks here (vecbench may pick another on CPUs it does not know:
+    named in both processes' environment, torch's sgemm and vecbench's are the same code)."""
+    lib = ctypes.CDLL("libopenblas.so.0")
+    lib.openblas_get_corename.restype = ctypes.c_char_p
+    return lib.openblas_get_corename().decode()
 
 
 def store_rows(store):
@@ -134,6 +144,60 @@ class MetricsTools(unittest.TestCase):
         for k in ("precision", "recall", "f_score"):  # torch-fidelity's means are float32; one row is 1/60
             self.assertAlmostEqual(got[k], full[k], delta=1e-6, msg=k)
         self.assertTrue(0.0 < got["precision"] < 1.0 or 0.0 < got["recall"] < 1.0, got)
+
+    def test_like_torch_fidelity_gives_its_float32_figures_to_the_bit(self):
+        # issue #63: recall 0.8 where torch-fidelity gave 0.80625 (one sample on a ball's edge, its
+        # distances float32). With --like torch-fidelity, vecbench computes torch.cdist's float32
+        # distances as torch 1.13 does: equal figures on the stores' vectors (its matmul form), on
+        # generated points put on the real balls' edges, on sets of at most 25 rows (its direct
+        # kernel) and on the 2-D case of Metrics.TorchFidelitysArithmeticPutsAPointOnABallsEdgeInFloat32;
+        # the float64 figures differ from them by at most the boundary samples the output names.
+        t = self.tmp.name
+        a, b = np.load(self.xa), np.load(self.xb)
+        b64 = b.astype(np.float64)
+        d = np.sqrt(((b64[:, None, :] - b64[None, :, :]) ** 2).sum(-1))
+        radius = np.sort(d, axis=1)[:, 3]  # each real row's 3rd neighbour's distance (itself at 0 first)
+        u = np.random.default_rng(63).standard_normal((40, b.shape[1]))
+        u /= np.linalg.norm(u, axis=1, keepdims=True)  # away from every other row: on this ball's edge only
+        t_off = 1 + np.linspace(-4e-7, 4e-7, 40)
+        edge = (b64[:40] + u * (radius[:40] * t_off)[:, None]).astype(np.float32)
+        far = [[4096.0 + 200 + 20 * i, 0.0] for i in range(29)]
+        cases = {"stores": (a, b), "edges": (np.concatenate([edge, a[:20]]), b), "small": (a[:12], b[:20]),
+                 "float32-edge": (np.array([[4097.0, -4.0]] + far, np.float32),
+                                  np.array([[4096.0, 0.0], [4096.0, 4.0]], np.float32))}
+        env = dict(self.env, OPENBLAS_CORETYPE=openblas_core())  # the same sgemm kernel on both sides
+        differ = 0
+        for name, (gen, real) in cases.items():
+            with self.subTest(case=name):
+                pa, pb = os.path.join(t, f"tf_{name}_a.npy"), os.path.join(t, f"tf_{name}_b.npy")
+                np.save(pa, gen)
+                np.save(pb, real)
+                k = "1" if name == "float32-edge" else "3"
+                full, part = json.loads(run_tool(PRC.replace("prc_neighborhood=3", "prc_neighborhood=" + k),
+                                                 (pa, pb), env).strip().splitlines()[-1])
+                out, exact = os.path.join(t, f"tf_{name}.json"), os.path.join(t, f"f64_{name}.json")
+                r = run_vecbench(("metrics", pa, pb, "--prc", "--prc-k", k, "--like", "torch-fidelity", "--json",
+                                  out), env)
+                run_vecbench(("metrics", pa, pb, "--prc", "--prc-k", k, "--json", exact), env)
+                with open(out) as f:
+                    got = json.load(f)["prc"]
+                with open(exact) as f:
+                    f64 = json.load(f)["prc"]
+                self.assertEqual(got["distances"], "float32 (torch-fidelity)")
+                self.assertIn("float32 distances as torch-fidelity computes them", r.stdout)
+                self.assertEqual(got["precision"], full["precision"])
+                self.assertEqual(got["recall"], full["recall"])
+                self.assertAlmostEqual(got["f_score"], full["f_score"], delta=1e-12)
+                for key, n, edge_rows in (("precision", len(gen), got["boundary_generated"]),
+                                          ("recall", len(real), got["boundary_real"])):
+                    moved = abs(round(got[key] * n) - round(f64[key] * n))
+                    differ += moved
+                    self.assertLessEqual(moved, edge_rows, (key, got, f64))
+                if name == "float32-edge":
+                    self.assertEqual((f64["precision"], got["boundary_generated"]), (0.0, 1))
+                    self.assertNotEqual(got["precision"], 0.0)
+                    self.assertIn("1 of 30 generated", r.stdout)
+        self.assertGreaterEqual(differ, 1)
 
     def test_density_and_coverage_equal_prdcs(self):
         ref = self.tool(PRDC, self.xa, self.xb)

@@ -11,9 +11,9 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
-#include <iostream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -24,6 +24,7 @@
 #include "vecbench/core/fs_util.hpp"
 #include "vecbench/output/fingerprint.hpp"
 #include "vecbench/output/manifest.hpp"
+#include "vecbench/output/manifest_copy.hpp"
 #include "vecbench/output/output_lock.hpp"
 #include "vecbench/output/writer.hpp"
 
@@ -57,14 +58,23 @@ inline bool natural_less(const std::string& a, const std::string& b) {
 
 /// What merge_manifests found.
 struct ManifestMerge {
-  std::size_t inputs = 0;       ///< lines written (one per input)
-  std::size_t ok = 0;           ///< of which "ok"
-  std::size_t errors = 0;       ///< of which "error" (no ok line for the input anywhere)
-  std::size_t lines = 0;        ///< manifest lines read
-  std::size_t dropped = 0;      ///< "ok" lines whose output or shard file is missing or incomplete
-  std::size_t other_fp = 0;     ///< lines made under another fingerprint than their folder's (left out)
-  std::vector<fs::path> files;  ///< manifests read
-  std::string fingerprint_id;   ///< the fingerprint every merged line has ("" for folders without one)
+  std::size_t inputs = 0;          ///< lines written (one per input)
+  std::size_t ok = 0;              ///< of which "ok"
+  std::size_t errors = 0;          ///< of which "error" (no ok line for the input anywhere)
+  std::size_t lines = 0;           ///< manifest lines read
+  std::size_t dropped = 0;         ///< "ok" lines whose output or shard file is missing or incomplete
+  std::size_t other_fp = 0;        ///< lines made under another fingerprint than their folder's (left out)
+  std::size_t opens = 0;           ///< times a manifest was opened to read its lines back
+  std::vector<fs::path> files;     ///< manifests read
+  std::string fingerprint_id;      ///< the fingerprint every merged line has ("" for folders without one)
+  std::vector<std::string> notes;  ///< what the caller should tell its user (the library prints nothing)
+};
+
+/// Bounds of merge_manifests' reading back (tests make them small).
+struct MergeLimits {
+  std::size_t open_manifests = 64;       ///< manifests open at once (thousands of ranks stay under the fd limit)
+  std::size_t window_lines = 65536;      ///< lines read back at a time, file by file, then written in merge order
+  std::size_t window_bytes = 32u << 20;  ///< and their bytes at most (about)
 };
 
 /// The one fingerprint of the output folders `dirs` (empty when none has vecbench.json).
@@ -96,12 +106,19 @@ inline Fingerprint common_fingerprint(const std::vector<fs::path>& dirs) {
 }
 
 /// Combines every manifest (manifest.jsonl and manifest-rRRRR.jsonl) of the output directories
-/// `dirs` into `out`/manifest.jsonl (atomically): one line per input. An input's line is its
-/// newest "ok" line (a rerun that redid an input whose file changed appends one that supersedes
-/// the old) when its data (output file, or shard rows) is complete, else its last "error" line. Lines of another
-/// fingerprint than their folder's are left out; folders of different fingerprints are refused (common_fingerprint),
-/// and `out` gets their vecbench.json. Lines of a directory other than `out` get their output/shard paths rewritten
-/// relative to `out`. Order: the input names in `order` first, in that order, then the rest in natural order.
+/// `dirs` into `out`/manifest.jsonl (atomically): one line per input. Lines are scanned folder by
+/// folder in the order of `dirs`, each folder's manifests in manifest_files' order: a later line is
+/// newer. An input's line is its newest "ok" line whose data (output file, or shard rows) is
+/// complete, else its last "error" line. A newer "ok" line whose data is not complete (a run cut
+/// before its shard was finished) supersedes an older finished one only when it was made from
+/// other input content (its "src" differs: same_recorded_identity; a rerun that redid a changed
+/// file); of the same content, the finished vector stays. Lines of another fingerprint than their
+/// folder's are left out; folders of different fingerprints are refused (common_fingerprint), and
+/// `out` gets their vecbench.json. Lines are copied byte for byte, except that a line of a directory
+/// other than `out` gets its "output"/"shard" value rewritten relative to `out` (splice_string_values).
+/// Order: the input names in `order` first, in that order, then the rest in natural order. Memory:
+/// per input its name and where its lines are; the lines themselves are read back in windows
+/// (MergeLimits), file by file, through at most `open_manifests` open files.
 namespace detail {
 
 /// Where merge_manifests found the line it keeps of an input (read back when the merged
@@ -117,6 +134,8 @@ struct MergePick {
 struct MergeInput {
   std::string name;
   MergePick ok, err;
+  /// The line the merged manifest gets: the ok line, else the error line (nullptr: neither).
+  const MergePick* chosen() const { return ok.set ? &ok : err.set ? &err : nullptr; }
 };
 
 /// The order of the merged manifest: the names in `order` first, in that order, then the rest in
@@ -143,27 +162,46 @@ inline std::vector<std::uint32_t> merge_order(const std::deque<MergeInput>& inpu
 
 /// What merge_manifests' scan found: each input's chosen lines, and per manifest its folder and reader.
 struct MergeScan {
-  std::deque<MergeInput> inputs;            ///< in the order first seen
-  std::vector<fs::path> file_dir;           ///< per manifest: its folder (canonical)
-  std::vector<ManifestLineReader> readers;  ///< per manifest (opened when read back)
+  explicit MergeScan(std::size_t open_manifests) : lines(open_manifests) {}
+  std::deque<MergeInput> inputs;   ///< in the order first seen
+  std::vector<fs::path> file_dir;  ///< per manifest: its folder (canonical)
+  ManifestReaderCache lines;       ///< per manifest: its lines read back
+
+  /// The text of `p`, checked to be a line of `input` (IoError when the manifest changed since).
+  std::string line(const MergePick& p, const std::string& input, ManifestLine& parsed,
+                   const std::vector<fs::path>& files) {
+    std::string text = lines.text(p.file, p.offset, p.length);
+    if (!parse_manifest_line(text, parsed) || parsed.input != input)
+      throw IoError(files[p.file].string(), "its line at byte " + std::to_string(p.offset) +
+                                                " is not the one scanned (the manifest changed while it was merged)");
+    return text;
+  }
 };
 
+/// A newer ok line `l` of `in` whose data is not complete: the finished line `in` holds stays when
+/// both were made from the same input content, else `l` supersedes it (the input changed).
+inline void unfinished_line(MergeInput& in, const ManifestLine& l, MergeScan& scan, ManifestMerge& m) {
+  ++m.dropped;
+  if (!in.ok.set) return;
+  ManifestLine kept;
+  scan.line(in.ok, in.name, kept, m.files);
+  if (!same_recorded_identity(kept.src, l.src)) in.ok = {};
+}
+
 /// Reads every manifest of `dirs` (each input's newest complete ok line and last error line).
-inline MergeScan scan_for_merge(const std::vector<fs::path>& dirs, int dim, ManifestMerge& m) {
-  MergeScan scan;
+inline void scan_for_merge(const std::vector<fs::path>& dirs, int dim, MergeScan& scan, ManifestMerge& m) {
   std::unordered_map<std::string_view, std::size_t> by_name;  // views of scan.inputs' names
   std::error_code ec;
   for (const auto& dir : dirs) {
     const fs::path dir_c = fs::weakly_canonical(dir, ec);
     LineDataCheck complete(dir, dim);
     for (const auto& file : manifest_files(dir)) {
-      const auto file_index = static_cast<std::uint32_t>(m.files.size());
       struct stat st {};
       if (::stat(file.c_str(), &st) != 0)
         throw IoError(file.string(), std::string("cannot read: ") + std::strerror(errno));
+      const std::uint32_t file_index = scan.lines.add(file, st.st_dev, st.st_ino);
       m.files.push_back(file);
       scan.file_dir.push_back(dir_c);
-      scan.readers.emplace_back(file, st.st_dev, st.st_ino);
       for_each_manifest_line(file, [&](const ManifestLine& l) {
         if (l.input.empty()) return;
         ++m.lines;
@@ -178,69 +216,77 @@ inline MergeScan scan_for_merge(const std::vector<fs::path>& dirs, int dim, Mani
         }
         MergeInput& in = scan.inputs[it->second];
         const MergePick pick{file_index, l.length, l.offset, true};
-        if (!l.ok()) {
+        if (!l.ok())
           in.err = pick;
-        } else if (complete(l)) {
+        else if (complete(l))
           in.ok = pick;
-        } else {
-          in.ok = {};  // the newest ok line decides: an older one was superseded
-          ++m.dropped;
-        }
+        else
+          unfinished_line(in, l, scan, m);
       });
     }
   }
-  return scan;
+}
+
+/// An ok line of a folder other than `out`, its data pointed at from `out` (the rest of its bytes
+/// as they were). `last` remembers the latest rewrite (the lines of one shard follow each other).
+inline std::string line_from_elsewhere(const std::string& text, const fs::path& dir, const fs::path& out_c,
+                                       const fs::path& manifest, std::pair<std::string, std::string>& last) {
+  const auto spliced = splice_string_values(text, {"output", "shard"}, [&](const std::string&, const std::string& v) {
+    if (v != last.first) {
+      last.second = (dir / v).lexically_normal().lexically_relative(out_c).string();
+      last.first = v;
+      if (!is_utf8(last.second))
+        throw IoError(manifest.string(), "its data " + v + " is at a path from " + out_c.string() +
+                                             " that is not UTF-8: a JSON manifest line cannot name it");
+    }
+    return last.second;
+  });
+  if (!spliced) throw IoError(manifest.string(), "a line is not a JSON object: " + text);
+  return *spliced;
 }
 
 /// Writes `out`/manifest.jsonl from `scan`: each input's line read back where the scan found it
-/// (and checked to be that input's), in merge_order; at most 64 manifests open at once (a job of
-/// thousands of ranks stays under the open-file limit).
+/// (and checked to be that input's), in merge_order. A window of lines is read at a time in file
+/// and offset order (each manifest opened once per window however the names interleave), then
+/// written in merge order.
 inline void write_merged(const fs::path& out, const fs::path& out_c, const std::vector<std::string>& order,
-                         MergeScan& scan, ManifestMerge& m) {
+                         const MergeLimits& limits, MergeScan& scan, ManifestMerge& m) {
   const auto idx = merge_order(scan.inputs, order);
-  std::deque<std::uint32_t> open_files;
-  auto reader = [&](std::uint32_t file) -> ManifestLineReader& {
-    if (!scan.readers[file].is_open()) {
-      if (open_files.size() == 64) {
-        scan.readers[open_files.front()].close();
-        open_files.pop_front();
-      }
-      open_files.push_back(file);
-    }
-    return scan.readers[file];
-  };
-  std::map<std::pair<std::uint32_t, std::string>, std::string> moved;  // (manifest, data file) -> path from `out`
-  std::vector<char> elsewhere;                                         // per manifest: its folder is not `out`
-  for (const auto& dir : scan.file_dir) elsewhere.push_back(dir != out_c);
+  auto pick = [&](std::size_t i) { return scan.inputs[idx[i]].chosen(); };
+  std::pair<std::string, std::string> last;  // a data path and its rewrite
+  std::uint32_t last_file = UINT32_MAX;
   ManifestLine again;
-  auto line_text = [&](const MergePick& p, const std::string& input) {
-    std::string text = reader(p.file).text(p.offset, p.length);
-    if (!parse_manifest_line(text, again) || again.input != input)
-      throw IoError(m.files[p.file].string(), "its line at byte " + std::to_string(p.offset) +
-                                                  " is not the one scanned (the manifest changed while it was merged)");
-    // An ok line of another folder points at its data from `out` (error lines stay as they are)
-    if (!again.ok() || !again.data_file() || !elsewhere[p.file]) return text + "\n";
-    auto j = nlohmann::json::parse(text);
-    for (const char* k : {"output", "shard"}) {
-      if (!j.contains(k) || !j[k].is_string()) continue;
-      auto it = moved.find({p.file, j[k].get<std::string>()});
-      if (it == moved.end()) {
-        const std::string to =
-            (scan.file_dir[p.file] / j[k].get<std::string>()).lexically_normal().lexically_relative(out_c).string();
-        it = moved.emplace(std::make_pair(p.file, j[k].get<std::string>()), to).first;
-      }
-      j[k] = it->second;
-    }
-    return manifest_text(j);
-  };
+  std::vector<std::size_t> reads;
+  std::vector<std::string> texts;
   atomic_write_with(out / "manifest.jsonl", [&](std::FILE* f) {
-    for (const std::uint32_t i : idx) {
-      const MergeInput& in = scan.inputs[i];
-      if (!in.ok.set && !in.err.set) continue;  // only ok lines with missing data
-      const std::string text = line_text(in.ok.set ? in.ok : in.err, in.name);
-      if (std::fwrite(text.data(), 1, text.size(), f) != text.size()) return false;
-      ++(in.ok.set ? m.ok : m.errors);
-      ++m.inputs;
+    for (std::size_t w0 = 0, w1 = 0; w0 < idx.size(); w0 = w1) {
+      reads.clear();
+      for (std::size_t bytes = 0;
+           w1 < idx.size() && (w1 == w0 || (w1 - w0 < limits.window_lines && bytes < limits.window_bytes)); ++w1)
+        if (const MergePick* p = pick(w1)) reads.push_back(w1), bytes += p->length;
+      std::sort(reads.begin(), reads.end(), [&](std::size_t a, std::size_t b) {
+        return std::make_pair(pick(a)->file, pick(a)->offset) < std::make_pair(pick(b)->file, pick(b)->offset);
+      });
+      texts.assign(w1 - w0, std::string());
+      for (const std::size_t r : reads) {
+        const MergeInput& in = scan.inputs[idx[r]];
+        const MergePick& p = *in.chosen();
+        std::string text = scan.line(p, in.name, again, m.files);
+        if (&p == &in.ok && scan.file_dir[p.file] != out_c) {  // error lines name no data
+          if (p.file != last_file) last = {}, last_file = p.file;
+          text = line_from_elsewhere(text, scan.file_dir[p.file], out_c, m.files[p.file], last);
+        }
+        texts[r - w0] = std::move(text) + '\n';
+      }
+      for (std::size_t i = w0; i < w1; ++i) {
+        const MergeInput& in = scan.inputs[idx[i]];
+        const MergePick* p = in.chosen();
+        if (!p) continue;  // only ok lines with missing data
+        const std::string& text = texts[i - w0];
+        if (std::fwrite(text.data(), 1, text.size(), f) != text.size()) return false;
+        ++(p == &in.ok ? m.ok : m.errors);
+        ++m.inputs;
+      }
     }
     return true;
   });
@@ -249,7 +295,7 @@ inline void write_merged(const fs::path& out, const fs::path& out_c, const std::
 }  // namespace detail
 
 inline ManifestMerge merge_manifests(const std::vector<fs::path>& dirs, const fs::path& out,
-                                     const std::vector<std::string>& order = {}) {
+                                     const std::vector<std::string>& order = {}, const MergeLimits& limits = {}) {
   ManifestMerge m;
   std::error_code ec;
   for (const auto& dir : dirs)
@@ -258,9 +304,17 @@ inline ManifestMerge merge_manifests(const std::vector<fs::path>& dirs, const fs
   m.fingerprint_id = fp.empty() ? "" : fp.id();
   const int dim = fp.empty() ? 0 : fp.fields.value("feature_dim", 0);
   const fs::path out_c = fs::weakly_canonical(out, ec);
-  detail::MergeScan scan = detail::scan_for_merge(dirs, dim, m);
-  if (!fp.empty()) open_store_identity(out, fp, false, std::cerr);
-  detail::write_merged(out, out_c, order, scan, m);
+  detail::MergeScan scan(limits.open_manifests);
+  detail::scan_for_merge(dirs, dim, scan, m);
+  if (!fp.empty()) {
+    std::ostringstream said;  // what opening `out`'s identity reports, for the caller to print
+    open_store_identity(out, fp, false, said);
+    std::istringstream lines(said.str());
+    for (std::string line; std::getline(lines, line);)
+      if (!line.empty()) m.notes.push_back(line);
+  }
+  detail::write_merged(out, out_c, order, limits, scan, m);
+  m.opens = scan.lines.opens();
   return m;
 }
 

@@ -54,7 +54,8 @@ FeatureStats compute_stats(const std::filesystem::path& path);
 /// The statistics of features already in memory (the same rows in the same order give the same
 /// bits as compute_stats of their file).
 FeatureStats compute_stats(const FeatureSet& f);
-/// All of `path`'s features (for KID).
+/// All of `path`'s features (KID, the metrics); IoError naming the file (and the row, and a
+/// store's input) when one holds NaN or Inf, as compute_stats refuses it.
 FeatureSet load_features(const std::filesystem::path& path);
 
 /// `mu`, `sigma` (float64; pytorch-fid's and TTUR's keys), `n`, `fingerprint_id`, `fingerprint`

@@ -51,11 +51,21 @@ struct InceptionScore {
 InceptionScore inception_score(const FeatureSet& f, const Classifier& c, int splits = 10, bool shuffle = true,
                                std::uint32_t seed = 2020);
 
+/// How precision and recall's k-NN distances are computed.
+enum class KnnArithmetic {
+  exact,           ///< float64 (the stored float32 values are exact in it): the figures of the definition
+  torch_fidelity,  ///< float32 as torch-fidelity 0.4 gets them (torch_cpu::cdist in its batches of 10,000 rows)
+};
+
 /// Block sizes of the distance computations (rows x columns of float64 distances at a time: the
-/// memory bound, 32 MB at the defaults).
+/// memory bound, 32 MB at the defaults). torch-fidelity's arithmetic computes a batch pair at a
+/// time instead (up to `torch_batch` x `torch_batch` float32 distances: 400 MB at its default),
+/// whose shapes decide its rounding.
 struct KnnOptions {
   std::size_t row_block = 1024;
   std::size_t col_block = 4096;
+  KnnArithmetic prc = KnnArithmetic::exact;  ///< precision/recall's (density/coverage: always exact)
+  std::size_t torch_batch = 10000;           ///< torch-fidelity's prc_batch_size
 };
 
 /// For every row of `x`, the distance to its k-th nearest neighbour among the rows of `x` (the
@@ -69,6 +79,13 @@ struct PrecisionRecall {
   double precision = 0.0;  ///< share of generated rows within (<=) the k-NN radius of some real row
   double recall = 0.0;     ///< share of real rows within (<=) the k-NN radius of some generated row
   double f_score = 0.0;    ///< 2 P R / max(1e-5, P + R)
+  KnnArithmetic arithmetic = KnnArithmetic::exact;
+  /// torch-fidelity's arithmetic: generated (real) rows that some ball's edge passes within float32
+  /// rounding of (8 units of |x|^2 + |y|^2 on either distance): torch-fidelity on another BLAS,
+  /// thread count or device may count them otherwise, so its precision (recall) may differ from
+  /// this one by up to that many rows.
+  std::size_t boundary_generated = 0, boundary_real = 0;
+  std::size_t n_generated = 0, n_real = 0;
 };
 /// prdc.compute_prdc(real, fake, nearest_k) (strict < comparisons, as prdc makes them).
 struct Prdc {
@@ -82,7 +99,11 @@ struct NeighbourMetrics {
   std::optional<Prdc> prdc;
 };
 /// The k-NN metrics of `generated` against `real` in one pass over their distances (plus one over
-/// each side's own for its radii); `prc_k` or `prdc_k` 0 leaves that metric out.
+/// each side's own for its radii); `prc_k` or `prdc_k` 0 leaves that metric out. Two sets always,
+/// even when both name the same FeatureSet. With o.prc torch_fidelity, precision and recall as
+/// torch-fidelity 0.4's calculate_precision_recall_full computes them on the CPU: the float32
+/// distances of torch_cpu::cdist in its batches, the (k+1)-th smallest of each row
+/// (torch.kthvalue), <=, and the shares as float32 means.
 NeighbourMetrics neighbour_metrics(const FeatureSet& generated, const FeatureSet& real, int prc_k, int prdc_k,
                                    const KnnOptions& o = {});
 

@@ -50,6 +50,17 @@ struct RecordedIdentity {
   std::string xxh3;                 ///< its value ("" when not a string: it matches no file)
 };
 
+/// Whether two manifest lines recorded the same input content: both without "src" (nothing tells
+/// them apart), else both with it and, when both hashed the file (`--hash-inputs`), the same
+/// checksum, otherwise the same size, mtime, inode and device (a line with "src" and one without:
+/// not the same). merge_manifests keeps an input's finished vector over a newer unfinished line of
+/// the same content.
+inline bool same_recorded_identity(const RecordedIdentity& a, const RecordedIdentity& b) {
+  if (!a.present || !b.present) return a.present == b.present;
+  if (a.has_xxh3 && b.has_xxh3) return !a.xxh3.empty() && a.xxh3 == b.xxh3;
+  return a.id && b.id && *a.id == *b.id;
+}
+
 /// Whether the input a manifest line was made from is still the same: true when the line records
 /// no identity (a store written before it was recorded, or an input that is not a file: see
 /// input_newer_than_its_data for the former); false when the line's identity differs from `now`, is malformed, or the
