@@ -2,10 +2,16 @@
 // model or preprocessing, corrupt JPEGs, a cut manifest, duplicate and differently spelled lists,
 // colliding and over-long names, a decompression bomb, bad option values, and kill -9 at random
 // points. Each case failed (silently wrong or mixed vectors, or a crash) before the store.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <iterator>
 #include <random>
 #include <set>
 #include <thread>
@@ -38,25 +44,80 @@ void copy_photo(const std::string& name, const fs::path& to) {
 }
 }  // namespace
 
+namespace {
+/// Waits until `lock` names its holder (OutputLock writes "pid N on host H" once it holds the
+/// folder), or `gave_up` says the writer ended; false after 120 s (the guard against a hang).
+bool wait_for_lock_holder(const fs::path& lock, const std::atomic<bool>& gave_up) {
+  for (int i = 0; i < 12000 && !gave_up; ++i) {
+    std::ifstream in(lock);
+    std::string holder;
+    if (std::getline(in, holder) && holder.rfind("pid ", 0) == 0) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+/// Writes `bytes` into the FIFO `path` once a reader has it open (false after 120 s: a guard).
+bool feed_fifo(const fs::path& path, const std::string& bytes) {
+  int fd = -1;
+  for (int i = 0; i < 12000 && fd < 0; ++i) {  // ENXIO until the reader opens its end
+    fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (fd < 0) return false;
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  std::size_t put = 0;
+  while (put < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + put, bytes.size() - put);
+    if (n <= 0) break;
+    put += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  return put == bytes.size();
+}
+}  // namespace
+
+// A holds the folder while B starts: A's first input is a FIFO, which A cannot finish reading
+// until the test writes a JPEG into it, and the test does so only after B has ended. So B always
+// meets a running A (a gate, not "A takes seconds"), however loaded the machine is.
 TEST(StoreCli, TwoWritersOnOneFolderOneIsRefusedAndNothingIsCorrupted) {
   const fs::path d = tmpdir("cli_lock");
-  // A: 40 inputs (seconds of work); B starts while A runs, with another list.
-  const std::string a = vectorize(d / "out", "synthetic:40", "--format shards --shard-rows 4 --warmup 0");
-  std::thread ta([&] { EXPECT_EQ(sh(a).rc, 0); });
-  for (int i = 0; i < 600 && !fs::exists(d / "out" / "vecbench.json"); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  const auto b = sh(vectorize(d / "out", "synthetic:20:7", "--format shards --shard-rows 4"));
+  ASSERT_EQ(::mkfifo((d / "gate.jpg").c_str(), 0600), 0) << std::strerror(errno);
+  std::ofstream list(d / "a.txt"), again(d / "again.txt");
+  list << "gate.jpg\n";
+  const char* photos[] = {"baboon.jpg", "fruits.jpg", "home.jpg", "messi5.jpg"};
+  for (int i = 0; i < 11; ++i) {
+    const std::string name = "p" + std::to_string(i) + ".jpg";
+    copy_photo(photos[i % 4], d / name);
+    list << name << "\n";
+    again << name << "\n";
+  }
+  list.close();
+  again.close();
+  const std::string flags = "--format shards --shard-rows 4 --warmup 0";
+  std::atomic<bool> a_ended{false};
+  std::thread ta([&] {
+    EXPECT_EQ(sh(vectorize(d / "out", (d / "a.txt").string(), flags)).rc, 0);
+    a_ended = true;
+  });
+  const bool held = wait_for_lock_holder(d / "out" / ".vecbench.lock", a_ended);
+  EXPECT_TRUE(held) << "A never held the folder";
+  const auto b = sh(vectorize(d / "out", "synthetic:20:7", flags));
+  std::ifstream jpeg(fs::path(kPhotos) / "baboon.jpg", std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(jpeg)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(a_ended || feed_fifo(d / "gate.jpg", bytes)) << "A never opened its FIFO input";
   ta.join();
   EXPECT_EQ(b.rc, 3) << b.out;
   EXPECT_NE(b.out.find("in use"), std::string::npos) << b.out;
   EXPECT_NE(b.out.find("pid "), std::string::npos) << b.out;
   EXPECT_NE(b.out.find("on host"), std::string::npos) << b.out;
   const auto f = features_of(d / "out");  // every line readable, each input once
-  EXPECT_EQ(f.size(), 40u);
+  EXPECT_EQ(f.size(), 12u);
   for (const auto& [k, n] : line_counts(d / "out")) EXPECT_EQ(n, 1) << k;
-  const auto again = sh(vectorize(d / "out", "synthetic:40", "--format shards --shard-rows 4"));
-  EXPECT_EQ(again.rc, 0) << again.out;
-  EXPECT_NE(again.out.find("0 to do, 40 already done"), std::string::npos) << again.out;
+  // A's inputs again (the FIFO aside: reading it again would wait for another writer)
+  const auto rerun = sh(vectorize(d / "out", (d / "again.txt").string(), flags));
+  EXPECT_EQ(rerun.rc, 0) << rerun.out;
+  EXPECT_NE(rerun.out.find("0 to do, 11 already done"), std::string::npos) << rerun.out;
   fs::remove_all(d);
 }
 
