@@ -2,9 +2,7 @@
 // model or preprocessing, corrupt JPEGs, a cut manifest, duplicate and differently spelled lists,
 // colliding and over-long names, a decompression bomb, bad option values, and kill -9 at random
 // points. Each case failed (silently wrong or mixed vectors, or a crash) before the store.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -20,6 +18,7 @@
 #include "dist_util.hpp"
 #include "vecbench/output/fingerprint.hpp"
 #include "vecbench/output/manifest.hpp"
+#include "vecbench/testing/fifo_gate.hpp"
 
 using namespace vecbench;
 using namespace vecbench::disttest;
@@ -45,35 +44,11 @@ void copy_photo(const std::string& name, const fs::path& to) {
 }  // namespace
 
 namespace {
-/// Waits until `lock` names its holder (OutputLock writes "pid N on host H" once it holds the
-/// folder), or `gave_up` says the writer ended; false after 120 s (the guard against a hang).
-bool wait_for_lock_holder(const fs::path& lock, const std::atomic<bool>& gave_up) {
-  for (int i = 0; i < 12000 && !gave_up; ++i) {
-    std::ifstream in(lock);
-    std::string holder;
-    if (std::getline(in, holder) && holder.rfind("pid ", 0) == 0) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
-}
-
-/// Writes `bytes` into the FIFO `path` once a reader has it open (false after 120 s: a guard).
-bool feed_fifo(const fs::path& path, const std::string& bytes) {
-  int fd = -1;
-  for (int i = 0; i < 12000 && fd < 0; ++i) {  // ENXIO until the reader opens its end
-    fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  if (fd < 0) return false;
-  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-  std::size_t put = 0;
-  while (put < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + put, bytes.size() - put);
-    if (n <= 0) break;
-    put += static_cast<std::size_t>(n);
-  }
-  ::close(fd);
-  return put == bytes.size();
+/// Whether `lock` names its holder (OutputLock writes "pid N on host H" once it holds the folder).
+bool lock_names_its_holder(const fs::path& lock) {
+  std::ifstream in(lock);
+  std::string holder;
+  return std::getline(in, holder) && holder.rfind("pid ", 0) == 0;
 }
 }  // namespace
 
@@ -82,7 +57,7 @@ bool feed_fifo(const fs::path& path, const std::string& bytes) {
 // meets a running A (a gate, not "A takes seconds"), however loaded the machine is.
 TEST(StoreCli, TwoWritersOnOneFolderOneIsRefusedAndNothingIsCorrupted) {
   const fs::path d = tmpdir("cli_lock");
-  ASSERT_EQ(::mkfifo((d / "gate.jpg").c_str(), 0600), 0) << std::strerror(errno);
+  ASSERT_TRUE(vecbench::testing::make_fifo(d / "gate.jpg")) << std::strerror(errno);
   std::ofstream list(d / "a.txt"), again(d / "again.txt");
   list << "gate.jpg\n";
   const char* photos[] = {"baboon.jpg", "fruits.jpg", "home.jpg", "messi5.jpg"};
@@ -100,12 +75,13 @@ TEST(StoreCli, TwoWritersOnOneFolderOneIsRefusedAndNothingIsCorrupted) {
     EXPECT_EQ(sh(vectorize(d / "out", (d / "a.txt").string(), flags)).rc, 0);
     a_ended = true;
   });
-  const bool held = wait_for_lock_holder(d / "out" / ".vecbench.lock", a_ended);
-  EXPECT_TRUE(held) << "A never held the folder";
+  const auto ended = [&] { return a_ended.load(); };
+  EXPECT_TRUE(vecbench::testing::wait_until([&] { return lock_names_its_holder(d / "out" / ".vecbench.lock"); }, ended))
+      << "A never held the folder";
   const auto b = sh(vectorize(d / "out", "synthetic:20:7", flags));
   std::ifstream jpeg(fs::path(kPhotos) / "baboon.jpg", std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(jpeg)), std::istreambuf_iterator<char>());
-  EXPECT_TRUE(a_ended || feed_fifo(d / "gate.jpg", bytes)) << "A never opened its FIFO input";
+  EXPECT_TRUE(vecbench::testing::feed_fifo(d / "gate.jpg", bytes, ended)) << "A never opened its FIFO input";
   ta.join();
   EXPECT_EQ(b.rc, 3) << b.out;
   EXPECT_NE(b.out.find("in use"), std::string::npos) << b.out;
