@@ -5,8 +5,9 @@ will run, in its stage order, on cpu and cpu/3 with a few images, the model expo
 background by this Python's torch as the machine's torch will export it.
 No verdict here reads a wall time (issue #63): the whole runs go on the check's fake clock
 (VECBENCH_GPU_CHECK_TEST_CLOCK=fake: it stands still, so no stage is cut for time however loaded
-the machine is) with every timeout ten times as long (VECBENCH_GPU_CHECK_TEST_CAP_SCALE: they only
-guard against a hang), and the deadline's decisions are checked where a hung step moves that clock.
+the machine is) with every timeout ten times as long (VECBENCH_GPU_CHECK_TEST_CAP_SCALE), at most
+what the deadline leaves, which that clock never shrinks (230 s a stage: they only guard against a
+hang), and the deadline's decisions are checked where a hung step moves that clock.
   1. a whole run from a budget: exit 0, OUT holds at most 4 files (the device tool returns 8),
      the report names every stage (run, or not run and why) and the seed's question with its
      ratios, and the archive is a valid tar.gz holding the result JSON;
