@@ -6,6 +6,7 @@
 #   tools/test.sh            everything
 #   STAGES="ctest" tools/test.sh     only some stages (setup format layers build ctest cuda-build sanitizers regression)
 #   CTEST_ARGS="-L core" tools/test.sh   arguments for the ctest stage (labels: tests/CMakeLists.txt)
+#   VECBENCH_CTEST_LOAD=2 tools/test.sh  the ctest stage beside 2 busy loops (tools/with_load.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STAGES=${STAGES:-"setup format layers build ctest cuda-build sanitizers regression"}
@@ -67,7 +68,7 @@ if has setup; then
 fi
 ccache_start=$(ccache_counts)  # after set-up, which installs ccache on a new machine
 if has format; then stage format; tools/check_format.sh; fi
-if has layers; then stage layers; python3 tools/check_layers.py --self-test; python3 tools/check_sizes.py --self-test; python3 tools/check_links.py; fi
+if has layers; then stage layers; python3 tools/check_layers.py --self-test; python3 tools/check_sizes.py --self-test; python3 tools/check_skips.py --self-test; python3 tools/check_links.py; fi
 if has build; then
   stage build
   cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release
@@ -76,9 +77,16 @@ fi
 if has ctest; then
   stage ctest
   await peers
-  # In parallel: tests labelled mpi or timing are RUN_SERIAL (tests/CMakeLists.txt).
+  # In parallel: tests labelled mpi or timing are RUN_SERIAL (tests/CMakeLists.txt). With
+  # VECBENCH_CTEST_LOAD=N, beside N busy loops (tools/with_load.sh): no verdict may depend on the
+  # machine's load. Then a skipped test fails the stage unless this machine may skip it
+  # (tools/check_skips.py: a CPU feature it lacks, no mount, a GPU; never a missing set-up).
+  load=()
+  [ "${VECBENCH_CTEST_LOAD:-0}" -gt 0 ] && load=("$PWD/tools/with_load.sh" "$VECBENCH_CTEST_LOAD")
+  rm -f "$BUILD/ctest-junit.xml"
   # shellcheck disable=SC2086
-  (cd "$BUILD" && ctest --output-on-failure -j"$JOBS" ${CTEST_ARGS:-})
+  (cd "$BUILD" && "${load[@]}" ctest --output-on-failure -j"$JOBS" --output-junit ctest-junit.xml ${CTEST_ARGS:-})
+  python3 tools/check_skips.py "$BUILD/ctest-junit.xml"
 fi
 # The CUDA build (PyPI's torch 2.11 / CUDA 13.0 and nvJPEG), linked, with the tests whose code
 # differs in it run on it (tools/cuda_build.sh says which and why).

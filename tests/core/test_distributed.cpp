@@ -458,12 +458,16 @@ TEST(Distributed, RankZeroProgressShowsTheWholeJob) {
   EXPECT_DOUBLE_EQ(p2.publish_every_s, 1.0);
   ASSERT_TRUE(p1.publish && p2.publish && !p1.remote);
   p1.publish_every_s = p2.publish_every_s = 0.01;
+  p1.manual_ticks = true;  // rank 1 publishes when the test ticks it; rank 2 on its timer
   const float f[2] = {1, 2};
   {
     MemorySink m1(10), m2(10);
     std::ostringstream quiet1, quiet2;
     ProgressSink s1(m1, 10, p1, quiet1), s2(m2, 10, p2, quiet2);
-    for (std::size_t i = 0; i < 4; ++i) s1.on_features(i, f, 2);
+    for (std::size_t i = 0; i < 2; ++i) s1.on_features(i, f, 2);
+    ASSERT_TRUE(s1.tick());                                               // published as it goes, before the end
+    EXPECT_EQ(j0.others(), (std::pair<std::size_t, std::size_t>{2, 0}));  // rank 2 has had nothing yet
+    for (std::size_t i = 2; i < 4; ++i) s1.on_features(i, f, 2);
     s2.on_features(0, f, 2);
     s2.on_error(1, "bad");
     s1.stop();
@@ -473,16 +477,17 @@ TEST(Distributed, RankZeroProgressShowsTheWholeJob) {
   EXPECT_EQ(j0.others(), (std::pair<std::size_t, std::size_t>{6, 1}));  // 4 + 2 done, 1 failed
   ProgressOptions p0;
   p0.interval_s = 0.01;
+  p0.manual_ticks = true;  // the line is drawn when the test ticks, not when a sleep was long enough
   j0.hook(p0);
   ASSERT_TRUE(p0.remote && !p0.publish);
   MemorySink m0(12);
   std::ostringstream out;
   ProgressSink s0(m0, 12, p0, out);
   s0.on_features(0, f, 2);
-  std::this_thread::sleep_for(std::chrono::milliseconds(80));
+  ASSERT_TRUE(s0.tick());
   s0.stop();
-  EXPECT_NE(out.str().find("vecbench: job (3 ranks): 7/12 (58.3%)"), std::string::npos) << out.str();
-  EXPECT_NE(out.str().find(", 1 failed"), std::string::npos) << out.str();
+  EXPECT_EQ(out.str().rfind("vecbench: job (3 ranks): 7/12 (58.3%)", 0), 0u) << out.str();
+  EXPECT_NE(out.str().find(", 1 failed\n"), std::string::npos) << out.str();
   j0.drain();
   int src = -1;
   std::string left;

@@ -7,11 +7,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <fstream>
+#include <mutex>
 #include <sstream>
+#include <streambuf>
 #include <thread>
 
 #include "vecbench/app/merge.hpp"
@@ -417,32 +421,101 @@ TEST(Progress, TextHasCountsRatesEtaAndFailures) {
   EXPECT_EQ(progress_text(0, 10, 0, 0, 0), "0/10 (0.0%), 0.0 img/s now, 0.0 overall, ETA ?, 0 failed");
 }
 
+// The display thread's lines come when the test ticks it (manual_ticks), not when a sleep was
+// long enough: one plain line per tick, with the counts of that moment.
 TEST(Progress, CountsEveryOutcomeAndPrintsPlainLinesAsItGoes) {
   MemorySink mem(4);
   std::ostringstream out;
   ProgressOptions o;
-  o.interval_s = 0.02;
+  o.interval_s = 3600;  // the timer is not what draws here
+  o.manual_ticks = true;
   ProgressSink p(mem, 4, o, out);
   const float f[2] = {1, 2};
   p.on_features(0, f, 2);
   p.on_error(1, "x: broken");
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(p.tick());
+  const std::string first = out.str();
   p.on_features(2, f, 2);
+  ASSERT_TRUE(p.tick());
   p.stop();
+  EXPECT_FALSE(p.tick());  // stopped: no thread to tick
   EXPECT_EQ(p.done(), 3u);
   EXPECT_EQ(p.failed(), 1u);
   EXPECT_EQ(mem.times_seen(0), 1);  // passed on to the real sink
   EXPECT_EQ(mem.error(1), "x: broken");
+  EXPECT_EQ(first.rfind("vecbench: 2/4 (50.0%), ", 0), 0u) << first;
+  EXPECT_EQ(std::count(first.begin(), first.end(), '\n'), 1) << first;
+  EXPECT_NE(first.find(", 1 failed\n"), std::string::npos) << first;
   const std::string text = out.str();
-  EXPECT_NE(text.find("vecbench: 2/4 (50.0%)"), std::string::npos) << text;
-  EXPECT_NE(text.find(", 1 failed\n"), std::string::npos) << text;
+  ASSERT_EQ(text.rfind(first, 0), 0u) << text;
+  const std::string second = text.substr(first.size());
+  EXPECT_EQ(second.rfind("vecbench: 3/4 (75.0%), ", 0), 0u) << text;
+  EXPECT_EQ(std::count(second.begin(), second.end(), '\n'), 1) << text;  // stop() adds no plain line
   EXPECT_EQ(text.find('\r'), std::string::npos) << "plain lines only when not a terminal";
   std::ostringstream none;
   o.interval_s = 0;
+  o.manual_ticks = false;
   ProgressSink quiet(mem, 4, o, none);
+  EXPECT_FALSE(quiet.tick());  // no display thread at all
   quiet.on_features(3, f, 2);
   quiet.stop();
   EXPECT_EQ(none.str(), "");
+}
+
+namespace {
+/// An output stream that a second thread may write while this one waits for its first line.
+class LineGate : public std::streambuf {
+ public:
+  /// Waits until a written line holds `what` (false after `guard`: the deadlock guard only).
+  bool wait_for_line_with(const std::string& what, std::chrono::seconds guard) {
+    std::unique_lock<std::mutex> lk(m_);
+    return cv_.wait_for(lk, guard, [&] {
+      const auto at = text_.find(what);
+      return at != std::string::npos && text_.find('\n', at) != std::string::npos;
+    });
+  }
+  std::string text() {
+    std::lock_guard<std::mutex> lk(m_);
+    return text_;
+  }
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (c != traits_type::eof()) put(std::string(1, traits_type::to_char_type(c)));
+    return traits_type::not_eof(c);
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    put(std::string(s, static_cast<std::size_t>(n)));
+    return n;
+  }
+
+ private:
+  void put(const std::string& s) {
+    std::lock_guard<std::mutex> lk(m_);
+    text_ += s;
+    cv_.notify_all();
+  }
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::string text_;
+};
+}  // namespace
+
+// The timer itself (the default, no manual ticks): a line comes while the run goes on. The
+// verdict waits for that line as an event; the guard only ends a hang.
+TEST(Progress, TheTimerDrawsLinesWhileTheRunGoesOn) {
+  MemorySink mem(4);
+  LineGate gate;
+  std::ostream out(&gate);
+  ProgressOptions o;
+  o.interval_s = 0.01;
+  ProgressSink p(mem, 4, o, out);
+  const float f[2] = {1, 2};
+  p.on_features(0, f, 2);
+  EXPECT_TRUE(gate.wait_for_line_with("vecbench: 1/4 (25.0%), ", std::chrono::seconds(120)))
+      << "no progress line in 120 s: " << gate.text();
+  p.stop();
+  EXPECT_EQ(gate.text().find('\r'), std::string::npos) << gate.text();
 }
 
 TEST(ModelFile, AStoredZipMemberIsReadWithoutLibTorch) {

@@ -39,7 +39,9 @@ import unittest
 
 import numpy as np
 
-SKIP = 77
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ctest_unittest  # noqa: E402  (exits 77 on a skip: ctest's "Skipped")
+
 TF_PYTHON = os.environ.get("VECBENCH_TF_PYTHON",
                            os.path.expanduser("~/.cache/vecbench/venvs/tensorflow/bin/python"))
 try:
@@ -48,12 +50,10 @@ try:
 except ImportError as e:
     if os.path.isfile(TF_PYTHON) and sys.executable != TF_PYTHON:
         os.execv(TF_PYTHON, [TF_PYTHON] + sys.argv)  # the venv of tools/peers_setup.sh tensorflow
-    print(f"tf_fidelity: skipped: TensorFlow is not installed for {sys.executable} ({e}) and there is no "
-          f"{TF_PYTHON}; tools/peers_setup.sh tensorflow installs it")
-    sys.exit(SKIP)
+    ctest_unittest.skip_all(f"TensorFlow is not installed for {sys.executable} ({e}) and there is no "
+                            f"{TF_PYTHON}; tools/peers_setup.sh tensorflow installs it")
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from reference_cache import Key, cached  # noqa: E402
 PHOTOS_DIR = "/usr/share/doc/opencv-doc/examples/data"
 # RGB JPEGs of several sizes, a gray JPEG, an RGBA PNG, a gray PNG
@@ -286,4 +286,4 @@ class TFFidelity(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    ctest_unittest.main()

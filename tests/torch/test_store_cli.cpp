@@ -5,7 +5,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <iterator>
 #include <random>
 #include <set>
 #include <thread>
@@ -14,6 +18,7 @@
 #include "dist_util.hpp"
 #include "vecbench/output/fingerprint.hpp"
 #include "vecbench/output/manifest.hpp"
+#include "vecbench/testing/fifo_gate.hpp"
 
 using namespace vecbench;
 using namespace vecbench::disttest;
@@ -38,25 +43,57 @@ void copy_photo(const std::string& name, const fs::path& to) {
 }
 }  // namespace
 
+namespace {
+/// Whether `lock` names its holder (OutputLock writes "pid N on host H" once it holds the folder).
+bool lock_names_its_holder(const fs::path& lock) {
+  std::ifstream in(lock);
+  std::string holder;
+  return std::getline(in, holder) && holder.rfind("pid ", 0) == 0;
+}
+}  // namespace
+
+// A holds the folder while B starts: A's first input is a FIFO, which A cannot finish reading
+// until the test writes a JPEG into it, and the test does so only after B has ended. So B always
+// meets a running A (a gate, not "A takes seconds"), however loaded the machine is.
 TEST(StoreCli, TwoWritersOnOneFolderOneIsRefusedAndNothingIsCorrupted) {
   const fs::path d = tmpdir("cli_lock");
-  // A: 40 inputs (seconds of work); B starts while A runs, with another list.
-  const std::string a = vectorize(d / "out", "synthetic:40", "--format shards --shard-rows 4 --warmup 0");
-  std::thread ta([&] { EXPECT_EQ(sh(a).rc, 0); });
-  for (int i = 0; i < 600 && !fs::exists(d / "out" / "vecbench.json"); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  const auto b = sh(vectorize(d / "out", "synthetic:20:7", "--format shards --shard-rows 4"));
+  ASSERT_TRUE(vecbench::testing::make_fifo(d / "gate.jpg")) << std::strerror(errno);
+  std::ofstream list(d / "a.txt"), again(d / "again.txt");
+  list << "gate.jpg\n";
+  const char* photos[] = {"baboon.jpg", "fruits.jpg", "home.jpg", "messi5.jpg"};
+  for (int i = 0; i < 11; ++i) {
+    const std::string name = "p" + std::to_string(i) + ".jpg";
+    copy_photo(photos[i % 4], d / name);
+    list << name << "\n";
+    again << name << "\n";
+  }
+  list.close();
+  again.close();
+  const std::string flags = "--format shards --shard-rows 4 --warmup 0";
+  std::atomic<bool> a_ended{false};
+  std::thread ta([&] {
+    EXPECT_EQ(sh(vectorize(d / "out", (d / "a.txt").string(), flags)).rc, 0);
+    a_ended = true;
+  });
+  const auto ended = [&] { return a_ended.load(); };
+  EXPECT_TRUE(vecbench::testing::wait_until([&] { return lock_names_its_holder(d / "out" / ".vecbench.lock"); }, ended))
+      << "A never held the folder";
+  const auto b = sh(vectorize(d / "out", "synthetic:20:7", flags));
+  std::ifstream jpeg(fs::path(kPhotos) / "baboon.jpg", std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(jpeg)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(vecbench::testing::feed_fifo(d / "gate.jpg", bytes, ended)) << "A never opened its FIFO input";
   ta.join();
   EXPECT_EQ(b.rc, 3) << b.out;
   EXPECT_NE(b.out.find("in use"), std::string::npos) << b.out;
   EXPECT_NE(b.out.find("pid "), std::string::npos) << b.out;
   EXPECT_NE(b.out.find("on host"), std::string::npos) << b.out;
   const auto f = features_of(d / "out");  // every line readable, each input once
-  EXPECT_EQ(f.size(), 40u);
+  EXPECT_EQ(f.size(), 12u);
   for (const auto& [k, n] : line_counts(d / "out")) EXPECT_EQ(n, 1) << k;
-  const auto again = sh(vectorize(d / "out", "synthetic:40", "--format shards --shard-rows 4"));
-  EXPECT_EQ(again.rc, 0) << again.out;
-  EXPECT_NE(again.out.find("0 to do, 40 already done"), std::string::npos) << again.out;
+  // A's inputs again (the FIFO aside: reading it again would wait for another writer)
+  const auto rerun = sh(vectorize(d / "out", (d / "again.txt").string(), flags));
+  EXPECT_EQ(rerun.rc, 0) << rerun.out;
+  EXPECT_NE(rerun.out.find("0 to do, 11 already done"), std::string::npos) << rerun.out;
   fs::remove_all(d);
 }
 

@@ -2,13 +2,19 @@
 // Python/NumPy reference on real photos, all strategies agree, and `vecbench vectorize` handles
 // bad inputs, resume, output formats and hostile paths.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "build_paths.hpp"
 #include "vecbench/core/subprocess.hpp"
@@ -16,6 +22,7 @@
 #include "vecbench/input/inputs.hpp"
 #include "vecbench/output/writer.hpp"
 #include "vecbench/strategies/runner.hpp"
+#include "vecbench/testing/fifo_gate.hpp"
 #include "vecbench/testing/rel_l2.hpp"
 #include "vecbench/testing/temp_dir.hpp"
 
@@ -218,16 +225,41 @@ TEST(Vectorize, VcAndNpyRoundTripToTheSameValues) {
   fs::remove_all(d);
 }
 
+namespace {
+/// `n` photo inputs in `dir` (in100.jpg, in101.jpg, ...) listed in order in `dir`/list.txt, the
+/// `gate`-th a FIFO (fifo_gate.hpp): a run cannot get past it until the test feeds it.
+fs::path photo_list_with_a_gate(const fs::path& dir, std::size_t n, std::size_t gate) {
+  const auto photos = some_photos(8);
+  std::ofstream list(dir / "list.txt");
+  for (std::size_t i = 0; i < n; ++i) {
+    const fs::path from = photos.at(i % photos.size());
+    const std::string name = "in" + std::to_string(100 + i) + (i == gate ? ".jpg" : from.extension().string());
+    if (i == gate)
+      EXPECT_TRUE(vecbench::testing::make_fifo(dir / name)) << std::strerror(errno);
+    else
+      fs::copy_file(from, dir / name);
+    list << name << "\n";
+  }
+  return dir / "list.txt";
+}
+std::string file_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+}  // namespace
+
 TEST(Vectorize, ResumeAfterAnInterruptedRun) {
   const fs::path d = tmpdir("resume");
-  // 40 inputs: a few seconds of work, so the kill lands mid-run on a fast machine too.
-  const std::size_t n_inputs = 40;
-  const std::string base = std::string(VECBENCH_EXE) + " vectorize --images synthetic:" + std::to_string(n_inputs) +
-                           " --out " + (d / "out").string() + " --format npy --strategy sequential --warmup 0";
-  // Kill the first run once some outputs exist (SIGKILL: no chance to clean up).
-  const std::string killer = "( " + base + " & pid=$!; for i in $(seq 1 600); do n=$(find " + (d / "out").string() +
-                             " -name '*.npy' 2>/dev/null | grep -vc '\\.tmp\\.'); if [ \"$n\" -ge 2 ]; then kill -9 "
-                             "$pid; break; fi; sleep 0.05; done; wait $pid )";
+  // 40 inputs, the 21st a FIFO the run cannot read past: the kill lands mid-run by construction,
+  // once some outputs exist, however fast or loaded the machine is.
+  const std::size_t n_inputs = 40, gate = 20;
+  const fs::path list = photo_list_with_a_gate(d, n_inputs, gate);
+  const std::string base = std::string(VECBENCH_EXE) + " vectorize --images " + list.string() + " --out " +
+                           (d / "out").string() + " --format npy --strategy sequential --warmup 0 --batch 4";
+  // Kill the first run once some outputs exist (SIGKILL: no chance to clean up); 120 s: a guard.
+  const std::string killer = "( " + base + " & pid=$!; for i in $(seq 1 2400); do n=$(find " + (d / "out").string() +
+                             " -name '*.npy' 2>/dev/null | grep -vc '\\.tmp\\.'); if [ \"$n\" -ge 2 ]; then break; fi; "
+                             "sleep 0.05; done; kill -9 $pid; wait $pid )";
   run(killer);
   std::size_t done_before = 0;
   for (const auto& e : fs::recursive_directory_iterator(d / "out")) {
@@ -239,7 +271,9 @@ TEST(Vectorize, ResumeAfterAnInterruptedRun) {
     }
   }
   ASSERT_GE(done_before, 2u);
-  ASSERT_LT(done_before, n_inputs) << "the run finished before it was killed; the test proves nothing";
+  ASSERT_LT(done_before, n_inputs);                              // the FIFO's input at least was left
+  fs::remove(d / ("in" + std::to_string(100 + gate) + ".jpg"));  // now a plain file: the rerun reads it
+  fs::copy_file(some_photos(1).at(0), d / ("in" + std::to_string(100 + gate) + ".jpg"));
   // Done = a manifest line and its complete file (a file renamed into place just before the kill,
   // whose line was not yet appended, is redone).
   std::size_t lines_before = 0;
@@ -290,14 +324,31 @@ TEST(Vectorize, OutputNamesNeverEscapeTheOutputDirectory) {
 
 TEST(Vectorize, CtrlCDrainsFlushesAndResumes) {
   const fs::path d = tmpdir("sigint");
-  const std::string base = std::string(VECBENCH_EXE) + " vectorize --images synthetic:60 --out " +
-                           (d / "out").string() +
-                           " --format shards --shard-rows 4 --strategy data-parallel --devices cpu/2 --warmup 1";
+  // 60 inputs, the 31st a FIFO: the run cannot finish before the interrupt, whatever the machine.
+  const fs::path list = photo_list_with_a_gate(d, 60, 30);
+  const fs::path gate = d / "in130.jpg";
+  const std::string bytes = file_bytes(some_photos(1).at(0));
+  const std::string base =
+      std::string(VECBENCH_EXE) + " vectorize --images " + list.string() + " --out " + (d / "out").string() +
+      " --format shards --shard-rows 4 --strategy data-parallel --devices cpu/2 --warmup 1 --batch 2";
   // SIGINT once the first shard exists: the run stops taking new batches, finishes what is in
-  // flight, flushes the partial shard and exits 130.
-  const auto r =
-      run("( " + base + " & pid=$!; for i in $(seq 1 600); do [ -f " + (d / "out" / "shard-00000.npy").string() +
-          " ] && { kill -INT $pid; break; }; sleep 0.05; done; wait $pid; echo rc=$? )");
+  // flight (the FIFO's batch too, if a decoder has it: the test feeds it then), flushes the
+  // partial shard and exits 130.
+  std::atomic<bool> ended{false};
+  Cmd r{};
+  std::thread t([&] {
+    r = run("( " + base + " & echo $! > " + (d / "pid").string() + "; wait $!; echo rc=$? )");
+    ended = true;
+  });
+  const auto is_over = [&] { return ended.load(); };
+  long pid = 0;
+  const bool started = vecbench::testing::wait_until(
+      [&] { return fs::exists(d / "out" / "shard-00000.npy") && (std::ifstream(d / "pid") >> pid) && pid > 0; },
+      is_over);
+  EXPECT_TRUE(started) << "no first shard";
+  if (started) ::kill(static_cast<pid_t>(pid), SIGINT);
+  vecbench::testing::feed_fifo(gate, bytes, is_over);  // no reader when its batch was never taken
+  t.join();
   ASSERT_NE(r.out.find("rc=130"), std::string::npos) << r.out;
   ASSERT_NE(r.out.find("(interrupted)"), std::string::npos) << r.out;
   std::size_t rows = 0;
@@ -312,8 +363,16 @@ TEST(Vectorize, CtrlCDrainsFlushesAndResumes) {
     }
   }
   ASSERT_GT(rows, 0u);
-  ASSERT_LT(rows, 60u) << "finished before the interrupt; the test proves nothing";
-  const auto again = run(base);
+  ASSERT_LT(rows, 60u);
+  // The rerun reads the FIFO's input unless the first run stored it: fed again when it does.
+  std::atomic<bool> again_ended{false};
+  Cmd again{};
+  std::thread t2([&] {
+    again = run(base);
+    again_ended = true;
+  });
+  vecbench::testing::feed_fifo(gate, bytes, [&] { return again_ended.load(); });
+  t2.join();
   ASSERT_EQ(again.rc, 0) << again.out;
   EXPECT_NE(again.out.find("skipped=" + std::to_string(rows)), std::string::npos) << again.out;
   std::set<std::string> inputs;

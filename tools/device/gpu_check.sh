@@ -159,7 +159,15 @@ if [ -z "$PHOTOS" ]; then
 fi
 
 # ---- records: stages.tsv (stage, status, seconds, note), the report and the archive ----------
-now() { date +%s; }
+# Tests only (tests/py/gpu_check_dry.py), so that its verdicts follow from events and not from
+# this machine's speed: VECBENCH_GPU_CHECK_TEST_CLOCK=fake stops the check's clock, except that a
+# step hung by VECBENCH_GPU_CHECK_TEST_HANG moves it on by the whole time the step was given (its
+# timeout, which then really fires after 1 s); VECBENCH_GPU_CHECK_TEST_CAP_SCALE=N gives every
+# stage and step N times its time (the timeouts only guard against a hang then).
+FAKE_CLOCK=0 FAKE_S=0 CAP_SCALE=${VECBENCH_GPU_CHECK_TEST_CAP_SCALE:-1}
+[ "${VECBENCH_GPU_CHECK_TEST_CLOCK:-}" = fake ] && FAKE_CLOCK=1
+case "$CAP_SCALE" in '' | *[!0-9]* | 0) echo "gpu_check: VECBENCH_GPU_CHECK_TEST_CAP_SCALE takes a whole number > 0" >&2; exit 2 ;; esac
+now() { if [ "$FAKE_CLOCK" = 1 ]; then echo $((T0 + FAKE_S)); else date +%s; fi; }
 left() { echo $((T0 + DEADLINE_S - $(now))); }
 say() {
   local line
@@ -208,6 +216,7 @@ trap 'echo "gpu_check: stopped by a signal"; exit 143' TERM INT
 stage_begin() {
   local name=$1 cap min avail
   if [ "$DEVICES" = cuda ]; then cap=${CAP_CUDA[$name]}; else cap=${CAP_CPU[$name]}; fi
+  cap=$((cap * CAP_SCALE))
   min=${MIN_S[$name]}
   avail=$(($(left) - RESERVE))
   if [ "$avail" -lt "$min" ]; then
@@ -226,7 +235,7 @@ fail() { STAGE_RC=$1; note "$2"; }                          # fail RC TEXT: the 
 step() {  # step [--cap S] CMD...: 0 ok, else the command's status (124/137: out of time)
   local cap t rc
   cap=$(stage_left)
-  if [ "$1" = --cap ]; then [ "$2" -lt "$cap" ] && cap=$2; shift 2; fi
+  if [ "$1" = --cap ]; then [ $(($2 * CAP_SCALE)) -lt "$cap" ] && cap=$(($2 * CAP_SCALE)); shift 2; fi
   if [ "$cap" -lt 2 ]; then
     note "out of time before: $(basename "$1") ${2:-}"
     [ "$STAGE_RC" -eq 0 ] && STAGE_RC=124
@@ -234,12 +243,19 @@ step() {  # step [--cap S] CMD...: 0 ok, else the command's status (124/137: out
   fi
   echo "+ [timeout ${cap} s] $*" >&4
   t=$(now)
-  if [ "${VECBENCH_GPU_CHECK_TEST_HANG:-}" = "$STAGE_NAME" ]; then
-    timeout -k "$KILL" "$cap" sleep 100000  # tests only: a step that never ends
+  if [ "${VECBENCH_GPU_CHECK_TEST_HANG:-}" = "$STAGE_NAME" ]; then  # tests only: a step that never ends
+    if [ "$FAKE_CLOCK" = 1 ]; then
+      timeout -k "$KILL" 1 sleep 100000
+      rc=$?
+      FAKE_S=$((FAKE_S + cap))  # on the fake clock it took all its time
+    else
+      timeout -k "$KILL" "$cap" sleep 100000
+      rc=$?
+    fi
   else
     timeout -k "$KILL" "$cap" "$@"
+    rc=$?
   fi
-  rc=$?
   if [ "$rc" -ne 0 ]; then
     local why="exit $rc"
     { [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; } && why="timed out after $(($(now) - t)) s"

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdio>
 #include <deque>
 #include <functional>
@@ -33,6 +34,9 @@ struct ProgressOptions {
   /// line (the other ranks of an MPI job send their counts to rank 0).
   std::function<void(std::size_t, std::size_t)> publish;
   double publish_every_s = 1.0;
+  /// Tests: the display thread draws a line (or publishes) only when ProgressSink::tick() asks,
+  /// never on its timer, so that a test decides when each line is made, whatever the load.
+  bool manual_ticks = false;
 };
 
 /// "1h02m", "4m05s", "12s"; "?" when not finite.
@@ -97,6 +101,16 @@ class ProgressSink : public ResultSink {
   }
   std::size_t done() const { return done_; }
   std::size_t failed() const { return failed_; }
+  /// With `manual_ticks`: one tick of the display thread, as its timer would give it; returns once
+  /// its line is drawn (or its counts published). False when there is no display thread or it stopped.
+  bool tick() {
+    std::unique_lock<std::mutex> lk(m_);
+    if (stopped_ || !thread_.joinable() || !opt_.manual_ticks) return false;
+    const std::uint64_t want = ++asked_;
+    cv_.notify_all();
+    cv_.wait(lk, [&] { return stopped_ || made_ >= want; });
+    return made_ >= want;
+  }
 
  private:
   std::string line() {
@@ -120,17 +134,25 @@ class ProgressSink : public ResultSink {
                                      : opt_.interval_s;
     const auto every = std::chrono::duration<double>(s);
     std::unique_lock<std::mutex> lk(m_);
-    while (!cv_.wait_for(lk, every, [this] { return stopped_; })) {
+    for (;;) {
+      if (opt_.manual_ticks)
+        cv_.wait(lk, [this] { return stopped_ || asked_ > made_; });
+      else
+        cv_.wait_for(lk, every, [this] { return stopped_; });
+      if (stopped_) return;
       lk.unlock();
       if (opt_.publish) {
         opt_.publish(done_, failed_);
-        lk.lock();
-        continue;
+      } else {
+        const std::string l = line();
+        out_ << (opt_.terminal ? "\r" + l + "\x1b[K" : l + "\n") << std::flush;  // one write
+        shown_ = true;
       }
-      const std::string l = line();
-      out_ << (opt_.terminal ? "\r" + l + "\x1b[K" : l + "\n") << std::flush;  // one write
-      shown_ = true;
       lk.lock();
+      if (opt_.manual_ticks) {
+        made_ = asked_;
+        cv_.notify_all();
+      }
     }
   }
 
@@ -145,6 +167,7 @@ class ProgressSink : public ResultSink {
   std::mutex m_;
   std::condition_variable cv_;
   bool stopped_ = false;
+  std::uint64_t asked_ = 0, made_ = 0;  ///< manual_ticks: the ticks tick() asked for, and made
   std::thread thread_;
 };
 
