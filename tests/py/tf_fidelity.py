@@ -42,8 +42,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ctest_unittest  # noqa: E402  (exits 77 on a skip: ctest's "Skipped")
 
-TF_PYTHON = os.environ.get("VECBENCH_TF_PYTHON",
-                           os.path.expanduser("~/.cache/vecbench/venvs/tensorflow/bin/python"))
+TF_PYTHON = os.environ.get("VECBENCH_TF_PYTHON", os.path.join(
+    os.environ.get("VECBENCH_VENVS", os.path.expanduser("~/.cache/vecbench/venvs")), "tensorflow", "bin", "python"))
 try:
     import tensorflow as tf
     from PIL import Image
