@@ -27,21 +27,15 @@ import sys
 import numpy as np
 
 from provenance import Refused, binary_record, image_set_record
+import vecbench_store
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROTOCOLS = ("dgm-eval", "edm2", "torch-fidelity")
 
 
 def store_vectors(store):
-    """{input: vector} of a store written with --format npy."""
-    out = {}
-    for m in sorted(f for f in os.listdir(store) if f.startswith("manifest") and f.endswith(".jsonl")):
-        with open(os.path.join(store, m)) as f:
-            for line in f:
-                r = json.loads(line)
-                if r.get("status") == "ok":
-                    out[r["input"]] = np.load(os.path.join(store, r["output"])).reshape(-1).astype(np.float64)
-    return out
+    """{input: vector in float64} of a store (tools/vecbench_store.py reads it)."""
+    return {k: v.astype(np.float64) for k, v in vecbench_store.store_vectors(store).items()}
 
 
 def frechet(a, b):

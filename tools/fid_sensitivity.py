@@ -30,6 +30,7 @@ import sys
 import numpy as np
 
 from provenance import Refused, binary_record, image_set_record
+import vecbench_store
 
 # name, vectorize flags, what it changes
 VARIANTS = [
@@ -86,15 +87,8 @@ def run(cmd, check=True):
 
 
 def store_vectors(store):
-    """{input: vector} of a shards store's newest ok line per input."""
-    rows = {}
-    with open(os.path.join(store, "manifest.jsonl")) as f:
-        for line in f:
-            j = json.loads(line)
-            if j.get("status") == "ok":
-                rows[j["input"]] = (j["shard"], j["row"])
-    shards = {s: np.load(os.path.join(store, s), mmap_mode="r") for s in {s for s, _ in rows.values()}}
-    return {k: np.asarray(shards[s][r], dtype=np.float64) for k, (s, r) in rows.items()}
+    """{input: vector in float64} of a store (tools/vecbench_store.py reads it)."""
+    return {k: v.astype(np.float64) for k, v in vecbench_store.store_vectors(store).items()}
 
 
 def vector_change(ref, got):

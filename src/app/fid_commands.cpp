@@ -45,6 +45,8 @@ int cmd_fid(const FidArgs& args) {
   const FidResult r = frechet_distance(a, b);
   const bool synthetic = inputs.synthetic();
   nlohmann::json j = {{"fid", r.fid},
+                      {"a", o.a},  // what each side was read from: an image folder's store, a file
+                      {"b", o.b},
                       {"n_a", a.n},
                       {"n_b", b.n},
                       {"fingerprint_a", a.fingerprint_id},

@@ -46,6 +46,7 @@ from vecbench_export import dinov2  # noqa: E402
 from vecbench_export.encoders import seeded_vgg16  # noqa: E402
 from fid_tools import PHOTOS, PY, VERSIONS, make_crops, run_vecbench  # noqa: E402
 from reference_cache import Key, cached  # noqa: E402
+import vecbench_store  # noqa: E402
 import tool_inputs  # noqa: E402
 import ctest_unittest  # noqa: E402  (a skipped test exits 77: ctest's "Skipped", never "Passed")
 
@@ -90,23 +91,26 @@ OFFLINE_HUB = ("import torch.hub\n"
 PROTOCOL_FEATURES = OFFLINE_HUB + '''import json, os, sys
 import numpy as np, torch, torch.nn.functional as F
 from PIL import Image
-folder, protocol, out, entry = sys.argv[1:5]
+protocol, entry, sides = sys.argv[1], sys.argv[2], sys.argv[3:]  # then FOLDER OUT.npy, for each side
 model = torch.hub.load("facebookresearch/dinov2", entry).eval()
 mean = torch.tensor([0.485, 0.456, 0.406]).reshape(1, 3, 1, 1)
 std = torch.tensor([0.229, 0.224, 0.225]).reshape(1, 3, 1, 1)
-names = sorted(os.listdir(folder))
-feats = []
-with torch.no_grad():
-    for n in names:
-        im = Image.open(os.path.join(folder, n)).convert("RGB")
-        if protocol == "dgm-eval":  # torchvision Resize((224, 224), BICUBIC) on the PIL image, ToTensor
-            x = torch.from_numpy(np.array(im.resize((224, 224), Image.BICUBIC))).permute(2, 0, 1)[None].float() / 255
-        else:  # EDM2 resize_mode 'torch': the uint8 image as floats, antialiased bicubic, then x / 255
-            x = torch.from_numpy(np.array(im)).permute(2, 0, 1)[None]
-            x = F.interpolate(x.to(torch.float32), size=(224, 224), mode="bicubic", antialias=True) / 255
-        feats.append(model((x - mean) / std)[0].numpy())
-np.save(out, np.stack(feats).astype(np.float32))
-print(json.dumps(names))
+listed = []
+for folder, out in zip(sides[0::2], sides[1::2]):
+    names = sorted(os.listdir(folder))
+    feats = []
+    with torch.no_grad():
+        for n in names:
+            im = Image.open(os.path.join(folder, n)).convert("RGB")
+            if protocol == "dgm-eval":  # torchvision Resize((224, 224), BICUBIC) on the PIL image, ToTensor
+                x = torch.from_numpy(np.array(im.resize((224, 224), Image.BICUBIC))).permute(2, 0, 1)[None].float() / 255
+            else:  # EDM2 resize_mode 'torch': the uint8 image as floats, antialiased bicubic, then x / 255
+                x = torch.from_numpy(np.array(im)).permute(2, 0, 1)[None]
+                x = F.interpolate(x.to(torch.float32), size=(224, 224), mode="bicubic", antialias=True) / 255
+            feats.append(model((x - mean) / std)[0].numpy())
+    np.save(out, np.stack(feats).astype(np.float32))
+    listed.append(names)
+print(json.dumps(listed))
 '''
 
 
@@ -122,15 +126,8 @@ def frechet(a, b):
 
 
 def store_vectors(store):
-    """{input file name: vector} of a store written with --format npy."""
-    out = {}
-    for m in sorted(f for f in os.listdir(store) if f.startswith("manifest") and f.endswith(".jsonl")):
-        with open(os.path.join(store, m)) as f:
-            for line in f:
-                r = json.loads(line)
-                if r.get("status") == "ok":
-                    out[os.path.basename(r["input"])] = np.load(os.path.join(store, r["output"])).reshape(-1)
-    return out
+    """{input file name: vector} of a store (tools/vecbench_store.py reads either format)."""
+    return {os.path.basename(k): v for k, v in vecbench_store.store_vectors(store).items()}
 
 
 def make_inputs(d):
@@ -216,31 +213,29 @@ class EncoderTools(unittest.TestCase):
 
     def protocol(self, like):
         """The protocol's features by its own code and by vecbench: every vector and the FD."""
-        theirs = {}
-        for side, folder in (("A", self.a), ("B", self.b)):
-            out = os.path.join(self.tmp.name, f"{like}-{side}.npy")
+        outs = [os.path.join(self.tmp.name, f"{like}-{side}.npy") for side in "AB"]
 
-            def run(folder=folder, out=out):
-                names = json.loads(self.tool(PROTOCOL_FEATURES, folder, like, out, HUB_ENTRY).strip().splitlines()[-1])
-                return {"names": names, "features": np.load(out).tolist()}
+        def run():  # both sides in one process: one network load
+            names = json.loads(self.tool(PROTOCOL_FEATURES, like, HUB_ENTRY, self.a, outs[0], self.b,
+                                         outs[1]).strip().splitlines()[-1])
+            return {side: {"names": n, "features": np.load(o).tolist()} for side, n, o in zip("AB", names, outs)}
 
-            r = cached(self.key(f"{like}-{ENC}-{side}", self.dino, PROTOCOL_FEATURES, folder), run)
-            theirs[side] = dict(zip(r["names"], np.asarray(r["features"], dtype=np.float32)))
-        worst = 0.0
-        for side, folder in (("A", self.a), ("B", self.b)):
-            store = os.path.join(self.tmp.name, f"{like}-store-{side}")
-            self.vb("vectorize", "--images", folder, "--out", store, "--like", like, "--encoder", ENC, "--format",
-                    "npy", "--progress", "0")
-            ours = store_vectors(store)
-            self.assertEqual(sorted(ours), sorted(theirs[side]))
-            for n, v in ours.items():
-                rel = float(np.abs(v - theirs[side][n]).max() / np.abs(theirs[side][n]).max())
-                worst = max(worst, rel)
-                self.assertLess(rel, 1e-5, (like, side, n))
+        r = cached(self.key(f"{like}-{ENC}", self.dino, PROTOCOL_FEATURES), run)
+        theirs = {side: dict(zip(r[side]["names"], np.asarray(r[side]["features"], dtype=np.float32))) for side in "AB"}
+        # `fid` on the folders vectorizes each into its store (the JSON names them): every vector
+        # there against the protocol's own, then the FD
         out = os.path.join(self.tmp.name, f"{like}.json")
         run = self.vb("fid", self.a, self.b, "--like", like, "--encoder", ENC, "--json", out)
         with open(out) as f:
             ours = json.load(f)
+        worst = 0.0
+        for side, store in (("A", ours["a"]), ("B", ours["b"])):
+            vectors = store_vectors(store)
+            self.assertEqual(sorted(vectors), sorted(theirs[side]))
+            for n, v in vectors.items():
+                rel = float(np.abs(v - theirs[side][n]).max() / np.abs(theirs[side][n]).max())
+                worst = max(worst, rel)
+                self.assertLess(rel, 1e-5, (like, side, n))
         fd = frechet(np.stack([theirs["A"][n] for n in sorted(theirs["A"])]),
                      np.stack([theirs["B"][n] for n in sorted(theirs["B"])]))
         self.assertAlmostEqual(ours["fid"] / fd, 1.0, delta=1e-4, msg=(ours["fid"], fd))
