@@ -66,8 +66,8 @@ fi
 
 # Photo sets: 60 = the first 60 JPEG/PNG files of opencv-doc's data folder; 100 = all of them
 # (91) and copies of the first ones under other names (distinct inputs) up to 100.
-ls "$DATA"/*.jpg "$DATA"/*.png | head -60 > "$WORK/photos60.txt"
-ls "$DATA"/*.jpg "$DATA"/*.png | head -100 > "$WORK/photos100.txt"
+ls "$DATA"/*.jpg "$DATA"/*.png | sed -n 1,60p > "$WORK/photos60.txt"
+ls "$DATA"/*.jpg "$DATA"/*.png | sed -n 1,100p > "$WORK/photos100.txt"
 for f in $(head -n $((100 - $(wc -l < "$WORK/photos100.txt"))) "$WORK/photos60.txt"); do
   cp "$f" "$WORK/copies/copy-$(basename "$f")" && echo "$WORK/copies/copy-$(basename "$f")" >> "$WORK/photos100.txt"
 done
@@ -120,7 +120,7 @@ measure() {  # measure NAME OUT CMD...: one run, one JSON line in $RAW
     cat "$WORK/last.log" >&2
     exit 1
   fi
-  [ -d "$out" ] && first=$(find "$out" -type f \( -name '*.npy' -o -name '*.vc' \) -printf '%T@\n' | sort -n | head -1)
+  [ -d "$out" ] && first=$(find "$out" -type f \( -name '*.npy' -o -name '*.vc' \) -printf '%T@\n' | sort -n | sed -n 1p)
   stat1=$(head -1 /proc/stat)
   read -r wall rss < "$WORK/time.txt"
   python3 - "$name" "$wall" "$rss" "$t0" "${first:-}" "$WORK/last.log" "$stat0" "$stat1" >> "$RAW" <<'EOF'
