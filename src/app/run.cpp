@@ -16,6 +16,7 @@
 #include "vecbench/experiment/experiment_runner.hpp"
 #include "vecbench/input/inputs.hpp"
 #include "vecbench/results/meta.hpp"
+#include "vecbench/results/result.hpp"
 #ifdef VECBENCH_WITH_OPENCV
 #include "vecbench/input/opencv_plugin.hpp"
 #endif
@@ -95,7 +96,7 @@ ExperimentOutcome run_and_save(Experiment e, const std::string& origin, const st
   ModelSettings mo = e.model;
   if (!model_override.empty())
     mo.path = model_override;
-  else if (mo.path == "default")
+  else if (e.default_model)
     mo.path = default_model();
   const std::string& model = mo.path;
   ExperimentEnv env;
@@ -226,8 +227,7 @@ RouteChoice route_of(const RunResult& r, EngineKind engine) {
   c.strategy = r.params.strategy;
   c.devices = r.params.devices;
   c.batch = static_cast<int>(r.params.batch.value_or(0));
-  if (r.effective.contains("devices") && r.effective["devices"].size() > 1)
-    c.threads = r.effective["devices"][0].value("threads", 0);
+  if (const std::vector<int> threads = effective_replica_threads(r); threads.size() > 1) c.threads = threads[0];
   return c;
 }
 
@@ -265,8 +265,8 @@ std::string tune_command(const RunResult& r, const TuneCandidate& c, const std::
   if (c.engine != EngineKind::torchscript) cmd += std::string(" --engine ") + to_string(c.engine);
   if (c.int8) cmd += " --precision int8 --calibration " + calibration;
   cmd += " --strategy " + p.strategy + " --devices " + p.devices + " --batch " + p.text_of("batch");
-  if (r.effective["devices"].size() > 1)
-    cmd += " --threads " + std::to_string(r.effective["devices"][0]["threads"].get<int>());
+  if (const std::vector<int> threads = effective_replica_threads(r); threads.size() > 1)
+    cmd += " --threads " + std::to_string(threads[0]);
   return cmd;
 }
 }  // namespace

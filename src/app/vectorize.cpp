@@ -11,6 +11,7 @@
 #include "vecbench/app/commands.hpp"
 #include "vecbench/app/fid_presets.hpp"
 #include "vecbench/app/route.hpp"
+#include "vecbench/core/device.hpp"
 #include "vecbench/core/weights_note.hpp"
 #include "vecbench/dist/job_progress.hpp"
 #include "vecbench/dist/merge_manifests.hpp"
@@ -106,7 +107,7 @@ std::string resolve_route(VectorizeArgs& a, const ModelInfo& model, int cores, i
   // int8 is the oneDNN engine's (a profile's torchscript route would refuse it)
   if (!engine_flag && a.model.precision == Precision::int8) flags.engine = EngineKind::onednn;
   // Devices from a flag may rule out the chosen engine: oneDNN runs on CPUs only.
-  if (!engine_flag && flags.engine == EngineKind::onednn && flags.devices.find("cuda") != std::string::npos)
+  if (!engine_flag && flags.engine == EngineKind::onednn && DevicesSpec::parse(flags.devices).any_cuda())
     flags.engine = EngineKind::torchscript;
   a.engine = flags.engine;
   a.model.engine = flags.engine.value_or(EngineKind::torchscript);
@@ -285,14 +286,14 @@ void count_unwritten_outputs(const OutputWriter& writer, const Distribution& dis
 
 /// The writer stopped the run (`why`): said with what was left undone; exit 1 when nothing was
 /// stored (or the model is broken), else 2 (some inputs failed, a rerun does the rest).
-int stopped_early(const std::string& why, std::size_t todo, const RunStats& st, const Distribution& dist) {
+int stopped_early(const std::string& why, StopKind kind, std::size_t todo, const RunStats& st,
+                  const Distribution& dist) {
   const std::size_t started = st.images_ok + st.images_failed;
   std::cerr << "vecbench: " + (dist.active() ? dist.label() + ": " : std::string()) + "stopped early: " + why + "; " +
                    std::to_string(todo > started ? todo - started : 0) + " of the " + std::to_string(todo) +
                    " inputs to do were not started (a rerun does them)\n"
             << std::flush;
-  const bool broken_model = why.find("implausible") != std::string::npos;
-  return st.images_ok == 0 || broken_model ? kExitError : kExitSomeInputsFailed;
+  return st.images_ok == 0 || kind == StopKind::broken_model ? kExitError : kExitSomeInputsFailed;
 }
 
 /// Rank 0's summary line (stdout) and notes (stderr) at the end of the job.
@@ -462,7 +463,7 @@ int cmd_vectorize(const VectorizeArgs& args, const CommandHooks& hooks) {
   }
   print_totals(a, dist, tot, *source, todo.size(), share, writer, w.format);
   if (!a.json_out.empty()) atomic_write(a.json_out, tot.sample.dump(2) + "\n");
-  return aborted.empty() ? tot.exit_code : stopped_early(aborted, todo.size(), st, dist);
+  return aborted.empty() ? tot.exit_code : stopped_early(aborted, writer.abort_kind(), todo.size(), st, dist);
 }
 
 }  // namespace vecbench

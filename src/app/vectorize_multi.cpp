@@ -17,6 +17,7 @@
 
 #include "vecbench/app/commands.hpp"
 #include "vecbench/app/fid_presets.hpp"
+#include "vecbench/core/device.hpp"
 #include "vecbench/core/weights_note.hpp"
 #include "vecbench/engine/encoder.hpp"
 #include "vecbench/engine/engines.hpp"
@@ -122,7 +123,7 @@ std::vector<EncoderRun> encoder_runs(const VectorizeArgs& a) {
 /// it runs on a CPU-only route (`devices`), else LibTorch.
 EngineKind engine_for(const std::optional<EngineKind>& flag, const std::string& devices, const ModelInfo& m) {
   if (flag) return *flag;
-  const bool cpu_only = devices.find("cuda") == std::string::npos;
+  const bool cpu_only = !DevicesSpec::parse(devices).any_cuda();
   return cpu_only && onednn_runs_here() && m.is_export() && inception_arch(m.arch) ? EngineKind::onednn
                                                                                    : EngineKind::torchscript;
 }
@@ -152,6 +153,7 @@ void print_start(const VectorizeArgs& base, const std::vector<EncoderRun>& runs,
 int finish_encoders(std::vector<EncoderRun>& runs, const RunStats& st, const ImageSource& src, std::size_t todo) {
   std::size_t failed = st.images_failed, lost = 0;
   std::string aborted;
+  StopKind abort_kind = StopKind::none;
   std::exception_ptr first;  // every store finished (its manifest on disk) before an error is reported
   for (auto& r : runs) {
     try {
@@ -160,7 +162,10 @@ int finish_encoders(std::vector<EncoderRun>& runs, const RunStats& st, const Ima
       if (!first) first = std::current_exception();
     }
     lost = std::max(lost, r.writer->implausible() + r.writer->write_failures());
-    if (aborted.empty() && !r.writer->abort_reason().empty()) aborted = r.args.out + ": " + r.writer->abort_reason();
+    if (aborted.empty() && !r.writer->abort_reason().empty()) {
+      aborted = r.args.out + ": " + r.writer->abort_reason();
+      abort_kind = r.writer->abort_kind();
+    }
     if (r.writer->write_failures() > 0)
       std::cerr << "vecbench: " << r.args.out << ": " << r.writer->write_failures() << " outputs not written ("
                 << r.writer->first_write_error() << "): a rerun does them once there is room\n";
@@ -174,7 +179,7 @@ int finish_encoders(std::vector<EncoderRun>& runs, const RunStats& st, const Ima
               interrupted ? " (interrupted)" : "");
   if (!aborted.empty()) {
     std::cerr << "vecbench: stopped early: " << aborted << " (a rerun does the rest)\n";
-    return ok == 0 || aborted.find("implausible") != std::string::npos ? kExitError : kExitSomeInputsFailed;
+    return ok == 0 || abort_kind == StopKind::broken_model ? kExitError : kExitSomeInputsFailed;
   }
   return interrupted ? kExitInterrupted : failed > 0 ? kExitSomeInputsFailed : 0;
 }

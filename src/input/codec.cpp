@@ -72,7 +72,7 @@ bool jpeg_header(const std::uint8_t* d, std::size_t n, ImageHeader& h) {
     if (len < 2) return false;
     if (m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC) {
       if (i + 9 > n) return false;
-      h.format = "JPEG";
+      h.format = ImageFormat::jpeg;
       h.height = be16(d + i + 5);
       h.width = be16(d + i + 7);
       return h.width > 0 && h.height > 0;
@@ -98,7 +98,7 @@ bool tiff_header(const std::uint8_t* d, std::size_t n, ImageHeader& h) {
     const std::uint64_t v = type == 3 ? u16(e + 8) : type == 4 ? u32(e + 8) : 0;
     (tag == 256 ? h.width : h.height) = v;
   }
-  h.format = "TIFF";
+  h.format = ImageFormat::tiff;
   return h.width > 0 && h.height > 0;
 }
 
@@ -121,7 +121,7 @@ bool pnm_header(const std::uint8_t* d, std::size_t n, ImageHeader& h) {
       if (x > 0xFFFFFFFFu) return false;  // not a size OpenCV reads; keeps width * height in 64 bits
     }
   }
-  h.format = "PNM";
+  h.format = ImageFormat::pnm;
   h.width = v[0];
   h.height = v[1];
   return h.width > 0 && h.height > 0;
@@ -129,7 +129,7 @@ bool pnm_header(const std::uint8_t* d, std::size_t n, ImageHeader& h) {
 
 bool webp_header(const std::uint8_t* d, std::size_t n, ImageHeader& h) {
   if (n < 30) return false;
-  h.format = "WebP";
+  h.format = ImageFormat::webp;
   if (std::memcmp(d + 12, "VP8 ", 4) == 0) {
     if (d[23] != 0x9D || d[24] != 0x01 || d[25] != 0x2A) return false;
     h.width = le16(d + 26) & 0x3FFF;
@@ -162,7 +162,7 @@ bool bmp_header(const std::uint8_t* d, std::size_t n, ImageHeader& h) {
     return false;
   }
   if (w <= 0 || ht == 0) return false;
-  h.format = "BMP";
+  h.format = ImageFormat::bmp;
   h.width = static_cast<std::uint64_t>(w);
   h.height = static_cast<std::uint64_t>(ht < 0 ? -ht : ht);
   return true;
@@ -355,7 +355,7 @@ bool read_image_header(const std::uint8_t* d, std::size_t n, ImageHeader& h) {
   if (starts("\xFF\xD8\xFF", 3)) return jpeg_header(d, n, h);
   if (starts("\x89PNG\r\n\x1a\n", 8)) {
     if (n < 24 || std::memcmp(d + 12, "IHDR", 4) != 0) return false;
-    h.format = "PNG";
+    h.format = ImageFormat::png;
     h.width = be32(d + 16);
     h.height = be32(d + 20);
     return h.width > 0 && h.height > 0;
@@ -365,7 +365,7 @@ bool read_image_header(const std::uint8_t* d, std::size_t n, ImageHeader& h) {
   if (n >= 12 && starts("RIFF", 4) && std::memcmp(d + 8, "WEBP", 4) == 0) return webp_header(d, n, h);
   if (starts("GIF87a", 6) || starts("GIF89a", 6)) {
     if (n < 10) return false;
-    h.format = "GIF";
+    h.format = ImageFormat::gif;
     h.width = le16(d + 6);
     h.height = le16(d + 8);
     return h.width > 0 && h.height > 0;

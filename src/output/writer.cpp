@@ -105,6 +105,11 @@ std::string OutputWriter::abort_reason() const {
   return abort_reason_;
 }
 
+StopKind OutputWriter::abort_kind() const {
+  std::lock_guard<std::mutex> lk(m_);
+  return abort_kind_;
+}
+
 std::string OutputWriter::ok_line(std::size_t index, nlohmann::json j) {
   set_manifest_input(j, src_.name(index));
   j["status"] = enum_name(InputStatus::ok);
@@ -125,11 +130,12 @@ void OutputWriter::note_write_failure(const std::string& what, std::size_t input
   if (first_write_error_.empty()) first_write_error_ = what;
   // A full disk fails every later write too: no more decoding and computing for nothing.
   if (what.find(std::strerror(ENOSPC)) != std::string::npos || what.find(std::strerror(EDQUOT)) != std::string::npos)
-    request_stop("the disk is full (" + what + ")");
+    request_stop(StopKind::disk_full, "the disk is full (" + what + ")");
 }
 
-void OutputWriter::request_stop(const std::string& why) {
-  if (!abort_reason_.empty()) return;
+void OutputWriter::request_stop(StopKind kind, const std::string& why) {
+  if (abort_kind_ != StopKind::none) return;
+  abort_kind_ = kind;
   abort_reason_ = why;
   if (opt_.stop) opt_.stop->store(true);
 }
@@ -142,9 +148,10 @@ bool OutputWriter::plausible(std::size_t index, const float* f, int dim) {
   record_error(index, src_.name(index) + ": implausible feature vector (" + bad +
                           "): the model or its weights are likely broken; not stored");
   if (checked_ >= 8 && implausible_ * 2 > checked_)
-    request_stop(std::to_string(implausible_) + " of " + std::to_string(checked_) +
-                 " feature vectors implausible: the model or its weights file is broken (check it with "
-                 "`vecbench model info --model FILE`, or export it again)");
+    request_stop(StopKind::broken_model,
+                 std::to_string(implausible_) + " of " + std::to_string(checked_) +
+                     " feature vectors implausible: the model or its weights file is broken (check it with "
+                     "`vecbench model info --model FILE`, or export it again)");
   return false;
 }
 

@@ -340,4 +340,15 @@ ResultFile load_result(const std::filesystem::path& path) {
 /// Writes `f` as indented JSON, atomically (temp file in the same directory, then rename).
 void save_result(const std::filesystem::path& path, const ResultFile& f) { atomic_write(path, json(f).dump(2) + "\n"); }
 
+std::vector<int> effective_replica_threads(const RunResult& r) {
+  std::vector<int> out;
+  const auto devices = r.effective.find("devices");
+  if (devices == r.effective.end() || !devices->is_array()) return out;
+  for (const json& d : *devices) {
+    const auto t = d.is_object() ? d.find("threads") : d.end();
+    out.push_back(t != d.end() && t->is_number_integer() ? t->get<int>() : 0);
+  }
+  return out;
+}
+
 }  // namespace vecbench

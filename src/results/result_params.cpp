@@ -5,6 +5,8 @@
 #include <cctype>
 #include <cmath>
 
+#include "vecbench/core/device.hpp"
+
 namespace vecbench {
 
 namespace {
@@ -72,26 +74,12 @@ nlohmann::json params_to_json(const ResultParams& p) {
   return j;
 }
 
-int device_count(const std::string& spec) {
-  if (spec.empty()) return 0;
-  int total = 0;
-  for (std::size_t pos = 0; pos <= spec.size();) {
-    const std::size_t end = std::min(spec.find(',', pos), spec.size());
-    const std::string part = spec.substr(pos, end - pos);
-    const std::size_t slash = part.rfind('/');
-    if (part.empty() || slash == 0) return 0;
-    if (slash == std::string::npos) {
-      total += 1;
-    } else {
-      const std::string n = part.substr(slash + 1);
-      if (n.empty() || n.size() > 6 ||
-          !std::all_of(n.begin(), n.end(), [](unsigned char c) { return std::isdigit(c); }))
-        return 0;
-      total += std::stoi(n);
-    }
-    pos = end + 1;
+int device_count(const std::string& spec, int gpus) {
+  try {
+    return DevicesSpec::parse(spec).virtual_count(gpus);
+  } catch (const ConfigError&) {
+    return 0;
   }
-  return total;
 }
 
 }  // namespace vecbench

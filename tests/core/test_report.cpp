@@ -49,13 +49,15 @@ ResultFile golden_base() { return load_result(kSource / "tests" / "data" / "comp
 }  // namespace
 
 TEST(ReportDevices, DeviceCountFromSpec) {
-  EXPECT_EQ(device_count("cpu"), 1);
-  EXPECT_EQ(device_count("cpu/3"), 3);
-  EXPECT_EQ(device_count("cuda:0/3"), 3);
-  EXPECT_EQ(device_count("cuda:0,cuda:1"), 2);
-  EXPECT_EQ(device_count("cpu/2,cuda:0"), 3);
-  EXPECT_EQ(device_count("cpu/x"), 0);
-  EXPECT_EQ(device_count(""), 0);
+  EXPECT_EQ(device_count("cpu", 0), 1);
+  EXPECT_EQ(device_count("cpu/3", 0), 3);
+  EXPECT_EQ(device_count("cuda:0/3", 1), 3);
+  EXPECT_EQ(device_count("cuda:0,cuda:1", 2), 2);
+  EXPECT_EQ(device_count("cpu/2,cuda:0", 1), 3);
+  EXPECT_EQ(device_count("cpu / 2", 0), 2);  // spaces as the run itself reads them
+  EXPECT_EQ(device_count("cuda", 4), 4);     // every GPU of the machine that ran it
+  EXPECT_EQ(device_count("cpu/x", 0), 0);
+  EXPECT_EQ(device_count("", 0), 0);
 }
 
 TEST(ReportDevices, BestSequentialRunWithSameBatch) {

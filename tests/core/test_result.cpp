@@ -413,3 +413,14 @@ TEST(ResultIo, ReaderAgreesWithTheSchemaOnTheTraceKeys) {
   ASSERT_TRUE(schema.at(json::json_pointer("/$defs/sample/properties")).contains("trace"));
   expect_reader_agrees_with_schema(schema, base, places);
 }
+
+TEST(ResultReader, EffectiveReplicaThreadsAsRecordedOrNothing) {
+  RunResult r;
+  EXPECT_TRUE(effective_replica_threads(r).empty());  // an external command records no devices
+  r.effective = {{"devices", {{{"name", "cpu/2#0"}, {"threads", 3}}, {{"name", "cpu/2#1"}, {"threads", 2}}}}};
+  EXPECT_EQ(effective_replica_threads(r), (std::vector<int>{3, 2}));
+  r.effective = {{"devices", {{{"name", "cpu"}}}}};  // no threads key: 0, never undefined behaviour
+  EXPECT_EQ(effective_replica_threads(r), (std::vector<int>{0}));
+  r.effective = {{"devices", "cpu"}};  // not a list: nothing
+  EXPECT_TRUE(effective_replica_threads(r).empty());
+}

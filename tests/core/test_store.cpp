@@ -568,8 +568,10 @@ TEST(Store, ImplausibleVectorsAreErrorsNamingTheCauseAndMostOfThemStopTheRun) {
   EXPECT_EQ(w.implausible(), 1u);
   EXPECT_FALSE(stop) << "one bad vector is that input's error only";
   EXPECT_EQ(w.abort_reason(), "");
+  EXPECT_EQ(w.abort_kind(), StopKind::none);
   for (std::size_t i = 2; i < 8; ++i) w.on_features(i, i < 4 ? good : bad, 4);  // 5 of 8 bad
   EXPECT_TRUE(stop);
+  EXPECT_EQ(w.abort_kind(), StopKind::broken_model);  // the exit status (1) follows the kind
   EXPECT_NE(w.abort_reason().find("5 of 8 feature vectors implausible: the model or its weights file is broken"),
             std::string::npos)
       << w.abort_reason();

@@ -48,7 +48,7 @@ cv::Mat opencv_rgb(const Bytes& b, const DecodeOptions& o = {}) {
   int flags = cv::IMREAD_COLOR;
   if (o.exif == ExifPolicy::ignore) flags |= cv::IMREAD_IGNORE_ORIENTATION;
   ImageHeader h;
-  if (o.fast && read_image_header(b, h) && h.format == "JPEG") {
+  if (o.fast && read_image_header(b, h) && h.format == ImageFormat::jpeg) {
     const std::uint64_t m = std::min(h.width, h.height), t = static_cast<std::uint64_t>(o.target_size);
     const int reduced = m >= 8 * t   ? cv::IMREAD_REDUCED_COLOR_8
                         : m >= 4 * t ? cv::IMREAD_REDUCED_COLOR_4
@@ -76,11 +76,11 @@ void expect_same_as_opencv(const Bytes& b, const std::string& what, const Decode
   ASSERT_EQ(got.size(), want.size()) << what;
   EXPECT_EQ(cv::norm(got, want, cv::NORM_INF), 0.0) << what;
   // The plain-C++ API (RgbImage, apply_exif_orientation) gives the same.
-  const std::string fmt = sniff_format(b);
-  if (fmt != "JPEG" && fmt != "PNG") return;
+  const ImageFormat fmt = sniff_format(b);
+  if (fmt != ImageFormat::jpeg && fmt != ImageFormat::png) return;
   if (o.fast) return;  // the scale is chosen by decode_rgb, checked above
   CodecOptions co;
-  DecodeResult r = fmt == "JPEG" ? decode_jpeg(b.data(), b.size(), co) : decode_png(b.data(), b.size(), co);
+  DecodeResult r = fmt == ImageFormat::jpeg ? decode_jpeg(b.data(), b.size(), co) : decode_png(b.data(), b.size(), co);
   if (o.exif == ExifPolicy::apply) apply_exif_orientation(r.image, r.exif_orientation);
   ASSERT_EQ(r.image.width, want.cols) << what;
   ASSERT_EQ(r.image.height, want.rows) << what;
@@ -857,7 +857,8 @@ TEST(DecodeLimits, OversizedImageRefusedFromItsHeader) {
   const Bytes bomb = handmade_png(30000, 30000, 8, PNG_COLOR_TYPE_GRAY, Bytes(30001 * 4, 0));
   ImageHeader h;
   ASSERT_TRUE(read_image_header(bomb, h));
-  EXPECT_EQ(h.format, "PNG");
+  EXPECT_EQ(h.format, ImageFormat::png);
+  EXPECT_STREQ(format_name(h.format), "PNG");
   EXPECT_EQ(h.width, 30000u);
   EXPECT_EQ(h.height, 30000u);
   EXPECT_EQ(error_of(bomb, "bomb.png"),

@@ -21,14 +21,20 @@
 
 namespace vecbench {
 
+/// The word an experiment file gives for "the build's own": its synthetic model ("model") and
+/// the model's own resize ("resize"). Read only where the file is parsed: past it, the choice is
+/// Experiment::default_model and a resize of nullopt.
+inline constexpr const char* kDefaultKeyword = "default";
+
 /// One experiment file.
 struct Experiment {
   std::string name;  ///< results go to results/<name>/<UTC timestamp>.json
   std::string description;
-  /// The model and its replicas' settings; path "default" = the build's synthetic model.
+  /// The model and its replicas' settings (model.path: the file, unless default_model).
   /// Engine none: the input pipeline only (no verify); onednn: CPU; fp16/bf16: CUDA, and bf16
   /// also engine onednn on AVX-512 BF16.
-  ModelSettings model{"default"};
+  ModelSettings model{};
+  bool default_model = true;   ///< the build's synthetic model (no "model", or "model": "default")
   double memory_cap_gb = 0.0;  ///< CUDA: memory cap per virtual device, GB (0: none; the seed's 1 GB)
   ImageSetSpec images;
   /// One matrix: every combination of its lists is one run. "matrix" in the file is one such
@@ -150,7 +156,7 @@ inline Experiment::Matrix parse_matrix(const nlohmann::json& m, const std::strin
   if (m.contains("devices")) x.devices = get_list<std::string>(m["devices"], w + ".devices");
   if (m.contains("batch")) x.batch_sizes = get_list<int>(m["batch"], w + ".batch");
   if (m.contains("threads")) x.threads = get_list<int>(m["threads"], w + ".threads");
-  std::vector<std::string> resize_names = {"default"};
+  std::vector<std::string> resize_names = {kDefaultKeyword};
   if (m.contains("resize")) resize_names = get_list<std::string>(m["resize"], w + ".resize");
   auto at = [&](const char* k, std::size_t i) { return w + "." + k + "[" + std::to_string(i) + "]"; };
   const auto& reg = strategy_registry();
@@ -170,7 +176,7 @@ inline Experiment::Matrix parse_matrix(const nlohmann::json& m, const std::strin
     if (x.threads[i] < 0 || x.threads[i] > 1024) throw ConfigError(at("threads", i), "must be in 0..1024");
   x.resize.clear();
   for (std::size_t i = 0; i < resize_names.size(); ++i) {
-    if (resize_names[i] == "default") {
+    if (resize_names[i] == kDefaultKeyword) {
       x.resize.emplace_back();
       continue;
     }
@@ -204,7 +210,11 @@ inline std::vector<Experiment::External> parse_external(const nlohmann::json& x)
 /// winograd.
 inline void parse_model_settings(const nlohmann::json& j, Experiment& e) {
   ModelSettings& m = e.model;
-  if (j.contains("model")) m.path = get_as<std::string>(j["model"], "model");
+  if (j.contains("model")) {
+    const std::string path = get_as<std::string>(j["model"], "model");
+    e.default_model = path == kDefaultKeyword;
+    m.path = e.default_model ? std::string() : path;
+  }
   if (j.contains("optimize")) m.optimize = get_as<bool>(j["optimize"], "optimize");
   if (j.contains("channels_last")) m.channels_last = get_as<bool>(j["channels_last"], "channels_last");
   if (j.contains("cuda_graphs")) m.cuda_graphs = get_as<bool>(j["cuda_graphs"], "cuda_graphs");

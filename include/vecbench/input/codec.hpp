@@ -13,11 +13,45 @@
 
 namespace vecbench {
 
+/// An image container format, as its magic bytes (decode_common.hpp's sniff_format) or its header
+/// say. A value, compared as one: its name is for messages only (format_name).
+enum class ImageFormat { unknown, jpeg, png, bmp, tiff, webp, gif, heif, avif, jpeg_xl, pnm };
+
+/// The format's name in messages: "JPEG", "PNG", "BMP", "TIFF", "WebP", "GIF", "HEIF", "AVIF",
+/// "JPEG XL", "PNM"; "" for unknown.
+inline const char* format_name(ImageFormat f) {
+  switch (f) {
+    case ImageFormat::jpeg:
+      return "JPEG";
+    case ImageFormat::png:
+      return "PNG";
+    case ImageFormat::bmp:
+      return "BMP";
+    case ImageFormat::tiff:
+      return "TIFF";
+    case ImageFormat::webp:
+      return "WebP";
+    case ImageFormat::gif:
+      return "GIF";
+    case ImageFormat::heif:
+      return "HEIF";
+    case ImageFormat::avif:
+      return "AVIF";
+    case ImageFormat::jpeg_xl:
+      return "JPEG XL";
+    case ImageFormat::pnm:
+      return "PNM";
+    case ImageFormat::unknown:
+      break;
+  }
+  return "";
+}
+
 /// Format and size of an image, read from its header without decoding it.
 struct ImageHeader {
-  std::string format;        ///< "JPEG", "PNG", "BMP", "TIFF", "WebP", "PNM", "GIF"
-  std::uint64_t width = 0;   ///< pixels (for JPEG: of the first frame, at full scale)
-  std::uint64_t height = 0;  ///< pixels
+  ImageFormat format = ImageFormat::unknown;  ///< JPEG, PNG, BMP, TIFF, WebP, PNM or GIF
+  std::uint64_t width = 0;                    ///< pixels (for JPEG: of the first frame, at full scale)
+  std::uint64_t height = 0;                   ///< pixels
 };
 
 /// Reads the size from the header of a JPEG (SOF), PNG (IHDR), BMP, WebP (VP8, VP8L, VP8X),

@@ -51,11 +51,12 @@ inline void apply_orientation(cv::Mat& img, int orientation) {
 }
 
 // JPEG or PNG through codec.hpp (decode_direct_into), straight into a cv::Mat.
-inline cv::Mat decode_direct(const std::vector<std::uint8_t>& bytes, const std::string& name, const std::string& fmt,
+inline cv::Mat decode_direct(const std::vector<std::uint8_t>& bytes, const std::string& name, ImageFormat format,
                              const DecodeOptions& opt, int scale_denom, std::string* warning) {
   cv::Mat img;
+  const std::string fmt = format_name(format);
   const DecodeResult r =
-      decode_direct_into(bytes, name, fmt, opt, scale_denom, warning, [&img, &name, &fmt](int w, int h) {
+      decode_direct_into(bytes, name, format, opt, scale_denom, warning, [&img, &name, &fmt](int w, int h) {
         try {
           img.create(h, w, CV_8UC3);
         } catch (const cv::Exception& e) {
@@ -77,8 +78,8 @@ inline cv::Mat decode_direct(const std::vector<std::uint8_t>& bytes, const std::
 inline cv::Mat decode_rgb(const std::vector<std::uint8_t>& bytes, const std::string& name,
                           const DecodeOptions& opt = {}, std::string* warning = nullptr) {
   const DecodePlan p = plan_decode(bytes, name, opt, warning);
-  const std::string& fmt = p.format;
-  if (p.direct()) return detail::decode_direct(bytes, name, fmt, opt, p.scale_denom, warning);
+  const std::string fmt = p.name();
+  if (p.direct()) return detail::decode_direct(bytes, name, p.format, opt, p.scale_denom, warning);
   int flags = cv::IMREAD_COLOR;
   if (opt.exif == ExifPolicy::ignore) flags |= cv::IMREAD_IGNORE_ORIENTATION;
   cv::Mat img;

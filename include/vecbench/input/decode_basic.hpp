@@ -40,16 +40,16 @@ inline BasicRgbImage decode_rgb_basic(const std::vector<std::uint8_t>& bytes, co
       cv = &opencv_plugin();
     } catch (const Error& e) {  // this file fails, naming it; the run goes on
       throw InputError(
-          name, "cannot decode " + (p.format.empty() ? std::string("this file") : p.format) + " here: " + e.what());
+          name, "cannot decode " + (p.name().empty() ? std::string("this file") : p.name()) + " here: " + e.what());
     }
     BasicRgbImage img;
     cv->decode(bytes, name, opt, warning, img);
     return img;
   }
 #endif
-  if (p.format.empty()) throw InputError(name, "not an image (unrecognized format)");
+  if (p.format == ImageFormat::unknown) throw InputError(name, "not an image (unrecognized format)");
   if (!p.direct())
-    throw InputError(name, "cannot decode " + p.format +
+    throw InputError(name, "cannot decode " + p.name() +
                                " here: this vecbench was built without OpenCV, so it decodes JPEG and PNG only");
   DecodeResult r = detail::decode_direct_into(bytes, name, p.format, opt, p.scale_denom, warning, {});
   if (opt.exif == ExifPolicy::apply) apply_exif_orientation(r.image, r.exif_orientation);

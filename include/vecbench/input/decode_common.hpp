@@ -33,25 +33,25 @@ struct DecodeOptions {
   std::uint64_t max_pixels = 178956970;
 };
 
-/// Names the container format from its magic bytes ("" if unknown).
-inline std::string sniff_format(const std::vector<std::uint8_t>& b) {
+/// The container format from its magic bytes (unknown if none matches).
+inline ImageFormat sniff_format(const std::vector<std::uint8_t>& b) {
   auto starts = [&](const char* m, std::size_t n) { return b.size() >= n && std::memcmp(b.data(), m, n) == 0; };
-  if (starts("\xFF\xD8\xFF", 3)) return "JPEG";
-  if (starts("\x89PNG\r\n\x1a\n", 8)) return "PNG";
-  if (starts("BM", 2)) return "BMP";
-  if (starts("II*\0", 4) || starts("MM\0*", 4)) return "TIFF";
-  if (b.size() >= 12 && starts("RIFF", 4) && std::memcmp(b.data() + 8, "WEBP", 4) == 0) return "WebP";
-  if (starts("GIF8", 4)) return "GIF";
+  if (starts("\xFF\xD8\xFF", 3)) return ImageFormat::jpeg;
+  if (starts("\x89PNG\r\n\x1a\n", 8)) return ImageFormat::png;
+  if (starts("BM", 2)) return ImageFormat::bmp;
+  if (starts("II*\0", 4) || starts("MM\0*", 4)) return ImageFormat::tiff;
+  if (b.size() >= 12 && starts("RIFF", 4) && std::memcmp(b.data() + 8, "WEBP", 4) == 0) return ImageFormat::webp;
+  if (starts("GIF8", 4)) return ImageFormat::gif;
   if (b.size() >= 12 && std::memcmp(b.data() + 4, "ftyp", 4) == 0) {  // ISO base media: HEIF, AVIF
     const std::string brand(reinterpret_cast<const char*>(b.data() + 8), 4);
-    if (brand == "avif" || brand == "avis") return "AVIF";
+    if (brand == "avif" || brand == "avis") return ImageFormat::avif;
     if (brand == "heic" || brand == "heix" || brand == "hevc" || brand == "heim" || brand == "heis" ||
         brand == "mif1" || brand == "msf1")
-      return "HEIF";
+      return ImageFormat::heif;
   }
-  if (starts("\xFF\x0A", 2) || starts("\0\0\0\x0CJXL \r\n\x87\n", 12)) return "JPEG XL";
-  if (b.size() >= 2 && b[0] == 'P' && b[1] >= '1' && b[1] <= '6') return "PNM";
-  return "";
+  if (starts("\xFF\x0A", 2) || starts("\0\0\0\x0CJXL \r\n\x87\n", 12)) return ImageFormat::jpeg_xl;
+  if (b.size() >= 2 && b[0] == 'P' && b[1] >= '1' && b[1] <= '6') return ImageFormat::pnm;
+  return ImageFormat::unknown;
 }
 
 /// Width and height from a JPEG's SOF marker; false if not found.
@@ -115,8 +115,8 @@ inline bool jpeg_complete(const std::vector<std::uint8_t>& b) {
 }
 
 /// True for formats sniff_format names that OpenCV 4.6 (Debian's build) cannot decode.
-inline bool unsupported_format(const std::string& fmt) {
-  return fmt == "GIF" || fmt == "HEIF" || fmt == "AVIF" || fmt == "JPEG XL";
+inline bool unsupported_format(ImageFormat f) {
+  return f == ImageFormat::gif || f == ImageFormat::heif || f == ImageFormat::avif || f == ImageFormat::jpeg_xl;
 }
 
 namespace detail {
@@ -140,12 +140,14 @@ inline std::string warning_text(const char* lib, const DecodeResult& r) {
 /// What the checks before decoding found: the format, the header (if it reads) and, for JPEG,
 /// the DCT scale denominator to decode at.
 struct DecodePlan {
-  std::string format;        ///< sniff_format's name ("" unknown)
-  bool have_header = false;  ///< `header` was read (read_image_header)
+  ImageFormat format = ImageFormat::unknown;  ///< sniff_format's
+  bool have_header = false;                   ///< `header` was read (read_image_header)
   ImageHeader header;
   int scale_denom = 1;  ///< JPEG: 1, 2, 4 or 8 (--fast-decode)
   /// JPEG and PNG go through codec.hpp (decode_direct_into).
-  bool direct() const { return format == "JPEG" || format == "PNG"; }
+  bool direct() const { return format == ImageFormat::jpeg || format == ImageFormat::png; }
+  /// The format's name for messages ("" unknown).
+  std::string name() const { return format_name(format); }
 };
 
 /// The checks every decode makes before touching a pixel (clearing `*warning`): empty file,
@@ -157,11 +159,11 @@ inline DecodePlan plan_decode(const std::vector<std::uint8_t>& bytes, const std:
   if (bytes.empty()) throw InputError(name, "empty file");
   DecodePlan p;
   p.format = sniff_format(bytes);
-  if (unsupported_format(p.format)) throw InputError(name, "unsupported format (" + p.format + ")");
+  if (unsupported_format(p.format)) throw InputError(name, "unsupported format (" + p.name() + ")");
   p.have_header = read_image_header(bytes, p.header);
   if (p.have_header && opt.max_pixels != 0 && p.header.width * p.header.height > opt.max_pixels)
     throw InputError(name, detail::too_large(p.header.width, p.header.height, opt.max_pixels));
-  if (p.format == "JPEG") {
+  if (p.format == ImageFormat::jpeg) {
     if (!jpeg_complete(bytes)) throw InputError(name, "truncated JPEG (no end-of-image marker)");
     if (opt.fast && p.have_header) {
       const std::uint64_t m = std::min(p.header.width, p.header.height),
@@ -179,9 +181,10 @@ namespace detail {
 // EXIF orientation is not applied: the result's exif_orientation says it. An exception that
 // `allocate` throws passes through unchanged.
 inline DecodeResult decode_direct_into(const std::vector<std::uint8_t>& bytes, const std::string& name,
-                                       const std::string& fmt, const DecodeOptions& opt, int scale_denom,
+                                       ImageFormat format, const DecodeOptions& opt, int scale_denom,
                                        std::string* warning, std::function<std::uint8_t*(int, int)> allocate) {
-  const bool jpeg = fmt == "JPEG";
+  const bool jpeg = format == ImageFormat::jpeg;
+  const std::string fmt = format_name(format);
   const char* lib = jpeg ? "libjpeg" : "libpng";
   CodecOptions co;
   co.scale_denom = scale_denom;

@@ -150,8 +150,8 @@ class FileSource : public ImageSource {
   /// reduced-DCT decode):
   /// everything else (and every error message) goes through the host decoder.
   bool device_may_decode(const std::vector<std::uint8_t>& bytes) const {
-    if (opt_.exif == ExifPolicy::apply || opt_.fast || sniff_format(bytes) != "JPEG" || !jpeg_complete(bytes) ||
-        !jpeg_colour_is_ycc(bytes))
+    if (opt_.exif == ExifPolicy::apply || opt_.fast || sniff_format(bytes) != ImageFormat::jpeg ||
+        !jpeg_complete(bytes) || !jpeg_colour_is_ycc(bytes))
       return false;
     ImageHeader h;
     if (!read_image_header(bytes, h)) return false;

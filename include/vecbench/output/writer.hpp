@@ -38,6 +38,13 @@
 
 namespace vecbench {
 
+/// Why a writer stopped the run before its inputs were done.
+enum class StopKind {
+  none,          ///< it did not
+  disk_full,     ///< writes failed for lack of room: a rerun with room does the rest (exit 2)
+  broken_model,  ///< most vectors were implausible: the model or its weights are broken (exit 1)
+};
+
 /// Writer settings.
 struct WriterOptions {
   OutputFormat format = OutputFormat::npy;  ///< what to write
@@ -101,6 +108,8 @@ class OutputWriter : public ResultSink {
   std::size_t implausible() const { return implausible_; }
   /// Why the writer asked the run to stop taking work ("" when it did not).
   std::string abort_reason() const;
+  /// What kind of stop that was (the exit status follows the kind, never the text).
+  StopKind abort_kind() const;
   /// Inputs written with a decoder warning (lenient decoding).
   std::size_t warned() const { return warned_; }
   /// Shard files in OUT that no manifest line points at (left out of every reader).
@@ -115,7 +124,7 @@ class OutputWriter : public ResultSink {
 
   void note_write_failure(const std::string& what, std::size_t inputs = 1);
 
-  void request_stop(const std::string& why);
+  void request_stop(StopKind kind, const std::string& why);
 
   /// An implausible vector is its input's error; most of 8 or more: a broken model, the run stops.
   bool plausible(std::size_t index, const float* f, int dim);
@@ -161,6 +170,7 @@ class OutputWriter : public ResultSink {
   std::size_t checked_ = 0;
   std::size_t implausible_ = 0;
   std::string abort_reason_;
+  StopKind abort_kind_ = StopKind::none;
   std::vector<std::optional<InputIdentity>> ids_;
   std::vector<std::string> hashes_;  ///< --hash-inputs: per input file, its XXH3-64
   std::size_t next_shard_ = 0;

@@ -144,6 +144,7 @@ inline std::string externals_markdown(const ResultFile& f) {
 }
 
 inline std::string scaling_markdown(const ResultFile& f) {
+  const int gpus = static_cast<int>(f.meta.gpus.size());  // what "cuda" was on the machine that ran them
   std::vector<std::string> strategies = {ResultParams::kSequential};
   for (const RunResult& r : f.runs)
     if (!r.params.is_external() &&
@@ -156,8 +157,8 @@ inline std::string scaling_markdown(const ResultFile& f) {
     for (const RunResult& r : f.runs)
       if (!r.params.is_external() && r.params.strategy == strategy) runs.push_back(&r);
     if (runs.empty()) continue;
-    std::stable_sort(runs.begin(), runs.end(), [](const RunResult* a, const RunResult* b) {
-      return device_count(a->params.devices) < device_count(b->params.devices);
+    std::stable_sort(runs.begin(), runs.end(), [gpus](const RunResult* a, const RunResult* b) {
+      return device_count(a->params.devices, gpus) < device_count(b->params.devices, gpus);
     });
     MarkdownTable table({{"devices", Align::right},
                          {"config"},
@@ -168,7 +169,7 @@ inline std::string scaling_markdown(const ResultFile& f) {
                          {"verification"},
                          {"status"}});
     for (const RunResult* r : runs) {
-      const int n = device_count(r->params.devices);
+      const int n = device_count(r->params.devices, gpus);
       const stats::Summary& t = r->summary.images_per_s;
       std::string speedup = "n/a", vs = "none", eff = "n/a";
       if (const RunResult* s = r->status == RunStatus::ok ? best_sequential_run(f, *r) : nullptr) {

@@ -68,6 +68,11 @@ Sample sample_from_json(const json& j, const std::string& source = "<json>");
 /// One verification record from its JSON; ResultFormatError naming `source`.
 Verification verification_from_json(const json& j, const std::string& source = "<json>");
 
+/// The threads of each replica a run had, in order, as its effective settings record them
+/// (`effective.devices[].threads`, written by the experiment runner); empty when not recorded
+/// (an external command, an older file). The one reader of that record: callers take this.
+std::vector<int> effective_replica_threads(const RunResult& r);
+
 /// Reads and parses a result file; IoError when unreadable, ResultFormatError when malformed.
 ResultFile load_result(const std::filesystem::path& path);
 

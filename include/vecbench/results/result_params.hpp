@@ -78,9 +78,9 @@ std::string read_param(ResultParams& p, const std::string& key, const nlohmann::
 /// The settings as a result file's "params" object.
 nlohmann::json params_to_json(const ResultParams& p);
 
-/// Devices named by a devices spec: comma-separated parts, each "NAME" (1 device) or "NAME/N"
-/// (N devices): "cpu" -> 1, "cpu/3" -> 3, "cuda:0/3" -> 3, "cuda:0,cuda:1" -> 2. 0 when the spec
-/// cannot be parsed.
-int device_count(const std::string& spec);
+/// The virtual devices a run of the devices spec `spec` had on a machine with `gpus` GPUs
+/// (DevicesSpec, the one parser: "cpu/3" -> 3, "cuda:0/3" -> 3, "cuda" -> `gpus`, spaces ignored);
+/// 0 when the spec cannot be parsed (a result file of another version).
+int device_count(const std::string& spec, int gpus);
 
 }  // namespace vecbench
