@@ -155,7 +155,7 @@ std::string as_named(std::string line, const PrivateCopy& copy, const TrustedFil
 
 /// The import command of `p`'s weights file `weights` into `out`.
 std::vector<std::string> import_command(const FidPreset& p, const fs::path& weights, const fs::path& out) {
-  const std::string tools = std::string(VECBENCH_SOURCE_DIR) + "/tools/";
+  const std::string tools = tools_dir() + "/";
   if (!p.inception())
     return {VECBENCH_PYTHON, tools + "export_encoder.py",
             "--encoder",     p.encoder,

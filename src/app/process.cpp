@@ -1,5 +1,6 @@
 // The process-wide state of a command: stop flag, signals, the process group, default models.
 #include <csignal>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -8,6 +9,7 @@
 #include "vecbench/core/host.hpp"
 
 namespace vecbench {
+namespace fs = std::filesystem;
 namespace {
 std::atomic<bool> g_stop{false};
 std::unique_ptr<Comm> g_comm;
@@ -21,8 +23,33 @@ extern "C" void on_signal(int sig) {
 }
 }  // namespace
 
-std::string default_model() { return VECBENCH_DEFAULT_MODEL; }
-std::string default_fused_model() { return VECBENCH_DEFAULT_FUSED_MODEL; }
+namespace {
+/// P/share/vecbench when this executable is P/bin/vecbench of `cmake --install` (its tools are
+/// there), else empty: a build folder's binary, whose files are the build's and its source tree's.
+const fs::path& installed_share() {
+  static const fs::path share = [] {
+    std::error_code ec;
+    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    if (ec) return fs::path();
+    const fs::path s = exe.parent_path().parent_path() / "share" / "vecbench";
+    return fs::is_regular_file(s / "tools" / "export_inception.py", ec) ? s : fs::path();
+  }();
+  return share;
+}
+
+std::string installed_or(const char* file, const std::string& built) {
+  return installed_share().empty() ? built : (installed_share() / "models" / file).string();
+}
+}  // namespace
+
+std::string default_model() { return installed_or("inception_tf2015_seed0.pt", VECBENCH_DEFAULT_MODEL); }
+std::string default_fused_model() {
+  return installed_or("inception_tf2015_seed0_fused.pt", VECBENCH_DEFAULT_FUSED_MODEL);
+}
+std::string tools_dir() {
+  return installed_share().empty() ? std::string(VECBENCH_SOURCE_DIR) + "/tools"
+                                   : (installed_share() / "tools").string();
+}
 
 std::atomic<bool>& stop_flag() { return g_stop; }
 

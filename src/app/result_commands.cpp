@@ -27,7 +27,7 @@ int cmd_report(const std::vector<std::string>& inputs, const std::string& out) {
     files.push_back(load_result(f));
     sources.emplace_back(f);
   }
-  write_report(files, out, VECBENCH_PYTHON, std::string(VECBENCH_SOURCE_DIR) + "/tools/plot_results.py", sources);
+  write_report(files, out, VECBENCH_PYTHON, tools_dir() + "/plot_results.py", sources);
   std::cout << "report: " << (fs::path(out) / "report.md").string() << "\n";
   return 0;
 }

@@ -39,6 +39,9 @@ constexpr int kExitInterrupted = 130;
 std::string default_model();
 /// The fused export the build makes next to it (tools/export_inception.py --fuse prepacked).
 std::string default_fused_model();
+/// The folder of vecbench's Python tools (weights imports, plots): P/share/vecbench/tools beside
+/// an installed binary (`cmake --install`), else the source tree's tools/ that built it.
+std::string tools_dir();
 
 /// Set by the first SIGINT/SIGTERM (install_signal_handlers): runs stop cleanly, keeping what
 /// they wrote; a second signal ends the process at once.
