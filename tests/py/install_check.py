@@ -26,6 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
 sys.path.insert(0, HERE)
 from vecbench_export.weights import seeded_state_dict  # noqa: E402
+import check_skips  # noqa: E402  (its can_mount: the same test that allows this file's skip)
 import ctest_unittest  # noqa: E402
 
 BUILD = os.path.abspath(os.environ.get("VECBENCH_BUILD_DIR", "build"))
@@ -34,13 +35,8 @@ PHOTOS = "/usr/share/doc/opencv-doc/examples/data"
 
 
 def can_mount():
-    """CAP_SYS_ADMIN in the effective set (unshare --mount and mount -t tmpfs need it)."""
-    try:
-        with open("/proc/self/status") as f:
-            cap = next(int(line.split()[1], 16) for line in f if line.startswith("CapEff:"))
-        return bool(cap & (1 << 21)) and shutil.which("unshare") is not None
-    except (OSError, StopIteration, ValueError):
-        return False
+    """CAP_SYS_ADMIN (tools/check_skips.py's test: the mount needs it) and an `unshare` to run."""
+    return check_skips.can_mount() and shutil.which("unshare") is not None
 
 
 class InstalledWithoutTheTree(unittest.TestCase):
