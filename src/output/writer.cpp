@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <set>
@@ -74,7 +73,7 @@ void OutputWriter::on_features(std::size_t index, const float* f, int dim) {
         else
           npy::save_f32(opt_.out_dir / names_[index], f, {static_cast<std::size_t>(dim)});
       } catch (const IoError& e) {  // this input's file alone: the run goes on
-        note_write_failure(e.what());
+        note_write_failure(e);
         record_error(index, src_.name(index) + ": cannot write its output: " + e.what());
         return;
       }
@@ -125,11 +124,12 @@ std::string OutputWriter::ok_line(std::size_t index, nlohmann::json j) {
   return manifest_text(j);
 }
 
-void OutputWriter::note_write_failure(const std::string& what, std::size_t inputs) {
+void OutputWriter::note_write_failure(const IoError& e, std::size_t inputs) {
+  const std::string what = e.what();
   write_failures_ += inputs;
   if (first_write_error_.empty()) first_write_error_ = what;
   // A full disk fails every later write too: no more decoding and computing for nothing.
-  if (what.find(std::strerror(ENOSPC)) != std::string::npos || what.find(std::strerror(EDQUOT)) != std::string::npos)
+  if (e.error_number == ENOSPC || e.error_number == EDQUOT)
     request_stop(StopKind::disk_full, "the disk is full (" + what + ")");
 }
 
@@ -174,7 +174,7 @@ void OutputWriter::flush_shard() {
   try {
     npy::save_f32(opt_.out_dir / name, rows_.data(), {row_index_.size(), static_cast<std::size_t>(dim_)});
   } catch (const IoError& e) {  // the shard's inputs fail, each with the cause; the run goes on
-    note_write_failure(e.what(), row_index_.size());
+    note_write_failure(e, row_index_.size());
     for (std::size_t i : row_index_) record_error(i, src_.name(i) + ": cannot write its shard: " + e.what());
     rows_.clear();
     row_index_.clear();

@@ -18,9 +18,12 @@ struct InputError : Error {
   std::string cause;
 };
 
-/// A file that cannot be read or written.
+/// A file that cannot be read or written; `error_number`: the errno behind it where there was one
+/// (0 otherwise), for callers that act on the cause (a full disk) rather than on the message.
 struct IoError : Error {
-  IoError(const std::string& file, const std::string& cause) : Error(file + ": " + cause) {}
+  IoError(const std::string& file, const std::string& cause, int error_number_ = 0)
+      : Error(file + ": " + cause), error_number(error_number_) {}
+  int error_number = 0;
 };
 
 /// A bad setting (CLI flag or experiment key): `key` names it.

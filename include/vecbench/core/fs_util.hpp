@@ -50,7 +50,7 @@ inline void sync_directory(const fs::path& dir) {
   const int err = errno;
   ::close(fd);
   if (rc != 0 && err == EIO)
-    throw IoError(dir.string(), "cannot sync the directory: " + std::string(std::strerror(err)));
+    throw IoError(dir.string(), "cannot sync the directory: " + std::string(std::strerror(err)), err);
   directory_syncs().fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -70,7 +70,10 @@ inline void atomic_write_with(const fs::path& path, const std::function<bool(std
       path.parent_path() / ("." + base + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(seq.fetch_add(1)));
   {
     std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (!f) throw IoError(path.string(), std::string("cannot create file: ") + std::strerror(errno));
+    if (!f) {
+      const int err = errno;
+      throw IoError(path.string(), std::string("cannot create file: ") + std::strerror(err), err);
+    }
     errno = 0;
     bool ok = false;
     try {
@@ -85,7 +88,7 @@ inline void atomic_write_with(const fs::path& path, const std::function<bool(std
     if (!ok || !closed) {
       fs::remove(tmp, ec);
       throw IoError(path.string(),
-                    std::string("write failed: ") + (err != 0 ? std::strerror(err) : "short write (disk full?)"));
+                    std::string("write failed: ") + (err != 0 ? std::strerror(err) : "short write (disk full?)"), err);
     }
   }
   fs::rename(tmp, path, ec);

@@ -122,7 +122,8 @@ class OutputWriter : public ResultSink {
  private:
   std::string ok_line(std::size_t index, nlohmann::json j);
 
-  void note_write_failure(const std::string& what, std::size_t inputs = 1);
+  /// A vector that could not be written (its IoError); a full disk (ENOSPC, EDQUOT) stops the run.
+  void note_write_failure(const IoError& e, std::size_t inputs = 1);
 
   void request_stop(StopKind kind, const std::string& why);
 
