@@ -21,16 +21,14 @@ extern "C" void on_signal(int sig) {
     std::raise(sig);
   }
 }
-}  // namespace
 
-namespace {
 /// P/share/vecbench when this executable is P/bin/vecbench of `cmake --install` (its tools are
 /// there), else empty: a build folder's binary, whose files are the build's and its source tree's.
 const fs::path& installed_share() {
   static const fs::path share = [] {
+    const fs::path exe = running_executable();
+    if (exe.empty()) return fs::path();
     std::error_code ec;
-    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-    if (ec) return fs::path();
     const fs::path s = exe.parent_path().parent_path() / "share" / "vecbench";
     return fs::is_regular_file(s / "tools" / "export_inception.py", ec) ? s : fs::path();
   }();

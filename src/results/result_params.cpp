@@ -1,8 +1,6 @@
 // A run's settings to and from a result file's "params" (include/vecbench/results/result_params.hpp).
 #include "vecbench/results/result_params.hpp"
 
-#include <algorithm>
-#include <cctype>
 #include <cmath>
 
 #include "vecbench/core/device.hpp"

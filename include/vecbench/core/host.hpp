@@ -1,12 +1,22 @@
 // Where and when: the host name and UTC time stamps, for result metadata, lock holders and the
-// output folder's records.
+// output folder's records; the running executable's path, for what is installed beside it.
 #pragma once
 #include <unistd.h>
 
 #include <ctime>
+#include <filesystem>
 #include <string>
+#include <system_error>
 
 namespace vecbench {
+
+/// The running executable's path (/proc/self/exe), empty if it cannot be read. Its folder's
+/// parent is an installed binary's prefix (P/bin/vecbench: P/lib/vecbench, P/share/vecbench).
+inline std::filesystem::path running_executable() {
+  std::error_code ec;
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::path() : exe;
+}
 
 /// This machine's host name ("unknown" if it cannot be had).
 inline std::string host_name() {

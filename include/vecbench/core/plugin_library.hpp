@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "vecbench/core/error.hpp"
+#include "vecbench/core/host.hpp"
 
 namespace vecbench {
 
@@ -27,9 +28,7 @@ inline std::vector<std::string> plugin_library_candidates(const std::string& nam
   namespace fs = std::filesystem;
   std::vector<std::string> c;
   if (const char* env = std::getenv(env_var); env && *env) return {env};
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
+  if (const fs::path exe = running_executable(); !exe.empty()) {
     c.push_back((exe.parent_path() / name).string());
     c.push_back((exe.parent_path().parent_path() / name).string());
     c.push_back((exe.parent_path().parent_path() / "lib" / "vecbench" / name).string());
