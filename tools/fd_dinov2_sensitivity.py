@@ -33,11 +33,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PROTOCOLS = ("dgm-eval", "edm2", "torch-fidelity")
 
 
-def store_vectors(store):
-    """{input: vector in float64} of a store (tools/vecbench_store.py reads it)."""
-    return {k: v.astype(np.float64) for k, v in vecbench_store.store_vectors(store).items()}
-
-
 def frechet(a, b):
     m1, m2 = a.mean(0), b.mean(0)
     s1, s2 = np.cov(a, rowvar=False), np.cov(b, rowvar=False)
@@ -81,7 +76,7 @@ def main():
         store = os.path.join(a.work, p)
         subprocess.run([a.vecbench, "vectorize", "--images", a.images, "--out", store, "--like", p, "--encoder",
                         a.encoder, "--format", "npy", "--progress", "60"], env=env, check=True)
-        vecs[p] = store_vectors(store)
+        vecs[p] = vecbench_store.store_vectors(store, np.float64)
     names = sorted(set.intersection(*(set(v) for v in vecs.values())))
     mats = {p: np.stack([vecs[p][n] for n in names]) for p in PROTOCOLS}
     half = len(names) // 2

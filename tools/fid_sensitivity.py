@@ -86,11 +86,6 @@ def run(cmd, check=True):
     return subprocess.run(cmd, check=check, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
-def store_vectors(store):
-    """{input: vector in float64} of a store (tools/vecbench_store.py reads it)."""
-    return {k: v.astype(np.float64) for k, v in vecbench_store.store_vectors(store).items()}
-
-
 def vector_change(ref, got):
     """Median and max over images of |got - ref|_2 / |ref|_2."""
     rel = [np.linalg.norm(got[k] - v) / max(np.linalg.norm(v), 1e-30) for k, v in ref.items() if k in got]
@@ -164,7 +159,7 @@ def main():
             continue
         stats = os.path.join(a.work, name + ".npz")
         run([a.vecbench, "stats", store, "--out", stats, "--allow-synthetic-weights"])
-        vectors[name] = store_vectors(store)
+        vectors[name] = vecbench_store.store_vectors(store, np.float64)
         v = {"name": name, "flags": flags, "what": what, "n": len(vectors[name])}
         if name != "default":
             v.update(fid(a.vecbench, os.path.join(a.work, "default.npz"), stats, os.path.join(a.work, name + ".json")))
