@@ -178,6 +178,7 @@ ModelFactory model_factory(const ModelSettings& opt) {
   const ModelInfo info = read_model_info(opt.path);
   const char* off = std::getenv("VECBENCH_SHARE_WEIGHTS");  // "0": a copy per replica (for measurements)
   o.share_weights = !(opt.optimize && info.optimize_after_load) && !(off && std::string(off) == "0");
+  o.per_image = info.is_export() && !inception_arch(info.arch);  // ModelSettings::per_image: batch-independent vectors
   return torch_plugin().torchscript_factory(o);
 }
 

@@ -398,7 +398,14 @@ class TorchScriptModel : public Model {
       {
         auto t0 = clk::now();
         if (opt_.channels_last) x = x.contiguous(at::MemoryFormat::ChannelsLast);
-        y = output_of(module_.forward({x})).contiguous();
+        if (opt_.per_image && n > 1) {  // ModelSettings::per_image: the same products whatever the batch
+          std::vector<torch::Tensor> rows;
+          rows.reserve(static_cast<std::size_t>(n));
+          for (int i = 0; i < n; ++i) rows.push_back(output_of(module_.forward({x.narrow(0, i, 1)})));
+          y = torch::cat(rows, 0).contiguous();
+        } else {
+          y = output_of(module_.forward({x})).contiguous();
+        }
         t.forward_s = since(t0);
       }
     } catch (const c10::Error& e) {

@@ -36,6 +36,13 @@ struct ModelSettings {
   /// tensors (the file loaded once per process; each replica a clone that shares them). Set by
   /// model_factory from the file's metadata.
   bool share_weights = false;
+  /// torchscript, CPU: the batch's images through the module one at a time. A network whose layers
+  /// are matrix products over the batch rows (a ViT's tokens, VGG-16's classifier) is rounded
+  /// differently for every batch size where the BLAS blocks a product by its rows (Debian's
+  /// LibTorch 1.13 on AVX2: DINOv2's vectors at batch 1, 5 and 7 all differed); one image at a time,
+  /// every product has the same shape whatever the batch, so the vectors do not depend on it. Set by
+  /// model_factory for exports that are not Inception-v3 (whose convolutions do not mix images).
+  bool per_image = false;
   bool channels_last = false;  ///< feed NHWC-strided input (channels_last memory format)
   /// CUDA only: let cuDNN autotune convolution algorithms, once per input shape; a shorter batch
   /// (a run's last) is then padded to the run's batch, so the warm-up tuned every shape the clock sees

@@ -30,7 +30,7 @@ struct InceptionWeights;
 /// InceptionWeights, Model); a library of another version is refused. 3: VirtualDevice::kind is a
 /// DeviceKind (a binary and a library either side of that change corrupted each other's devices).
 /// 4: the model settings are ModelSettings (engine/model_settings.hpp). 5: pinned_host_memory.
-constexpr int kTorchPluginAbi = 6;  // 6: ModelSettings::share_weights
+constexpr int kTorchPluginAbi = 7;  // 6: ModelSettings::share_weights; 7: ::per_image
 
 /// The functions of libvecbench_torch.so. Both sides are built from the same tree by the same
 /// compiler (C++ types cross the boundary); `abi` and `size` catch a stale library.
