@@ -140,9 +140,7 @@ def make_inputs(d):
     make_crops(os.path.join(d, "A"), photos[0::2], N, 256, 11)
     make_crops(os.path.join(d, "B"), photos[1::2], N, 160, 12)
     for side in "AB":
-        os.makedirs(os.path.join(d, side + "-vgg"))
-        for f in sorted(os.listdir(os.path.join(d, side)))[:VGG_N]:
-            os.link(os.path.join(d, side, f), os.path.join(d, side + "-vgg", f))
+        tool_inputs.link_files(os.path.join(d, side), os.path.join(d, side + "-vgg"), first=VGG_N)
     ckpt = os.path.join(d, "checkpoints")
     os.makedirs(ckpt)
     torch.save(dinov2.seeded_checkpoint(ENC, 5), os.path.join(ckpt, dinov2.checkpoint_name(ENC)))

@@ -41,11 +41,12 @@ def inputs(name, make):
     return folder, tmp
 
 
-def link_files(src, dst):
-    """dst/ with a hard link (a copy across file systems) of each file of src/: a test's own folder
-    (a $TORCH_HOME that a tool may write into) holding the shared files."""
+def link_files(src, dst, first=None):
+    """dst/ with a hard link (a copy across file systems) of each file of src/ (of its `first` files
+    by name, when given): a test's own folder (a $TORCH_HOME that a tool may write into) holding the
+    shared files, or a subset of an image folder."""
     os.makedirs(dst, exist_ok=True)
-    for n in sorted(os.listdir(src)):
+    for n in sorted(os.listdir(src))[:first]:
         try:
             os.link(os.path.join(src, n), os.path.join(dst, n))
         except OSError:
