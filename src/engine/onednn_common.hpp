@@ -25,7 +25,7 @@ using tag = dnnl::memory::format_tag;
 using dt = dnnl::memory::data_type;
 using Args = std::unordered_map<int, memory>;
 /// One step of a forward pass: a oneDNN primitive (its descriptor, the primitive made once the
-/// network is built: Graph::make_primitives), or a function of vecbench's own (`own`) that reads
+/// network is built: NetworkBuilder::finish), or a function of vecbench's own (`own`) that reads
 /// and writes the memories in `args` (listed for the arena's live ranges).
 struct Op {
   Op(dnnl::primitive_desc_base d, Args a) : pd(std::move(d)), args(std::move(a)) {}

@@ -1,153 +1,47 @@
-// The convolutions of a oneDNN network (private to src/engine/): oneDNN's, or the engine's own
-// Winograd kernels where they fit (engine/winograd.hpp), with their weights packed once for
-// every replica (onednn_packed.hpp).
+// The convolution builder of the oneDNN engine (private to src/engine/): oneDNN's convolutions,
+// or the engine's own Winograd kernels where the CPU route says they fit (engine/winograd.hpp),
+// with their weights packed once for every replica (onednn_packed.hpp). It adds ops to a
+// NetworkBuilder and knows no topology: a layer is its name (the packed-weight key), its floats
+// and its geometry.
 #pragma once
-#include <cstring>
 #include <string>
-#include <vector>
 
-#include "onednn_packed.hpp"
-#include "onednn_state.hpp"
-#include "vecbench/engine/winograd.hpp"
+#include "onednn_network.hpp"
+#include "packed_weight_cache.hpp"
+#include "vecbench/engine/cpu_route.hpp"
+#include "vecbench/engine/weights_file.hpp"
 
 namespace vecbench::onednn_detail {
 
-class ConvLayers : public GraphState {
- protected:
-  using GraphState::GraphState;
+/// One convolution: stride and padding (height, width); int8: the u8 steps of its input and
+/// output; `relu` false: conv+bias only (an f32 1x1 layer whose ReLU follows a pool).
+struct ConvGeometry {
+  int stride = 1;
+  int pad_h = 0, pad_w = 0;
+  float in_step = 1.0f, out_step = 1.0f;
+  bool relu = true;
+};
 
-  /// conv+bias+ReLU from `src` into `dst` (a fresh activation or a slice of a concatenation).
-  /// int8: `s_in` and `s_out` are the u8 steps of src and dst.
-  /// `relu` false: conv+bias only (an f32 1x1 layer whose ReLU follows a pool, pool_branch).
-  void conv_into(const std::string& name, const FoldedConv& l, const memory& src, const memory& dst, int stride, int ph,
-                 int pw, float s_in = 1.0f, float s_out = 1.0f, bool relu = true) {
-    const int oc = static_cast<int>(l.shape[0]), ic = static_cast<int>(l.shape[1]);
-    const int kh = static_cast<int>(l.shape[2]), kw = static_cast<int>(l.shape[3]);
-    if (act_dt_ == dt::f32 && stride == 1 && relu)
-      if (const auto w = route_.winograd_for(kh, kw, ph, pw); w && winograd_into(name, l, src, dst, w->kernel, w->pad))
-        return;
-    memory::desc w_any({oc, ic, kh, kw}, int8() ? dt::s8 : act_dt_, tag::any);  // bf16: packed (and rounded) once, here
-    memory::desc b_md({oc}, dt::f32, tag::x);
-    dnnl::post_ops po;
-    if (relu) po.append_eltwise(1.0f, algorithm::eltwise_relu, 0.0f, 0.0f);
-    dnnl::primitive_attr attr;
-    attr.set_post_ops(po);
-    // int8: s8 weights with one scale per output channel (largest |w| -> 127); the s32 sums plus
-    // the bias (in their units) times s_in * s_w / s_out give dst's u8 steps, after the ReLU.
-    const float* bias_data = l.bias.data();
-    std::vector<float> inv_w_scale;
-    if (int8()) {
-      const std::size_t per = static_cast<std::size_t>(ic) * kh * kw;
-      std::vector<float> oscale(static_cast<std::size_t>(oc));
-      std::vector<float>& qbias = int8_bias_.emplace_back(static_cast<std::size_t>(oc));
-      inv_w_scale.resize(static_cast<std::size_t>(oc));
-      for (std::size_t o = 0; o < static_cast<std::size_t>(oc); ++o) {
-        const float hi = abs_max(l.weight.data() + o * per, per);
-        const float sw = hi > 0 ? hi / 127.0f : 1.0f;
-        inv_w_scale[o] = 1.0f / sw;
-        oscale[o] = s_in * sw / s_out;
-        qbias[o] = l.bias[o] / (s_in * sw);
-      }
-      attr.set_output_scales(2, oscale);  // per output channel: dim 1 of dst
-      bias_data = qbias.data();
-    }
-    for (const bool dense_dst : {false, true}) {
-      // A slice of a concatenation is not dense; where no implementation writes into one, the
-      // layer writes a dense buffer and a reorder copies it into the slice.
-      memory::desc dst_md =
-          dense_dst ? memory::desc(dst.get_desc().dims(), dst.get_desc().data_type(), fmt_) : dst.get_desc();
-      dnnl::convolution_forward::primitive_desc pd;
-      try {
-        dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, algorithm::convolution_direct,
-                                          src.get_desc(), w_any, b_md, dst_md, {stride, stride}, {ph, pw}, {ph, pw});
-        pd = dnnl::convolution_forward::primitive_desc(d, attr, eng_);
-      } catch (const dnnl::error&) {
-        continue;
-      }
-      // oneDNN's reference code accepts everything at ~1% of the speed: only as a last resort
-      if (is_reference(pd.impl_info_str()) && !dense_dst) continue;
-      if (std::strstr(pd.impl_info_str(), "amx")) ++g_amx_convs;
-      memory packed_w = shared_weights(*wts_.packed, name, l, pd.weights_desc(), eng_, int8() ? &inv_w_scale : nullptr);
-      memory bias(pd.bias_desc(), eng_, const_cast<float*>(bias_data));  // f32, dense: the layer's own (int8: scaled)
-      memory out = dense_dst ? arena_.add(pd.dst_desc(), eng_) : dst;
-      ops_.emplace_back(
-          pd, std::unordered_map<int, memory>{
-                  {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, packed_w}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, out}});
-      if (dense_dst)
-        ops_.emplace_back(dnnl::reorder::primitive_desc(out, dst),
-                          std::unordered_map<int, memory>{{DNNL_ARG_FROM, out}, {DNNL_ARG_TO, dst}});
-      return;
-    }
-    throw ReplicaError(wts_.source + ": layer " + name + ": oneDNN has no convolution for it");
-  }
+class ConvBuilder {
+ public:
+  /// Ops into `net`, packed weights from and into `packed`, kernels as `route` says for this CPU;
+  /// `source` (the weights' file) is named in errors.
+  ConvBuilder(NetworkBuilder& net, PackedWeightCache& packed, const CpuRoute& route, std::string source)
+      : net_(net), packed_(packed), route_(route), source_(std::move(source)) {}
 
-  /// Where `m` (a `block`-channel blocked f32 activation, or a slice of one) keeps element
-  /// (n, c, y, x); false for any other layout.
-  static bool blocked(const memory& m, int block, winograd::BlockedTensor& t) {
-    const dnnl_memory_desc_t& d = m.get_desc().data;
-    const auto& b = d.format_desc.blocking;
-    if (d.ndims != 4 || d.data_type != dnnl_f32 || d.format_kind != dnnl_blocked || b.inner_nblks != 1 ||
-        b.inner_blks[0] != block || b.inner_idxs[0] != 1 || b.strides[3] != block)
-      return false;
-    t.offset = d.offset0;
-    t.stride_n = b.strides[0], t.stride_cb = b.strides[1], t.stride_y = b.strides[2], t.stride_x = b.strides[3];
-    return true;
-  }
+  /// conv+bias(+ReLU) of layer `name` (OIHW floats `l`) from `src` into `dst` (a fresh activation
+  /// or a slice of a concatenation), in the network's current activation type (int8: s8 weights
+  /// with a scale per output channel).
+  void conv_into(const std::string& name, const FoldedConv& l, const memory& src, const memory& dst,
+                 const ConvGeometry& g);
 
-  /// conv+bias+ReLU of a 3x3, 5x5, 1x7, 7x1, 1x3 or 3x1 stride-1 layer with the engine's Winograd
-  /// kernels (AVX2 or AVX-512); false where the kernels or the layouts don't fit (oneDNN runs it).
+ private:
   bool winograd_into(const std::string& name, const FoldedConv& l, const memory& src, const memory& dst,
-                     winograd::Kernel kernel, int pad) {
-    winograd::BlockedTensor in, out;
-    const auto dims = src.get_desc().dims();
-    winograd::ConvShape shape{n_,
-                              static_cast<int>(l.shape[1]),
-                              static_cast<int>(l.shape[0]),
-                              static_cast<int>(dims[2]),
-                              static_cast<int>(dims[3]),
-                              pad,
-                              route_.block,
-                              kernel};
-    if (!winograd::supports(shape) || !blocked(src, route_.block, in) || !blocked(dst, route_.block, out)) return false;
-    const auto f = shared_winograd_filter(*wts_.packed, name, l, shape);
-    scratch_floats_ = std::max(scratch_floats_, winograd::scratch_floats(shape));
-    const int groups = winograd::channel_groups(shape, threads_);
-    const int units = winograd::block_count(shape) * groups, threads = std::min(threads_, units);
-    ops_.emplace_back(
-        [this, f, shape, in, out, src, dst, groups, units, threads]() mutable {
-          in.data = static_cast<float*>(src.get_data_handle());
-          out.data = static_cast<float*>(dst.get_data_handle());
-#pragma omp parallel num_threads(threads)
-          {
-            const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-            winograd::run_units(*f, shape, in, out, groups, units * t / nt, units * (t + 1) / nt,
-                                static_cast<float*>(scratch_.get()) + scratch_floats_ * static_cast<std::size_t>(t));
-          }
-        },
-        Args{{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
-    return true;
-  }
-
-  Act conv(const std::string& name, const Act& x, int stride = 1, int pad = -1) {
-    const auto& l = layer(name, x.c);
-    const int kh = static_cast<int>(l.shape[2]), kw = static_cast<int>(l.shape[3]);
-    const int ph = pad >= 0 ? pad : kh / 2, pw = pad >= 0 ? pad : kw / 2;
-    Act y = new_point(name, static_cast<int>(l.shape[0]), out_dim(x.h, kh, stride, ph), out_dim(x.w, kw, stride, pw));
-    conv_into(name, l, x.mem, y.mem, stride, ph, pw, x.scale, y.scale);
-    observe(name, y);
-    return y;
-  }
-
-  /// Last layer of a branch, writing into the next slice of `cat` (stride-1 "same" padding
-  /// unless `stride`/`pad` say otherwise).
-  void conv_to(Concat& cat, const std::string& name, const Act& x, int stride = 1, int pad = -1) {
-    const auto& l = layer(name, x.c);
-    const int kh = static_cast<int>(l.shape[2]), kw = static_cast<int>(l.shape[3]);
-    const int ph = pad >= 0 ? pad : kh / 2, pw = pad >= 0 ? pad : kw / 2;
-    if (out_dim(x.h, kh, stride, ph) != cat.out.h || out_dim(x.w, kw, stride, pw) != cat.out.w)
-      throw ReplicaError(wts_.source + ": layer " + name + " does not fit its block (onednn engine)");
-    conv_into(name, l, x.mem, slice(cat, static_cast<int>(l.shape[0])), stride, ph, pw, x.scale, cat.out.scale);
-  }
+                     winograd::Kernel kernel, int pad);
+  NetworkBuilder& net_;
+  PackedWeightCache& packed_;
+  const CpuRoute& route_;
+  std::string source_;
 };
 
 }  // namespace vecbench::onednn_detail

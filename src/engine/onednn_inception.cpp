@@ -1,5 +1,5 @@
 // Inception-v3 as oneDNN primitives (see include/vecbench/engine/onednn_inception.hpp): the model
-// that runs a Graph (onednn_topology.hpp) per batch size, and what the engine tells of this CPU.
+// that runs an InceptionNetwork (onednn_topology.hpp) per batch size, and what the engine tells of this CPU.
 // No LibTorch here.
 #include "vecbench/engine/onednn_inception.hpp"
 
@@ -54,16 +54,16 @@ class OneDnnInception : public Model {
   /// one, which should not run padded to the last run's).
   void prepare(int max_batch) override {
     max_batch = std::max(1, max_batch);
-    if (!graph_ || max_batch != graph_->batch()) build(max_batch);
+    if (!net_ || max_batch != net_->batch()) build(max_batch);
   }
   ForwardTiming forward(const float* in, int n, float* out) override {
     if (omp_get_max_threads() != dev_.threads) omp_set_num_threads(dev_.threads);  // naive: replicas share a thread
     ForwardTiming t;
     const auto t0 = std::chrono::steady_clock::now();
     try {
-      if (!graph_ || n > graph_->batch()) build(n);
-      if (n == graph_->batch())
-        graph_->run(stream_, in, out);
+      if (!net_ || n > net_->batch()) build(n);
+      if (n == net_->batch())
+        net_->run(stream_, in, out);
       else
         run_padded(in, n, out);
     } catch (const dnnl::error& e) {
@@ -75,11 +75,12 @@ class OneDnnInception : public Model {
 
  private:
   void build(int n) {
-    graph_.reset();  // one network at a time: the old one's memory goes first
+    net_.reset();  // one network at a time: the old one's memory goes first
     pad_in_.clear();
     pad_out_.clear();
     try {
-      graph_ = std::make_unique<Graph>(*w_, opt_, eng_, n, dev_.threads, dev_.virtual_index, dev_.virtual_count);
+      net_ =
+          std::make_unique<InceptionNetwork>(*w_, opt_, eng_, n, dev_.threads, dev_.virtual_index, dev_.virtual_count);
     } catch (const dnnl::error& e) {
       throw ReplicaError(w_->source + ": building the oneDNN network failed: " + e.what());
     }
@@ -87,12 +88,12 @@ class OneDnnInception : public Model {
   }
   /// A partial batch on the full-batch network: the n images, then zeros (batch items never mix).
   void run_padded(const float* in, int n, float* out) {
-    const std::size_t s = static_cast<std::size_t>(w_->input_size), N = static_cast<std::size_t>(graph_->batch());
+    const std::size_t s = static_cast<std::size_t>(w_->input_size), N = static_cast<std::size_t>(net_->batch());
     const std::size_t per_in = 3 * s * s, per_out = static_cast<std::size_t>(w_->feature_dim);
     if (pad_in_.empty()) pad_in_.assign(N * per_in, 0.0f), pad_out_.assign(N * per_out, 0.0f);
     std::copy(in, in + static_cast<std::size_t>(n) * per_in, pad_in_.begin());
     std::fill(pad_in_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(n) * per_in), pad_in_.end(), 0.0f);
-    graph_->run(stream_, pad_in_.data(), pad_out_.data());
+    net_->run(stream_, pad_in_.data(), pad_out_.data());
     std::copy(pad_out_.begin(), pad_out_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(n) * per_out),
               out);
   }
@@ -101,8 +102,8 @@ class OneDnnInception : public Model {
   OneDnnOptions opt_;
   dnnl::engine eng_;
   dnnl::stream stream_;
-  std::unique_ptr<Graph> graph_;         ///< the one network, for the largest batch asked so far
-  std::vector<float> pad_in_, pad_out_;  ///< a partial batch, padded to the network's batch
+  std::unique_ptr<InceptionNetwork> net_;  ///< the one network, for the largest batch asked so far
+  std::vector<float> pad_in_, pad_out_;    ///< a partial batch, padded to the network's batch
 };
 
 }  // namespace
