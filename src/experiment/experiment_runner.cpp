@@ -182,7 +182,7 @@ void Executor::run_external(PlannedRun& p, int rep) {
   s.images_per_s = o.images_per_s;
   record_load(s, load);
   p.result.samples.push_back(s);
-  p.result.effective["output"] = o.line;  // the peer's own account of what it ran (last repetition's)
+  p.result.effective.output = o.line;  // the peer's own account of what it ran (last repetition's)
   log_ << o.images_per_s << " img/s\n";
 }
 
@@ -255,15 +255,14 @@ LocalOutcome Executor::run_local(PlannedRun& p, std::size_t index, int rep) {
   std::error_code ec;
   fs::remove_all(dir, ec);
   if (rep == 0) {
-    nlohmann::json ed = nlohmann::json::array();
-    const auto used = strategy_devices(strategy, devs);
-    for (const auto& d : used) ed.push_back({{"name", d.name()}, {"threads", d.threads}});
-    p.result.effective = {{"devices", ed},
-                          {"decode_threads", e_.decode_threads},
-                          {"prefetch_batches", e_.prefetch_batches},
-                          {"warmup_batches", e_.warmup_batches},
-                          {"batch", s.batch_size}};
-    if (s.host_memory) p.result.effective["batch_memory"] = s.host_memory->name();
+    EffectiveSettings& eff = p.result.effective;
+    eff = EffectiveSettings{};
+    for (const auto& d : strategy_devices(strategy, devs)) eff.devices.push_back({d.name(), d.threads});
+    eff.decode_threads = e_.decode_threads;
+    eff.prefetch_batches = e_.prefetch_batches;
+    eff.warmup_batches = e_.warmup_batches;
+    eff.batch = s.batch_size;
+    if (s.host_memory) eff.batch_memory = s.host_memory->name();
     if (e_.verify && is_reference_run(params) && !refs_[rm]) refs_[rm] = std::move(mem_p);
     if (e_.verify) {
       out.verification = verify_features(mem, reference(rm, mem));

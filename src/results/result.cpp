@@ -82,6 +82,8 @@ void to_json(json& j, const RunSummary& s) {
   if (s.images_per_s_median_ci) j["images_per_s_median_ci"] = detail::fields_to_json(*s.images_per_s_median_ci);
 }
 void to_json(json& j, const Verification& v) { j = detail::fields_to_json(v); }
+void to_json(json& j, const EffectiveDevice& d) { j = detail::fields_to_json(d); }
+void to_json(json& j, const EffectiveSettings& e) { j = detail::fields_to_json(e); }
 void to_json(json& j, const RunResult& r) {
   j = {{"id", r.id},          {"params", params_to_json(r.params)}, {"status", to_string(r.status)},
        {"reason", r.reason},  {"effective", r.effective},           {"samples", r.samples},
@@ -222,6 +224,8 @@ struct ResultReader {
   void read(const json& v, const std::string& p, DeviceShare& o) const { read_fields(v, p, o); }
   void read(const json& v, const std::string& p, TraceFigures& o) const { read_fields(v, p, o); }
   void read(const json& v, const std::string& p, Sample& o) const { read_fields(v, p, o); }
+  void read(const json& v, const std::string& p, EffectiveDevice& o) const { read_fields(v, p, o); }
+  void read(const json& v, const std::string& p, EffectiveSettings& o) const { read_fields(v, p, o); }
   void read(const json& v, const std::string& p, RunSummary& o) const {
     object(v, p, {"images_per_s", "wall_s", "latency_ms", "stage_s_per_image", "images_per_s_median_ci"});
     fields(true, v, p, "images_per_s", o.images_per_s, "wall_s", o.wall_s);
@@ -250,7 +254,7 @@ struct ResultReader {
       fail(at(p, "status"), "'" + st + "' is not one of ok, skipped, error, failed");
     field(v, p, "reason", o.reason, false);
     if (o.status != RunStatus::ok && o.reason.empty()) fail(at(p, "reason"), "must say why the run is " + st);
-    if (v.contains("effective")) object(o.effective = v["effective"], at(p, "effective"));
+    field(v, p, "effective", o.effective, false);
     field(v, p, "samples", o.samples);
     field(v, p, "summary", o.summary);
     if (v.contains("verification") && !v["verification"].is_null())
@@ -342,12 +346,7 @@ void save_result(const std::filesystem::path& path, const ResultFile& f) { atomi
 
 std::vector<int> effective_replica_threads(const RunResult& r) {
   std::vector<int> out;
-  const auto devices = r.effective.find("devices");
-  if (devices == r.effective.end() || !devices->is_array()) return out;
-  for (const json& d : *devices) {
-    const auto t = d.is_object() ? d.find("threads") : d.end();
-    out.push_back(t != d.end() && t->is_number_integer() ? t->get<int>() : 0);
-  }
+  for (const auto& d : r.effective.devices) out.push_back(d.threads > 0 ? static_cast<int>(d.threads) : 0);
   return out;
 }
 

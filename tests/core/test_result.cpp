@@ -310,6 +310,8 @@ TEST(ResultIo, FieldTablesMatchTheSchema) {
   expect_table_matches_schema<vecbench::DeviceShare>(schema, "/$defs/trace_figures/properties/devices/items");
   expect_table_matches_schema<vecbench::Environment>(schema, "/$defs/meta/properties/environment");
   expect_table_matches_schema<vecbench::Validity>(schema, "/$defs/run/properties/validity");
+  expect_table_matches_schema<vecbench::EffectiveSettings>(schema, "/$defs/effective");
+  expect_table_matches_schema<vecbench::EffectiveDevice>(schema, "/$defs/effective/properties/devices/items");
 }
 
 TEST(ResultIo, EnvironmentValidityAndLoadRoundTripAndOlderFilesStillRead) {
@@ -417,10 +419,36 @@ TEST(ResultIo, ReaderAgreesWithTheSchemaOnTheTraceKeys) {
 TEST(ResultReader, EffectiveReplicaThreadsAsRecordedOrNothing) {
   RunResult r;
   EXPECT_TRUE(effective_replica_threads(r).empty());  // an external command records no devices
-  r.effective = {{"devices", {{{"name", "cpu/2#0"}, {"threads", 3}}, {{"name", "cpu/2#1"}, {"threads", 2}}}}};
+  r.effective.devices = {{"cpu/2#0", 3}, {"cpu/2#1", 2}};
   EXPECT_EQ(effective_replica_threads(r), (std::vector<int>{3, 2}));
-  r.effective = {{"devices", {{{"name", "cpu"}}}}};  // no threads key: 0, never undefined behaviour
+  r.effective.devices = {{"cpu", -1}};  // threads not recorded: 0
   EXPECT_EQ(effective_replica_threads(r), (std::vector<int>{0}));
-  r.effective = {{"devices", "cpu"}};  // not a list: nothing
-  EXPECT_TRUE(effective_replica_threads(r).empty());
+}
+
+// A run's effective settings are typed: written and read back by the result file's writer and
+// reader, a device without threads read as not recorded, a wrong type or an unknown key refused
+// naming the key (no lookup by key anywhere else).
+TEST(ResultReader, EffectiveSettingsRoundTripAndBadOnesNameTheKey) {
+  vecbench::ResultFile f = vecbench::load_result(kGolden / "base.json");
+  RunResult& r = f.runs[2];
+  r.effective = vecbench::EffectiveSettings{};
+  r.effective.devices = {{"cpu/2#0", 3}, {"cpu/2#1", -1}};
+  r.effective.decode_threads = 4;
+  r.effective.batch = 8;
+  r.effective.batch_memory = "pinned";
+  json j = f;
+  EXPECT_FALSE(j["runs"][2]["effective"]["devices"][1].contains("threads"));  // not recorded: not written
+  EXPECT_FALSE(j["runs"][2]["effective"].contains("prefetch_batches"));
+  const RunResult back = vecbench::result_from_json(j, "e.json").runs[2];
+  EXPECT_EQ(effective_replica_threads(back), (std::vector<int>{3, 0}));
+  EXPECT_EQ(back.effective.decode_threads, 4);
+  EXPECT_EQ(back.effective.batch, 8);
+  EXPECT_EQ(back.effective.prefetch_batches, -1);
+  EXPECT_EQ(back.effective.batch_memory, "pinned");
+  json bad = j;
+  bad["runs"][2]["effective"]["devices"] = "cpu";
+  EXPECT_NE(parse_error(bad).find("runs[2].effective.devices"), std::string::npos) << parse_error(bad);
+  bad = j;
+  bad["runs"][2]["effective"]["threads"] = 2;
+  EXPECT_NE(parse_error(bad).find("unknown key"), std::string::npos) << parse_error(bad);
 }

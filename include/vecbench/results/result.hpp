@@ -39,6 +39,8 @@ void to_json(json& j, const TraceFigures& f);
 void to_json(json& j, const Sample& s);
 void to_json(json& j, const RunSummary& s);
 void to_json(json& j, const Verification& v);
+void to_json(json& j, const EffectiveDevice& d);
+void to_json(json& j, const EffectiveSettings& e);
 void to_json(json& j, const RunResult& r);
 void to_json(json& j, const ResultFile& f);
 
@@ -69,8 +71,8 @@ Sample sample_from_json(const json& j, const std::string& source = "<json>");
 Verification verification_from_json(const json& j, const std::string& source = "<json>");
 
 /// The threads of each replica a run had, in order, as its effective settings record them
-/// (`effective.devices[].threads`, written by the experiment runner); empty when not recorded
-/// (an external command, an older file). The one reader of that record: callers take this.
+/// (`effective.devices[].threads`, written by the experiment runner; 0 for a device without
+/// them); empty when not recorded (an external command, an older file).
 std::vector<int> effective_replica_threads(const RunResult& r);
 
 /// Reads and parses a result file; IoError when unreadable, ResultFormatError when malformed.

@@ -287,13 +287,46 @@ constexpr auto field_table(const Validity&) {
                          field("causes", &Validity::causes));
 }
 
+/// One device of a run as it ran: its name and its replica's threads.
+struct EffectiveDevice {
+  std::string name;
+  std::int64_t threads = -1;  ///< OpenMP/intra-op threads of its replica; -1: not recorded
+};
+constexpr auto field_table(const EffectiveDevice&) {
+  return std::make_tuple(field("name", &EffectiveDevice::name),
+                         field("threads", &EffectiveDevice::threads, Need::optional, Emit::when_set));
+}
+
+/// What a run actually used, as the experiment runner resolved it (a run's `effective`): the
+/// devices with their threads, the input pipeline's settings, and for an external command its own
+/// account. Typed: written and read by results/result.hpp only, never looked up by key.
+struct EffectiveSettings {
+  std::vector<EffectiveDevice> devices;  ///< in order (empty: an external command)
+  std::int64_t decode_threads = -1;      ///< -1 (every count): not recorded
+  std::int64_t prefetch_batches = -1;
+  std::int64_t warmup_batches = -1;
+  std::int64_t batch = -1;   ///< images per forward call, per device
+  std::string batch_memory;  ///< CUDA: the batches' host memory (pinned, pageable); "" elsewhere
+  std::string output;        ///< an external command's own account of what it ran (its last line)
+};
+constexpr auto field_table(const EffectiveSettings&) {
+  return std::make_tuple(
+      field("devices", &EffectiveSettings::devices, Need::optional, Emit::when_set),
+      field("decode_threads", &EffectiveSettings::decode_threads, Need::optional, Emit::when_set),
+      field("prefetch_batches", &EffectiveSettings::prefetch_batches, Need::optional, Emit::when_set),
+      field("warmup_batches", &EffectiveSettings::warmup_batches, Need::optional, Emit::when_set),
+      field("batch", &EffectiveSettings::batch, Need::optional, Emit::when_set),
+      field("batch_memory", &EffectiveSettings::batch_memory, Need::optional, Emit::when_set),
+      field("output", &EffectiveSettings::output, Need::optional, Emit::when_set));
+}
+
 /// One point of the experiment's parameter grid.
 struct RunResult {
   std::string id;                            ///< "key=value ..." of params; unique within a file
   ResultParams params;                       ///< the run's settings (the file's "params")
   RunStatus status = RunStatus::ok;          ///< ok, skipped, error or failed
   std::string reason;                        ///< why skipped/error; non-empty unless ok
-  json effective = json::object();           ///< free-form: devices, threads ... as actually used
+  EffectiveSettings effective;               ///< devices, threads ... as actually used
   std::vector<Sample> samples;               ///< one per repetition (empty when skipped)
   RunSummary summary;                        ///< see summarize_run
   std::optional<Verification> verification;  ///< null when not verified
