@@ -6,6 +6,7 @@
 
 #include "vecbench/app/commands.hpp"
 #include "vecbench/core/npy.hpp"
+#include "vecbench/engine/cpu_route.hpp"
 #include "vecbench/engine/engines.hpp"
 #include "vecbench/engine/torch_plugin.hpp"
 #include "vecbench/input/inputs.hpp"
@@ -43,27 +44,6 @@ int cmd_predecode(const std::string& images, const std::string& out, const std::
   return failed > 0 ? 2 : 0;
 }
 
-namespace {
-/// One line of a oneDNN route (engine/cpu_route.hpp's to_json) as `vecbench devices` prints it.
-std::string route_line(const nlohmann::json& r) {
-  std::string s = r.value("layout", "?");
-  if (!r.value("runs", false)) return "does not run here: " + r.value("why_not", std::string("?"));
-  if (r.contains("winograd_layers")) {
-    std::string layers;
-    for (const auto& k : r["winograd_layers"]) layers += " " + k.get<std::string>();
-    s += layers.empty() ? ", direct convolutions" : ", Winograd on the stride-1" + layers + " layers, the rest direct";
-  } else {
-    if (r.value("amx", false)) s += ", AMX";
-    if (r.contains("int8_isa")) s += ", " + r["int8_isa"].get<std::string>();
-    s += std::string(", own first layer: ") + (r.value("own_first_layer", false) ? "yes" : "no") +
-         ", own poolings: " + (r.value("own_pooling", false) ? "yes" : "no") + " (" + r.value("version", "?") + ")";
-  }
-  const std::string words = r.value("fingerprint_words", std::string());
-  if (!words.empty()) s += "; fingerprint \"" + r.value("precision", std::string()) + words + "\"";
-  return s;
-}
-}  // namespace
-
 int cmd_devices(const std::vector<std::string>& specs) {
   const int ncuda = cuda_device_count();
   const auto info = backend_info();
@@ -81,9 +61,10 @@ int cmd_devices(const std::vector<std::string>& specs) {
     const auto& o = info["onednn"];
     std::printf("oneDNN %s runs %s code; its routes here:\n", o.value("version", "?").c_str(),
                 o.value("isa", "?").c_str());
-    for (const char* precision : {"fp32", "bf16", "int8"})
-      if (o["routes"].contains(precision))
-        std::printf("  %-5s %s\n", precision, route_line(o["routes"][precision]).c_str());
+#if VECBENCH_WITH_ONEDNN
+    for (const Precision p : {Precision::fp32, Precision::bf16, Precision::int8})
+      std::printf("  %-5s %s\n", enum_name(p), cpu_route(p).describe().c_str());
+#endif
   }
   std::vector<std::string> list = specs;
   if (list.empty()) {

@@ -18,6 +18,7 @@
 #include "vecbench/results/meta.hpp"
 #include "vecbench/results/result.hpp"
 #ifdef VECBENCH_WITH_OPENCV
+#include "vecbench/core/strategy_name.hpp"
 #include "vecbench/input/opencv_plugin.hpp"
 #endif
 
@@ -206,7 +207,7 @@ nlohmann::json tune_experiment(const std::string& images, const std::string& mod
   else
     exp["images"] = {{fs::is_directory(images) ? "dir" : "list", images}};
   nlohmann::json matrices = nlohmann::json::array();
-  matrices.push_back({{"strategy", {"sequential"}}, {"devices", {"cpu"}}, {"batch", {1, 8}}});
+  matrices.push_back({{"strategy", {kSequentialStrategy}}, {"devices", {"cpu"}}, {"batch", {1, 8}}});
   nlohmann::json specs = nlohmann::json::array();
   for (int n = 2; n <= std::max(2, cores); ++n) specs.push_back("cpu/" + std::to_string(n));
   matrices.push_back({{"strategy", {"data-parallel"}}, {"devices", specs}, {"batch", {1, 4}}});

@@ -114,4 +114,23 @@ nlohmann::json CpuRoute::to_json() const {
   return j;
 }
 
+std::string CpuRoute::describe() const {
+  if (!runs()) return "does not run here: " + why_not();
+  std::string s = enum_name(layout);
+  if (precision == Precision::fp32) {
+    std::string layers;
+    if (winograd)
+      for (const winograd::Kernel k : winograd::kAllKernels) layers += std::string(" ") + winograd::kernel_name(k);
+    s += layers.empty() ? ", direct convolutions" : ", Winograd on the stride-1" + layers + " layers, the rest direct";
+  } else {
+    if (amx) s += ", AMX";
+    if (precision == Precision::int8) s += std::string(", ") + enum_name(int8_isa);
+    s += std::string(", own first layer: ") + (own_first_layer ? "yes" : "no") +
+         ", own poolings: " + (own_pooling ? "yes" : "no") + " (" + enum_name(version()) + ")";
+  }
+  const std::string words = fingerprint_words();
+  if (!words.empty()) s += std::string("; fingerprint \"") + enum_name(precision) + words + "\"";
+  return s;
+}
+
 }  // namespace vecbench

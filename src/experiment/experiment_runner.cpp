@@ -11,6 +11,7 @@
 
 #include "vecbench/core/host.hpp"
 #include "vecbench/core/machine_load.hpp"
+#include "vecbench/core/strategy_name.hpp"
 #include "vecbench/dist/rank_gather.hpp"
 #include "vecbench/engine/int8_calibration.hpp"
 #include "vecbench/experiment/external.hpp"
@@ -158,7 +159,7 @@ const MemorySink& Executor::reference(ResizeMode m, const MemorySink& got) {
     const auto factory = env_.make_reference_factory ? env_.make_reference_factory() : env_.make_factory();
     DeviceOptions ro;
     ro.cpu_cores = env_.cpu_cores;
-    run_strategy("sequential", src, missing, expand_devices("cpu", ro), factory, *r, s, env_.input_size);
+    run_strategy(kSequentialStrategy, src, missing, expand_devices("cpu", ro), factory, *r, s, env_.input_size);
   }
   return *r;
 }

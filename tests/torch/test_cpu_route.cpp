@@ -110,6 +110,19 @@ TEST(CpuRoute, WinogradTakesTheStrideOneKernelShapesItHasAndNothingElse) {
   EXPECT_EQ(r.to_json()["winograd_layers"].size(), std::size(winograd::kAllKernels));
 }
 
+// The line `vecbench devices` prints is the route object's own (CpuRoute::describe), from its
+// fields: the switch off says direct convolutions, on names the Winograd kernels.
+TEST(CpuRoute, DescribeSaysWhatTheRouteRunsFromItsFields) {
+  CpuRoute r = cpu_route(Precision::fp32, true, true, false);
+  if (!r.runs()) GTEST_SKIP() << "fp32 does not run on this CPU: " << r.why_not();
+  EXPECT_EQ(r.describe(), std::string(enum_name(r.layout)) + ", direct convolutions");
+  r.winograd = true;
+  EXPECT_EQ(r.describe().rfind(std::string(enum_name(r.layout)) + ", Winograd on the stride-1 3x3 ", 0), 0u)
+      << r.describe();
+  CpuRoute int8 = cpu_route(Precision::int8);
+  if (!int8.runs()) EXPECT_EQ(int8.describe(), "does not run here: " + int8.why_not());
+}
+
 TEST(CpuRoute, TheDevicesCommandPrintsEachPrecisionsRoute) {
   if (!has_engine(EngineKind::onednn)) GTEST_SKIP() << "built without libdnnl-dev";
   const std::string out = run_output(std::string(VECBENCH_EXE) + " devices cpu");

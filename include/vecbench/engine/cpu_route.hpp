@@ -2,7 +2,7 @@
 // effective ISA for its kernels, core/cpu_features.hpp for vecbench's own) for a precision and the
 // engine's switches, and read by everything that depends on it: the network builder
 // (src/engine/onednn_*.hpp), the output fingerprint (the route's words: its vectors round apart
-// from other routes') and `vecbench devices` (onednn_info()'s "routes").
+// from other routes') and `vecbench devices` (CpuRoute::describe).
 #pragma once
 #include <optional>
 #include <string>
@@ -105,8 +105,11 @@ struct CpuRoute {
   /// kernels' ISA: AVX2-VNNI and AVX-512 VNNI round apart), bf16 on AMX " avx512_core_amx" and
   /// its version past v1; "" otherwise (fp32: every route gives the same vectors within 1e-5).
   std::string fingerprint_words() const;
-  /// The route as `vecbench devices` and result files show it.
+  /// The route as result files record it.
   nlohmann::json to_json() const;
+  /// The route in one line, as `vecbench devices` prints it: its layout, its kernels, and the
+  /// words it adds to the fingerprint; or why it does not run here.
+  std::string describe() const;
 };
 
 /// The route of `precision` on this CPU with the engine's switches (OneDnnOptions' own_first_layer,

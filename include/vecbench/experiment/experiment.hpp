@@ -12,6 +12,7 @@
 
 #include "vecbench/core/device.hpp"
 #include "vecbench/core/error.hpp"
+#include "vecbench/core/strategy_name.hpp"
 #include "vecbench/engine/engine_kind.hpp"
 #include "vecbench/engine/model_settings.hpp"
 #include "vecbench/input/imageset_spec.hpp"
@@ -40,7 +41,7 @@ struct Experiment {
   /// One matrix: every combination of its lists is one run. "matrix" in the file is one such
   /// object or an array of them (their runs are concatenated, duplicates dropped).
   struct Matrix {
-    std::vector<std::string> strategies = {"sequential"};
+    std::vector<std::string> strategies = {kSequentialStrategy};
     std::vector<std::string> devices = {"cpu"};
     std::vector<int> batch_sizes = {1};
     std::vector<int> threads = {0};  ///< intra-op threads per replica; 0 = split the cores

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "vecbench/core/sink.hpp"
+#include "vecbench/core/strategy_name.hpp"
 #include "vecbench/engine/engine_kind.hpp"
 #include "vecbench/results/result.hpp"
 
@@ -15,7 +16,7 @@ namespace vecbench {
 /// have.
 inline Verification verify_features(const MemorySink& got, const MemorySink& ref) {
   Verification v;
-  v.reference = "sequential";
+  v.reference = kSequentialStrategy;
   for (std::size_t i = 0; i < ref.size() && i < got.size(); ++i) {
     const auto& a = got.features(i);
     const auto& b = ref.features(i);

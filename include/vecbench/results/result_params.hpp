@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "vecbench/core/strategy_name.hpp"
+
 namespace vecbench {
 
 /// The settings of one run of a result file.
@@ -65,8 +67,8 @@ struct ResultParams {
 
   /// How a result file writes a peer command's strategy: this prefix and its name.
   static constexpr const char* kExternalPrefix = "external:";
-  /// The strategy speedups are measured against (strategies/strategy.hpp's registry names it so).
-  static constexpr const char* kSequential = "sequential";
+  /// The strategy speedups are measured against (core/strategy_name.hpp).
+  static constexpr const char* kSequential = kSequentialStrategy;
 
   /// A JSON string or number as text: strings as they are, integral numbers without ".0".
   static std::string text(const nlohmann::json& v);

@@ -1,5 +1,6 @@
 // `sequential`: one device, one thread, batch B. With B = 1 this is the seed's single-GPU loop.
 #pragma once
+#include "vecbench/core/strategy_name.hpp"
 #include "vecbench/pipeline/strategy.hpp"
 #include "vecbench/pipeline/threaded.hpp"
 
@@ -46,7 +47,7 @@ inline void blocking_loop(RunContext& ctx, const std::vector<std::size_t>& devic
 
 class SequentialStrategy : public Strategy {
  public:
-  std::string name() const override { return "sequential"; }
+  std::string name() const override { return kSequentialStrategy; }
   void run(RunContext& ctx) override { detail::blocking_loop(ctx, {0}, {{0, ctx.todo.size()}}); }
 };
 

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "vecbench/core/strategy_name.hpp"
 #include "vecbench/strategies/data_parallel.hpp"
 #include "vecbench/strategies/mirrored.hpp"
 #include "vecbench/strategies/naive.hpp"
@@ -29,7 +30,7 @@ std::unique_ptr<Strategy> make_as() {
 inline const std::vector<StrategyEntry>& strategy_registry() {
   static const std::vector<StrategyEntry> r = {
       {"naive", make_as<NaiveStrategy>, "the seed's mistake: devices run one after another"},
-      {"sequential", make_as<SequentialStrategy>, "one device, the reference", true},
+      {kSequentialStrategy, make_as<SequentialStrategy>, "one device, the reference", true},
       {"sharded", make_as<ShardedStrategy>, "each device takes a contiguous share"},
       {"data-parallel", make_as<DataParallelStrategy>, "decode pool feeds whichever device is free"},
       {"mirrored", make_as<MirroredStrategy>, "every device gets a slice of each batch"},
