@@ -120,7 +120,9 @@ TEST(CpuRoute, DescribeSaysWhatTheRouteRunsFromItsFields) {
   EXPECT_EQ(r.describe().rfind(std::string(enum_name(r.layout)) + ", Winograd on the stride-1 3x3 ", 0), 0u)
       << r.describe();
   CpuRoute int8 = cpu_route(Precision::int8);
-  if (!int8.runs()) EXPECT_EQ(int8.describe(), "does not run here: " + int8.why_not());
+  if (!int8.runs()) {
+    EXPECT_EQ(int8.describe(), "does not run here: " + int8.why_not());
+  }
 }
 
 TEST(CpuRoute, TheDevicesCommandPrintsEachPrecisionsRoute) {
