@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""The size check (issue #11's limits, widened by #48): no function body over 80 lines and no
-class body over 300 in include/, src/, tests/ and tools/*.cpp, and no header or .inl file over
-400 lines. Exits 1 naming each one over.
+"""The size check (issue #11's limits, widened by #48; files bounded by #64): no function body over 80
+lines and no class body over 300 in include/, src/, tests/, bench/ and tools/*.cpp; no header or .inl file
+over 400 lines; no source file (.cpp, .cu) over 500 in src/, bench/ and tools/, no test file over 700 (a
+flat list of cases, each bounded by the function limit); no shell or Python tool (tools/, tests/py/)
+over 500. Exits 1 naming each one over.
 
 Functions are found by brace matching on lines with comments and string literals blanked: a
 brace opens a function body when its line ends a parameter list (`) {`, `) const {`, ...) and
@@ -18,6 +20,9 @@ import tempfile
 MAX_FUNCTION_LINES = 80
 MAX_HEADER_LINES = 400
 MAX_CLASS_LINES = 300
+MAX_SOURCE_LINES = 500  # .cpp and .cu files of src/ and tools/
+MAX_TEST_LINES = 700  # .cpp files of tests/
+MAX_SCRIPT_LINES = 500  # .sh and .py files of tools/ and tests/py/
 CLASS_HEAD = re.compile(r"^\s*(template\s*<.*>\s*)?(class|struct)\s+\w+[^;()=]*\{\s*$")
 SIG_END = re.compile(r"\)\s*(const)?\s*(override)?\s*(noexcept)?\s*(->\s*[\w:<>]+\s*)?\{\s*$")
 CONTROL = re.compile(r"^\s*(if|for|while|switch|else|catch|do|try)\b")
@@ -50,16 +55,25 @@ def long_bodies(path):
 
 def check(root):
     problems = []
-    pats = [f"{d}/**/*.{e}" for d in ("include", "src", "tests") for e in ("hpp", "cpp", "inl", "cu")] + ["tools/*.cpp"]
+    pats = [f"{d}/**/*.{e}" for d in ("include", "src", "tests", "bench") for e in ("hpp", "cpp", "inl", "cu")]
+    pats += ["tools/*.cpp"]
     files = {f for pat in pats for f in glob.glob(os.path.join(root, pat), recursive=True)}
     for f in sorted(files):
         rel = os.path.relpath(f, root)
         n = open(f, encoding="utf-8").read().count("\n")
         if f.endswith((".hpp", ".inl")) and n > MAX_HEADER_LINES:
             problems.append(f"{rel}: {n} lines (headers and .inl files: at most {MAX_HEADER_LINES})")
+        limit = MAX_TEST_LINES if rel.startswith("tests" + os.sep) else MAX_SOURCE_LINES
+        if f.endswith((".cpp", ".cu")) and n > limit:
+            problems.append(f"{rel}: {n} lines (source files: at most {MAX_SOURCE_LINES}, test files {MAX_TEST_LINES})")
         for line, length, text, kind in long_bodies(f):
             limit = MAX_FUNCTION_LINES if kind == "function" else MAX_CLASS_LINES
             problems.append(f"{rel}:{line}: {kind} of {length} lines (at most {limit}): {text[:80]}")
+    scripts = [f"tools/**/*.{e}" for e in ("sh", "py")] + ["tests/py/*.py"]
+    for f in sorted({f for pat in scripts for f in glob.glob(os.path.join(root, pat), recursive=True)}):
+        n = open(f, encoding="utf-8").read().count("\n")
+        if n > MAX_SCRIPT_LINES:
+            problems.append(f"{os.path.relpath(f, root)}: {n} lines (shell and Python tools: at most {MAX_SCRIPT_LINES})")
     return problems
 
 
@@ -85,11 +99,21 @@ def self_test():
         os.makedirs(os.path.join(d, "tests", "core"))
         with open(os.path.join(d, "tests", "core", "test_x.cpp"), "w") as f:
             f.write("TEST(X, Long) {\n" + body + "}\n")
+        with open(os.path.join(d, "src", "engine", "long.cpp"), "w") as f:
+            f.write("// pad\n" * (MAX_SOURCE_LINES + 1))
+        with open(os.path.join(d, "tests", "core", "test_long.cpp"), "w") as f:
+            f.write("// pad\n" * (MAX_SOURCE_LINES + 1))  # a test file may be longer
+        os.makedirs(os.path.join(d, "tools", "device"))
+        with open(os.path.join(d, "tools", "device", "long.sh"), "w") as f:
+            f.write("# pad\n" * (MAX_SCRIPT_LINES + 1))
         p = check(d)
+        assert any("long.cpp" in x and "source files" in x for x in p), p
+        assert not any("test_long.cpp" in x for x in p), p
+        assert any("long.sh" in x and "shell and Python tools" in x for x in p), p
         assert sum("class of" in x for x in p) == 1 and any("Big" in x for x in p), p  # not the enum
         assert any("c.inl" in x and "at most" in x for x in p), p
         assert any("test_x.cpp" in x and "function of" in x for x in p), p
-    print("check_sizes: self-test: a long function, class, header, .inl and test function are caught")
+    print("check_sizes: self-test: a long function, class, header, .inl, source file, tool and test function are caught")
 
 
 def main():
@@ -103,7 +127,8 @@ def main():
         print(f"check_sizes: {len(problems)} over the limits")
         return 1
     print(f"check_sizes: every function <= {MAX_FUNCTION_LINES} lines, every class <= {MAX_CLASS_LINES}, every "
-          f"header and .inl file <= {MAX_HEADER_LINES}")
+          f"header and .inl file <= {MAX_HEADER_LINES}, source file <= {MAX_SOURCE_LINES}, test file <= "
+          f"{MAX_TEST_LINES}, shell and Python tool <= {MAX_SCRIPT_LINES}")
     return 0
 
 
