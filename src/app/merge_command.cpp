@@ -4,6 +4,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "vecbench/output/output_lock.hpp"
 #include "vecbench/results/result_types.hpp"
 
 namespace vecbench {

@@ -11,7 +11,9 @@
 #include "vecbench/core/device.hpp"
 #include "vecbench/core/error.hpp"
 #include "vecbench/experiment/experiment.hpp"
+#include "vecbench/input/image_source.hpp"
 #include "vecbench/results/result.hpp"
+#include "vecbench/strategies/strategies.hpp"
 
 namespace vecbench {
 
