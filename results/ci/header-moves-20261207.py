@@ -1,4 +1,6 @@
-import json, os, re, shlex, subprocess, sys, time, resource
+"""results/ci/header-moves-20261207.py ROOT OUT.json: user CPU seconds of each translation unit of /work/main/build
+ that includes the moved headers, compiled against the tree at ROOT (see the .md beside it)."""
+import json, os, shlex, subprocess, sys, resource
 root = sys.argv[1]; out = sys.argv[2]
 build = '/work/main/build'
 cc = json.load(open(f'{build}/compile_commands.json'))
