@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "vecbench/core/fs_util.hpp"
-#include "vecbench/core/npy.hpp"
+#include "vecbench/core/files/fs_util.hpp"
+#include "vecbench/core/files/npy.hpp"
 #include "vecbench/fid/fid.hpp"
 
 using namespace vecbench;

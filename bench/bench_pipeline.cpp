@@ -5,7 +5,7 @@
 
 #include <thread>
 
-#include "vecbench/core/queue.hpp"
+#include "vecbench/core/run/queue.hpp"
 #include "vecbench/input/decode.hpp"
 #include "vecbench/input/image_files.hpp"
 #include "vecbench/output/writer.hpp"

@@ -1,4 +1,4 @@
-// What tracing costs (core/trace.hpp): one span recorded on a bound lane and the null check of
+// What tracing costs (core/run/trace.hpp): one span recorded on a bound lane and the null check of
 // an unbound thread, the StageTimer every stage runs with and without a lane, and a whole
 // data-parallel pipeline on the stand-in model with tracing off and on (images/s).
 #include <benchmark/benchmark.h>
@@ -6,9 +6,9 @@
 #include <memory>
 #include <string>
 
-#include "vecbench/core/metrics.hpp"
-#include "vecbench/core/trace.hpp"
-#include "vecbench/core/trace_figures.hpp"
+#include "vecbench/core/run/metrics.hpp"
+#include "vecbench/core/run/trace.hpp"
+#include "vecbench/core/run/trace_figures.hpp"
 #include "vecbench/strategies/runner.hpp"
 #include "vecbench/testing/stub_model.hpp"
 

@@ -15,7 +15,7 @@
 #include <random>
 #include <vector>
 
-#include "vecbench/core/aligned.hpp"
+#include "vecbench/core/base/aligned.hpp"
 #include "vecbench/engine/first_conv.hpp"
 #include "vecbench/engine/winograd.hpp"
 

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "vecbench/app/commands.hpp"
-#include "vecbench/core/device.hpp"
-#include "vecbench/core/sha256.hpp"
+#include "vecbench/core/files/sha256.hpp"
+#include "vecbench/core/run/device.hpp"
 #include "vecbench/engine/engines.hpp"
 #include "vecbench/input/inputs.hpp"
 

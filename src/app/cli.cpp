@@ -20,8 +20,8 @@
 #include "vecbench/app/build_info.hpp"
 #include "vecbench/app/commands.hpp"
 #include "vecbench/app/merge.hpp"
-#include "vecbench/core/cpu_features.hpp"
-#include "vecbench/core/host.hpp"
+#include "vecbench/core/system/cpu_features.hpp"
+#include "vecbench/core/system/host.hpp"
 #include "vecbench/results/compare.hpp"
 
 #include "cli_parts.hpp"

@@ -9,10 +9,10 @@
 
 #include "vecbench/app/commands.hpp"
 #include "vecbench/app/fid_presets.hpp"
-#include "vecbench/core/error.hpp"
-#include "vecbench/core/fs_util.hpp"
-#include "vecbench/core/sha256.hpp"
-#include "vecbench/core/weights_note.hpp"
+#include "vecbench/core/base/error.hpp"
+#include "vecbench/core/base/weights_note.hpp"
+#include "vecbench/core/files/fs_util.hpp"
+#include "vecbench/core/files/sha256.hpp"
 #include "vecbench/engine/encoder.hpp"
 #include "vecbench/engine/engines.hpp"
 #include "vecbench/fid/fid.hpp"
@@ -84,7 +84,7 @@ class FeatureInputs {
 
   /// `in` as something stats can read: an output folder, a .npy matrix or a .npz as they are; an
   /// image folder, list or image is vectorized first into its own store below the store root
-  /// (default: the cache folder's stores/, core/fs_util.hpp's cache_dir), named by the input's
+  /// (default: the cache folder's stores/, core/files/fs_util.hpp's cache_dir), named by the input's
   /// canonical path and the model's weights: a rerun resumes it, a changed file is redone.
   std::string as_features(const std::string& in) {
     const fs::path p(in);

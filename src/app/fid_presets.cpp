@@ -12,9 +12,9 @@
 #include <sstream>
 
 #include "vecbench/app/commands.hpp"
-#include "vecbench/core/error.hpp"
-#include "vecbench/core/fs_util.hpp"
-#include "vecbench/core/subprocess.hpp"
+#include "vecbench/core/base/error.hpp"
+#include "vecbench/core/files/fs_util.hpp"
+#include "vecbench/core/system/subprocess.hpp"
 #include "vecbench/engine/encoder.hpp"
 #include "vecbench/engine/engines.hpp"
 
@@ -189,7 +189,7 @@ std::vector<fs::path> weight_search_dirs(const FidPreset& p) {
 
 std::optional<TrustedFile> find_preset_weights(const FidPreset& p, std::string* refused) {
   // every folder by the same rules: whether it is shared is what it is (its owner, who may
-  // write it), not its place in the list (core/trusted_file.hpp)
+  // write it), not its place in the list (core/files/trusted_file.hpp)
   for (const fs::path& dir : weight_search_dirs(p)) {
     TrustedOpen t = open_trusted(dir / p.weights_file);
     if (t.verdict == Trust::ok) return std::move(t.file);

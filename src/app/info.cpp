@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "vecbench/app/commands.hpp"
-#include "vecbench/core/npy.hpp"
+#include "vecbench/core/files/npy.hpp"
 #include "vecbench/engine/cpu_route.hpp"
 #include "vecbench/engine/engines.hpp"
 #include "vecbench/engine/torch_plugin.hpp"

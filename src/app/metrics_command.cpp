@@ -7,8 +7,8 @@
 
 #include "fid_inputs.hpp"
 #include "vecbench/app/commands.hpp"
-#include "vecbench/core/error.hpp"
-#include "vecbench/core/fs_util.hpp"
+#include "vecbench/core/base/error.hpp"
+#include "vecbench/core/files/fs_util.hpp"
 #include "vecbench/fid/fid.hpp"
 #include "vecbench/fid/metrics.hpp"
 

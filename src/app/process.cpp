@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "vecbench/app/commands.hpp"
-#include "vecbench/core/host.hpp"
+#include "vecbench/core/system/host.hpp"
 
 namespace vecbench {
 namespace fs = std::filesystem;

@@ -5,10 +5,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "vecbench/core/fs_util.hpp"
-#include "vecbench/core/host.hpp"
-#include "vecbench/core/machine_load.hpp"
-#include "vecbench/core/sha256.hpp"
+#include "vecbench/core/files/fs_util.hpp"
+#include "vecbench/core/files/sha256.hpp"
+#include "vecbench/core/system/host.hpp"
+#include "vecbench/core/system/machine_load.hpp"
 
 namespace vecbench {
 

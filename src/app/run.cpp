@@ -10,15 +10,15 @@
 #include "vecbench/app/build_info.hpp"
 #include "vecbench/app/commands.hpp"
 #include "vecbench/app/route.hpp"
-#include "vecbench/core/machine_load.hpp"
-#include "vecbench/core/weights_note.hpp"
+#include "vecbench/core/base/weights_note.hpp"
+#include "vecbench/core/system/machine_load.hpp"
 #include "vecbench/engine/engines.hpp"
 #include "vecbench/experiment/experiment_runner.hpp"
 #include "vecbench/input/inputs.hpp"
 #include "vecbench/results/meta.hpp"
 #include "vecbench/results/result.hpp"
 #ifdef VECBENCH_WITH_OPENCV
-#include "vecbench/core/strategy_name.hpp"
+#include "vecbench/core/base/strategy_name.hpp"
 #include "vecbench/input/opencv_plugin.hpp"
 #endif
 

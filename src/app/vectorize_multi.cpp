@@ -17,8 +17,8 @@
 
 #include "vecbench/app/commands.hpp"
 #include "vecbench/app/fid_presets.hpp"
-#include "vecbench/core/device.hpp"
-#include "vecbench/core/weights_note.hpp"
+#include "vecbench/core/base/weights_note.hpp"
+#include "vecbench/core/run/device.hpp"
 #include "vecbench/engine/encoder.hpp"
 #include "vecbench/engine/engines.hpp"
 #include "vecbench/engine/multi_encoder.hpp"

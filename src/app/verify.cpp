@@ -8,7 +8,7 @@
 #include <string>
 
 #include "vecbench/app/commands.hpp"
-#include "vecbench/core/checksum.hpp"
+#include "vecbench/core/files/checksum.hpp"
 #include "vecbench/engine/encoder.hpp"
 #include "vecbench/output/fingerprint.hpp"
 #include "vecbench/output/manifest.hpp"

@@ -1,6 +1,6 @@
 // Files read only when no one but you or root can have put them there, through the descriptor
-// that was checked (include/vecbench/core/trusted_file.hpp).
-#include "vecbench/core/trusted_file.hpp"
+// that was checked (include/vecbench/core/files/trusted_file.hpp).
+#include "vecbench/core/files/trusted_file.hpp"
 
 #include <fcntl.h>
 #include <pwd.h>
@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "vecbench/core/error.hpp"
-#include "vecbench/core/sha256.hpp"
+#include "vecbench/core/base/error.hpp"
+#include "vecbench/core/files/sha256.hpp"
 
 namespace vecbench {
 

@@ -21,7 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "vecbench/core/fs_util.hpp"
+#include "vecbench/core/files/fs_util.hpp"
 #include "vecbench/output/manifest.hpp"
 #include "vecbench/output/manifest_copy.hpp"
 #include "vecbench/output/output_lock.hpp"

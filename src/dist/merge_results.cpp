@@ -10,7 +10,7 @@
 #include <map>
 #include <set>
 
-#include "vecbench/core/stats.hpp"
+#include "vecbench/core/run/stats.hpp"
 #include "vecbench/results/result.hpp"
 
 namespace vecbench {

@@ -1,6 +1,6 @@
 // The oneDNN engine's route on this CPU (include/vecbench/engine/cpu_route.hpp): the one place
 // the engine asks what the CPU runs (oneDNN's effective ISA through onednn_common.hpp's has_isa;
-// vecbench's kernels through their available(), which read core/cpu_features.hpp).
+// vecbench's kernels through their available(), which read core/system/cpu_features.hpp).
 #include "vecbench/engine/cpu_route.hpp"
 
 #include "onednn_common.hpp"

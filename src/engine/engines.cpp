@@ -11,8 +11,8 @@
 #include <mutex>
 #include <system_error>
 
-#include "vecbench/core/error.hpp"
-#include "vecbench/core/zip_member.hpp"
+#include "vecbench/core/base/error.hpp"
+#include "vecbench/core/files/zip_member.hpp"
 #include "vecbench/engine/encoder.hpp"
 #include "vecbench/engine/engines.hpp"
 #include "vecbench/engine/null_model.hpp"

@@ -3,7 +3,7 @@
 // no AVX-512 code leaks into other translation units; it runs only where available() says so.
 #include "vecbench/engine/first_conv.hpp"
 
-#include "vecbench/core/cpu_features.hpp"
+#include "vecbench/core/system/cpu_features.hpp"
 
 #include <cstring>
 #include <stdexcept>

@@ -14,8 +14,8 @@
 #include <unordered_map>
 #include <utility>
 
-#include "vecbench/core/aligned.hpp"
-#include "vecbench/core/error.hpp"
+#include "vecbench/core/base/aligned.hpp"
+#include "vecbench/core/base/error.hpp"
 
 namespace vecbench::onednn_detail {
 
@@ -42,7 +42,7 @@ inline std::atomic<std::size_t> g_builds{0}, g_packs{0}, g_packed_bytes{0}, g_am
 
 constexpr std::size_t kAlign = 64;  ///< offsets in the activation arena: aligned_block's boundary
 inline std::size_t round_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
-/// core/aligned.hpp's 64-byte blocks; running out of memory is the replica's error.
+/// core/base/aligned.hpp's 64-byte blocks; running out of memory is the replica's error.
 inline std::shared_ptr<void> aligned_bytes(std::size_t n) {
   try {
     return aligned_shared_bytes(n);

@@ -14,7 +14,7 @@
 
 #include "onednn_topology.hpp"
 #include "packed_weight_cache.hpp"
-#include "vecbench/core/error.hpp"
+#include "vecbench/core/base/error.hpp"
 #include "vecbench/engine/first_conv.hpp"
 #include "vecbench/engine/pool_kernels.hpp"
 #include "vecbench/engine/weights_file.hpp"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "vecbench/core/checksum.hpp"
+#include "vecbench/core/files/checksum.hpp"
 #include "vecbench/engine/winograd.hpp"
 
 namespace vecbench {

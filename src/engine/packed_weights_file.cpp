@@ -23,8 +23,8 @@
 
 #include "onednn_common.hpp"
 #include "packed_weight_cache.hpp"
-#include "vecbench/core/checksum.hpp"
-#include "vecbench/core/fs_util.hpp"
+#include "vecbench/core/files/checksum.hpp"
+#include "vecbench/core/files/fs_util.hpp"
 #include "vecbench/engine/winograd.hpp"
 #include "weights_file_io.hpp"
 

@@ -4,7 +4,7 @@
 // translation units; it runs only where available() says so.
 #include "vecbench/engine/pool_kernels.hpp"
 
-#include "vecbench/core/cpu_features.hpp"
+#include "vecbench/core/system/cpu_features.hpp"
 
 #include <algorithm>
 #include <cstring>

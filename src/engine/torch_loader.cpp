@@ -1,7 +1,7 @@
 // Opens libvecbench_torch.so on first use (engine/torch_plugin.hpp). No LibTorch here.
 #include <string>
 
-#include "vecbench/core/plugin_library.hpp"
+#include "vecbench/core/system/plugin_library.hpp"
 #include "vecbench/engine/torch_plugin.hpp"
 
 namespace vecbench {

@@ -22,7 +22,7 @@
 #include <mutex>
 
 #include "torch_modules.hpp"
-#include "vecbench/core/error.hpp"
+#include "vecbench/core/base/error.hpp"
 #include "vecbench/engine/engines.hpp"
 #include "vecbench/engine/null_model.hpp"
 #include "vecbench/engine/onednn_inception.hpp"

@@ -9,8 +9,8 @@
 // ISA, so no vector code can leak into other translation units through the linker.
 #include "vecbench/engine/winograd.hpp"
 
-#include "vecbench/core/aligned.hpp"
-#include "vecbench/core/cpu_features.hpp"
+#include "vecbench/core/base/aligned.hpp"
+#include "vecbench/core/system/cpu_features.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
 #define VECBENCH_WINOGRAD_X86 1

@@ -3,8 +3,8 @@
 #include <fstream>
 #include <set>
 
-#include "vecbench/core/device.hpp"
-#include "vecbench/core/error.hpp"
+#include "vecbench/core/base/error.hpp"
+#include "vecbench/core/run/device.hpp"
 #include "vecbench/engine/engine_kind.hpp"
 #include "vecbench/experiment/experiment.hpp"
 #include "vecbench/strategies/strategies.hpp"

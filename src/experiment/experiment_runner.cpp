@@ -11,9 +11,9 @@
 #include <set>
 #include <sstream>
 
-#include "vecbench/core/host.hpp"
-#include "vecbench/core/machine_load.hpp"
-#include "vecbench/core/strategy_name.hpp"
+#include "vecbench/core/base/strategy_name.hpp"
+#include "vecbench/core/system/host.hpp"
+#include "vecbench/core/system/machine_load.hpp"
 #include "vecbench/dist/rank_gather.hpp"
 #include "vecbench/engine/int8_calibration.hpp"
 #include "vecbench/experiment/external.hpp"

@@ -4,7 +4,7 @@
 #include <set>
 #include <string>
 
-#include "vecbench/core/host.hpp"
+#include "vecbench/core/system/host.hpp"
 #include "vecbench/engine/int8_calibration.hpp"
 #include "vecbench/experiment/validity.hpp"
 #include "vecbench/experiment/verify.hpp"

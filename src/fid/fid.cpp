@@ -12,9 +12,9 @@
 #include <numeric>
 #include <random>
 
-#include "vecbench/core/checksum.hpp"
-#include "vecbench/core/error.hpp"
-#include "vecbench/core/npy.hpp"
+#include "vecbench/core/base/error.hpp"
+#include "vecbench/core/files/checksum.hpp"
+#include "vecbench/core/files/npy.hpp"
 #include "vecbench/fid/npz.hpp"
 #include "vecbench/fid/pickle.hpp"
 #include "vecbench/output/fingerprint.hpp"

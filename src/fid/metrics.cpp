@@ -12,10 +12,10 @@
 #include <random>
 #include <sstream>
 
-#include "vecbench/core/error.hpp"
-#include "vecbench/core/npy.hpp"
-#include "vecbench/core/sha256.hpp"
-#include "vecbench/core/zip_member.hpp"
+#include "vecbench/core/base/error.hpp"
+#include "vecbench/core/files/npy.hpp"
+#include "vecbench/core/files/sha256.hpp"
+#include "vecbench/core/files/zip_member.hpp"
 #include "vecbench/fid/torch_cdist.hpp"
 
 #include <nlohmann/json.hpp>

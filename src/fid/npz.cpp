@@ -12,8 +12,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "vecbench/core/error.hpp"
-#include "vecbench/core/fs_util.hpp"
+#include "vecbench/core/base/error.hpp"
+#include "vecbench/core/files/fs_util.hpp"
 
 namespace vecbench::npz {
 namespace {

@@ -11,8 +11,8 @@
 #include <map>
 #include <memory>
 
-#include "vecbench/core/error.hpp"
-#include "vecbench/core/fs_util.hpp"
+#include "vecbench/core/base/error.hpp"
+#include "vecbench/core/files/fs_util.hpp"
 
 namespace vecbench::pickle {
 namespace detail {

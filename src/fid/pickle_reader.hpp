@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "vecbench/core/error.hpp"
+#include "vecbench/core/base/error.hpp"
 #include "vecbench/fid/pickle.hpp"
 
 namespace vecbench::pickle::detail {

@@ -3,7 +3,7 @@
 #include <cstring>
 #include <string>
 
-#include "vecbench/core/fs_util.hpp"
+#include "vecbench/core/files/fs_util.hpp"
 #include "vecbench/fid/pickle.hpp"
 
 namespace vecbench::pickle {

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "vecbench/core/error.hpp"
+#include "vecbench/core/base/error.hpp"
 #include "vecbench/input/device_decode.hpp"
 #include "vecbench/input/resize_kernel.hpp"
 

@@ -1,5 +1,5 @@
 // Opens libvecbench_opencv.so on first use (input/opencv_plugin.hpp). No OpenCV here.
-#include "vecbench/core/plugin_library.hpp"
+#include "vecbench/core/system/plugin_library.hpp"
 #include "vecbench/input/opencv_plugin.hpp"
 
 namespace vecbench {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "vecbench/core/error.hpp"
+#include "vecbench/core/base/error.hpp"
 #include "vecbench/input/resize_formula.hpp"
 #include "vecbench/input/resize_kernel.hpp"
 

@@ -18,7 +18,7 @@ json summary_to_json(const stats::Summary& s) {
           {"count", s.count}};  // NaN is written as null
 }
 namespace detail {
-/// A field's value; a closed set's (core/enum_names.hpp) by its name, as the reader takes it back.
+/// A field's value; a closed set's (core/base/enum_names.hpp) by its name, as the reader takes it back.
 template <class T>
 void write_value(json& j, const T& v) {
   if constexpr (has_enum_names<T>::value) {
@@ -141,7 +141,7 @@ struct ResultReader {
       expected(p, "an integer", v);
     o = v.get<std::int64_t>();
   }
-  /// A closed set's name (core/enum_names.hpp), refused naming the set's names otherwise.
+  /// A closed set's name (core/base/enum_names.hpp), refused naming the set's names otherwise.
   template <class E, std::enable_if_t<has_enum_names<E>::value, int> = 0>
   void read(const json& v, const std::string& p, E& o) const {
     std::string s;

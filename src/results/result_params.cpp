@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "vecbench/core/device.hpp"
+#include "vecbench/core/run/device.hpp"
 
 namespace vecbench {
 

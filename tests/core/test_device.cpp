@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "vecbench/core/device.hpp"
+#include "vecbench/core/run/device.hpp"
 
 using namespace vecbench;
 

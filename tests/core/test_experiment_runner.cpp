@@ -9,7 +9,7 @@
 #include <memory>
 #include <sstream>
 
-#include "vecbench/core/machine_load.hpp"
+#include "vecbench/core/system/machine_load.hpp"
 #include "vecbench/experiment/experiment_runner.hpp"
 #include "vecbench/experiment/plan.hpp"
 #include "vecbench/experiment/schedule.hpp"

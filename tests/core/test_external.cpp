@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "vecbench/core/subprocess.hpp"
+#include "vecbench/core/system/subprocess.hpp"
 #include "vecbench/experiment/external.hpp"
 #include "vecbench/testing/temp_dir.hpp"
 

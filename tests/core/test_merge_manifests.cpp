@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "vecbench/core/npy.hpp"
+#include "vecbench/core/files/npy.hpp"
 #include "vecbench/dist/merge_manifests.hpp"
 #include "vecbench/output/manifest_copy.hpp"
 #include "vecbench/testing/temp_dir.hpp"

@@ -11,7 +11,7 @@
 #include <set>
 #include <tuple>
 
-#include "vecbench/core/error.hpp"
+#include "vecbench/core/base/error.hpp"
 #include "vecbench/fid/metrics.hpp"
 #include "vecbench/fid/torch_cdist.hpp"
 

@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "vecbench/core/error.hpp"
+#include "vecbench/core/base/error.hpp"
 #include "vecbench/fid/pickle.hpp"
 
 namespace vecbench {

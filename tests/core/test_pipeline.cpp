@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "build_paths.hpp"
-#include "vecbench/core/queue.hpp"
+#include "vecbench/core/run/queue.hpp"
 #include "vecbench/experiment/experiment.hpp"
 #include "vecbench/output/writer.hpp"
 #include "vecbench/testing/named_source.hpp"

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <vector>
 
-#include "vecbench/core/stats.hpp"
+#include "vecbench/core/run/stats.hpp"
 
 namespace stats = vecbench::stats;
 using vecbench::stats::mann_whitney_min_p;

@@ -19,8 +19,8 @@
 #include <thread>
 
 #include "vecbench/app/merge.hpp"
-#include "vecbench/core/sha256.hpp"
-#include "vecbench/core/zip_member.hpp"
+#include "vecbench/core/files/sha256.hpp"
+#include "vecbench/core/files/zip_member.hpp"
 #include "vecbench/output/writer.hpp"
 #include "vecbench/pipeline/progress.hpp"
 #include "vecbench/results/compare.hpp"

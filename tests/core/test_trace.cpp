@@ -1,4 +1,4 @@
-// Trace spans (core/trace.hpp), their derived figures (core/trace_figures.hpp) and their Chrome
+// Trace spans (core/run/trace.hpp), their derived figures (core/run/trace_figures.hpp) and their Chrome
 // trace-event JSON (results/trace_json.hpp), on the stub model: the figures tell a starved
 // pipeline and serialized devices apart, and every strategy's trace file is valid trace-event
 // JSON whose spans lie inside the run and count its images and batches.

@@ -1,4 +1,4 @@
-// Files read from where other users may write (core/trusted_file.hpp, issue #63): a file is used
+// Files read from where other users may write (core/files/trusted_file.hpp, issue #63): a file is used
 // only when every folder from "/" to it and the file itself are yours or root's and no one else
 // may write them (a sticky folder such as /tmp excepted), another user's link is not followed,
 // and what is read afterwards is the open file that was checked. The cases of another user need
@@ -13,8 +13,8 @@
 #include <iterator>
 #include <string>
 
-#include "vecbench/core/sha256.hpp"
-#include "vecbench/core/trusted_file.hpp"
+#include "vecbench/core/files/sha256.hpp"
+#include "vecbench/core/files/trusted_file.hpp"
 #include "vecbench/testing/temp_dir.hpp"
 
 using namespace vecbench;

@@ -1,10 +1,10 @@
-// The machine's state (core/machine_load.hpp) on recorded /proc files and on this machine, and
+// The machine's state (core/system/machine_load.hpp) on recorded /proc files and on this machine, and
 // the validity verdict (experiment/validity.hpp) on recorded samples.
 #include <gtest/gtest.h>
 
 #include <fstream>
 
-#include "vecbench/core/machine_load.hpp"
+#include "vecbench/core/system/machine_load.hpp"
 #include "vecbench/experiment/validity.hpp"
 #include "vecbench/testing/temp_dir.hpp"
 

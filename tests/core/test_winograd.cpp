@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "vecbench/core/aligned.hpp"
+#include "vecbench/core/base/aligned.hpp"
 #include "vecbench/engine/winograd.hpp"
 
 using namespace vecbench;

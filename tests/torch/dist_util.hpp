@@ -13,8 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "build_paths.hpp"
-#include "vecbench/core/npy.hpp"
-#include "vecbench/core/subprocess.hpp"
+#include "vecbench/core/files/npy.hpp"
+#include "vecbench/core/system/subprocess.hpp"
 #include "vecbench/output/writer.hpp"
 #include "vecbench/testing/temp_dir.hpp"
 

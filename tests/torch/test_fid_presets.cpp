@@ -1,6 +1,6 @@
 // The FID tools' presets (app/fid_presets.hpp): clean-fid's two NVIDIA-file modes, where each
 // tool's file is looked for, every encoder's weights taken only where no one else can replace them
-// (core/trusted_file.hpp), and imported from what was checked.
+// (core/files/trusted_file.hpp), and imported from what was checked.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,9 +12,9 @@
 
 #include "build_paths.hpp"
 #include "vecbench/app/fid_presets.hpp"
-#include "vecbench/core/error.hpp"
-#include "vecbench/core/sha256.hpp"
-#include "vecbench/core/subprocess.hpp"
+#include "vecbench/core/base/error.hpp"
+#include "vecbench/core/files/sha256.hpp"
+#include "vecbench/core/system/subprocess.hpp"
 #include "vecbench/engine/encoder.hpp"
 #include "vecbench/engine/engines.hpp"
 #include "vecbench/testing/temp_dir.hpp"
@@ -91,7 +91,7 @@ bool has(const std::string& text, const std::string& part) { return text.find(pa
 
 }  // namespace
 
-// Every encoder's weights by the same rules (core/trusted_file.hpp), wherever they are looked for:
+// Every encoder's weights by the same rules (core/files/trusted_file.hpp), wherever they are looked for:
 // $TORCH_HOME's DINOv2 and VGG-16 files are used from folders of root's, refused when others may
 // write them or (as root, who gives the folder away) when the folder is another user's, and
 // --like and --encoder say why instead of "not found".

@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "build_paths.hpp"
-#include "vecbench/core/subprocess.hpp"
+#include "vecbench/core/system/subprocess.hpp"
 #include "vecbench/engine/engines.hpp"
 #include "vecbench/input/inputs.hpp"
 #include "vecbench/testing/temp_dir.hpp"

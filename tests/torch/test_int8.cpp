@@ -10,7 +10,7 @@
 #include <iterator>
 
 #include "build_paths.hpp"
-#include "vecbench/core/checksum.hpp"
+#include "vecbench/core/files/checksum.hpp"
 #include "vecbench/engine/engines.hpp"
 #include "vecbench/engine/first_conv.hpp"
 #include "vecbench/engine/int8_calibration.hpp"

@@ -14,8 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "build_paths.hpp"
-#include "vecbench/core/checksum.hpp"
-#include "vecbench/core/npy.hpp"
+#include "vecbench/core/files/checksum.hpp"
+#include "vecbench/core/files/npy.hpp"
 #include "vecbench/engine/engines.hpp"
 #include "vecbench/engine/first_conv.hpp"
 #ifdef VECBENCH_WITH_ONEDNN

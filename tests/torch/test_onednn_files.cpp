@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "onednn_util.hpp"
-#include "vecbench/core/checksum.hpp"
+#include "vecbench/core/files/checksum.hpp"
 #ifdef VECBENCH_WITH_ONEDNN
 #include "vecbench/engine/onednn_inception.hpp"
 #include "vecbench/engine/weights_file.hpp"

@@ -8,8 +8,8 @@
 
 #include "build_paths.hpp"
 #include "vecbench/app/route.hpp"
-#include "vecbench/core/npy.hpp"
-#include "vecbench/core/subprocess.hpp"
+#include "vecbench/core/files/npy.hpp"
+#include "vecbench/core/system/subprocess.hpp"
 #include "vecbench/engine/engines.hpp"
 #include "vecbench/testing/rel_l2.hpp"
 #include "vecbench/testing/temp_dir.hpp"

@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "build_paths.hpp"
-#include "vecbench/core/subprocess.hpp"
+#include "vecbench/core/system/subprocess.hpp"
 #include "vecbench/engine/engines.hpp"
 #include "vecbench/input/inputs.hpp"
 #include "vecbench/output/writer.hpp"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "vecbench/core/trusted_file.hpp"
+#include "vecbench/core/files/trusted_file.hpp"
 #include "vecbench/input/jpeg_decoder.hpp"
 #include "vecbench/input/resize_formula.hpp"
 
@@ -68,7 +68,7 @@ const FidPreset* preset_of_model(const std::string& like, const std::string& arc
 /// ~/.cache/torch, as torch.hub does), /tmp/imagenet for the TF graph, /tmp for clean-fid's file.
 std::vector<std::filesystem::path> weight_search_dirs(const FidPreset& p);
 /// The preset's weights file in the first search folder that holds it, open
-/// (core/trusted_file.hpp): in every folder, $VECBENCH_MODELS and $TORCH_HOME's as much as /tmp's,
+/// (core/files/trusted_file.hpp): in every folder, $VECBENCH_MODELS and $TORCH_HOME's as much as /tmp's,
 /// a file is taken only when every folder from "/" to it and the file are yours or root's and no
 /// one else may write them (a sticky folder such as /tmp excepted), another user's link is not
 /// followed, and a file that cannot be looked at is not taken; such a file is skipped, and

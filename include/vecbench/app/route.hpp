@@ -45,7 +45,7 @@ RouteChoice default_route(const RouteFacts& f);
 MachineKey machine_key(const std::string& model_sha256, int cuda_devices);
 
 /// The folder of profiles: $VECBENCH_PROFILE_DIR, else the cache folder's profiles/
-/// (core/fs_util.hpp cache_dir: $VECBENCH_CACHE, $XDG_CACHE_HOME/vecbench or ~/.cache/vecbench).
+/// (core/files/fs_util.hpp cache_dir: $VECBENCH_CACHE, $XDG_CACHE_HOME/vecbench or ~/.cache/vecbench).
 std::string profile_dir();
 
 /// The profile file of `key` in profile_dir().

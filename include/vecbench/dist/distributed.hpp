@@ -15,9 +15,9 @@
 #include <thread>
 #include <vector>
 
-#include "vecbench/core/device.hpp"
-#include "vecbench/core/enum_names.hpp"
-#include "vecbench/core/error.hpp"
+#include "vecbench/core/base/enum_names.hpp"
+#include "vecbench/core/base/error.hpp"
+#include "vecbench/core/run/device.hpp"
 
 namespace vecbench {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "vecbench/core/fs_util.hpp"
+#include "vecbench/core/files/fs_util.hpp"
 #include "vecbench/output/fingerprint.hpp"
 
 namespace vecbench {

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "vecbench/core/metrics.hpp"
+#include "vecbench/core/run/metrics.hpp"
 #include "vecbench/dist/distributed.hpp"
 #include "vecbench/dist/merge_results.hpp"
 #include "vecbench/results/run_json.hpp"

@@ -1,5 +1,5 @@
 // The route the oneDNN engine takes on this CPU: decided once from one probe of the CPU (oneDNN's
-// effective ISA for its kernels, core/cpu_features.hpp for vecbench's own) for a precision and the
+// effective ISA for its kernels, core/system/cpu_features.hpp for vecbench's own) for a precision and the
 // engine's switches, and read by everything that depends on it: the network builder
 // (src/engine/onednn_*.hpp), the output fingerprint (the route's words: its vectors round apart
 // from other routes') and `vecbench devices` (CpuRoute::describe).
@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "vecbench/core/enum_names.hpp"
+#include "vecbench/core/base/enum_names.hpp"
 #include "vecbench/engine/engine_kind.hpp"
 #include "vecbench/engine/winograd.hpp"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "vecbench/core/error.hpp"
+#include "vecbench/core/base/error.hpp"
 
 namespace vecbench {
 

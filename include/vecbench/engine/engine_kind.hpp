@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "vecbench/core/enum_names.hpp"
-#include "vecbench/core/error.hpp"
+#include "vecbench/core/base/enum_names.hpp"
+#include "vecbench/core/base/error.hpp"
 
 namespace vecbench {
 

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "vecbench/core/host_memory.hpp"
+#include "vecbench/core/system/host_memory.hpp"
 #include "vecbench/engine/engine_kind.hpp"
 #include "vecbench/engine/model.hpp"
 #include "vecbench/engine/model_settings.hpp"

@@ -16,10 +16,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "vecbench/core/enum_names.hpp"
-#include "vecbench/core/error.hpp"
-#include "vecbench/core/fs_util.hpp"
-#include "vecbench/core/sha256.hpp"
+#include "vecbench/core/base/enum_names.hpp"
+#include "vecbench/core/base/error.hpp"
+#include "vecbench/core/files/fs_util.hpp"
+#include "vecbench/core/files/sha256.hpp"
 
 namespace vecbench {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "vecbench/core/device.hpp"
+#include "vecbench/core/run/device.hpp"
 #include "vecbench/input/device_decode.hpp"
 
 namespace vecbench {

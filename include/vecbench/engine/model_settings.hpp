@@ -7,9 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "vecbench/core/error.hpp"
-#include "vecbench/core/sha256.hpp"
-#include "vecbench/core/weights_note.hpp"
+#include "vecbench/core/base/error.hpp"
+#include "vecbench/core/base/weights_note.hpp"
+#include "vecbench/core/files/sha256.hpp"
 #include "vecbench/engine/engine_kind.hpp"
 #include "vecbench/engine/int8_calibration.hpp"
 #include "vecbench/input/resize.hpp"

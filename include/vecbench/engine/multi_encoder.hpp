@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "vecbench/core/error.hpp"
+#include "vecbench/core/base/error.hpp"
 #include "vecbench/engine/model.hpp"
 #include "vecbench/input/input_layout.hpp"
 

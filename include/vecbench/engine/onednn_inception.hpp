@@ -17,8 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "vecbench/core/device.hpp"
-#include "vecbench/core/enum_names.hpp"
+#include "vecbench/core/base/enum_names.hpp"
+#include "vecbench/core/run/device.hpp"
 #include "vecbench/engine/cpu_route.hpp"
 #include "vecbench/engine/engine_kind.hpp"
 #include "vecbench/engine/int8_calibration.hpp"

@@ -9,7 +9,7 @@
 // stored metadata, the oneDNN engine's first read of a model's weights, CUDA devices, and
 // backend_info().
 //
-// Where the library is looked for: core/plugin_library.hpp, with $VECBENCH_TORCH_LIBRARY first
+// Where the library is looked for: core/system/plugin_library.hpp, with $VECBENCH_TORCH_LIBRARY first
 // and the build folder that compiled the caller last. This header includes no LibTorch.
 #pragma once
 #include <cstddef>
@@ -18,7 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "vecbench/core/host_memory.hpp"
+#include "vecbench/core/system/host_memory.hpp"
 #include "vecbench/engine/model.hpp"
 
 namespace vecbench {

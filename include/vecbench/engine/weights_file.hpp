@@ -15,7 +15,7 @@
 namespace vecbench {
 
 /// The folder of weights files: $VECBENCH_WEIGHTS_DIR, else the cache folder's weights/
-/// (core/fs_util.hpp cache_dir). "off" (VECBENCH_WEIGHTS_DIR=off): no weights files.
+/// (core/files/fs_util.hpp cache_dir). "off" (VECBENCH_WEIGHTS_DIR=off): no weights files.
 std::string weights_cache_dir();
 
 /// How many bytes of weights files the cache keeps: $VECBENCH_WEIGHTS_CACHE_MB megabytes, else

@@ -25,7 +25,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "vecbench/core/aligned.hpp"
+#include "vecbench/core/base/aligned.hpp"
 
 namespace vecbench::winograd {
 

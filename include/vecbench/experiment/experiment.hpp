@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "vecbench/core/strategy_name.hpp"
+#include "vecbench/core/base/strategy_name.hpp"
 #include "vecbench/engine/model_settings.hpp"
 #include "vecbench/input/imageset_spec.hpp"
 #include "vecbench/input/resize.hpp"

@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "vecbench/core/fs_util.hpp"
-#include "vecbench/core/host_memory.hpp"
+#include "vecbench/core/files/fs_util.hpp"
+#include "vecbench/core/system/host_memory.hpp"
 #include "vecbench/dist/distributed_run.hpp"
 #include "vecbench/experiment/experiment.hpp"
 #include "vecbench/input/image_source.hpp"
@@ -45,7 +45,7 @@ struct ExperimentEnv {
   int cpu_cores = 0;  ///< cores the CPU replicas split (0: the machine's)
   /// Seconds since the experiment began (null: the steady clock); tests give a fake one.
   std::function<double()> elapsed_s;
-  /// Trace every repetition (core/trace.hpp): each sample gets the derived figures (busy,
+  /// Trace every repetition (core/run/trace.hpp): each sample gets the derived figures (busy,
   /// starved, blocked, forward overlap), and the first repetition of each run is written as
   /// Chrome trace-event JSON to `trace_dir`/run<I>.json (run<I>-rank<R>.json on rank R > 0 of a
   /// multi-process run); the sample records it as `trace_dir.filename()/run<I>.json`, i.e.

@@ -4,8 +4,8 @@
 #include <regex>
 #include <string>
 
-#include "vecbench/core/metrics.hpp"
-#include "vecbench/core/subprocess.hpp"
+#include "vecbench/core/run/metrics.hpp"
+#include "vecbench/core/system/subprocess.hpp"
 #include "vecbench/experiment/experiment.hpp"
 
 namespace vecbench {

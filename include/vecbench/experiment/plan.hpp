@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "vecbench/core/device.hpp"
-#include "vecbench/core/error.hpp"
+#include "vecbench/core/base/error.hpp"
+#include "vecbench/core/run/device.hpp"
 #include "vecbench/experiment/experiment.hpp"
 #include "vecbench/input/image_source.hpp"
 #include "vecbench/results/result.hpp"

@@ -6,8 +6,8 @@
 #include <sstream>
 #include <string>
 
-#include "vecbench/core/enum_names.hpp"
-#include "vecbench/core/error.hpp"
+#include "vecbench/core/base/enum_names.hpp"
+#include "vecbench/core/base/error.hpp"
 #include "vecbench/results/result.hpp"
 
 namespace vecbench {

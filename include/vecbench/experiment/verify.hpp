@@ -5,8 +5,8 @@
 #include <cmath>
 #include <string>
 
-#include "vecbench/core/sink.hpp"
-#include "vecbench/core/strategy_name.hpp"
+#include "vecbench/core/base/strategy_name.hpp"
+#include "vecbench/core/run/sink.hpp"
 #include "vecbench/engine/engine_kind.hpp"
 #include "vecbench/results/result.hpp"
 

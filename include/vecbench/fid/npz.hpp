@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "vecbench/core/npy.hpp"
+#include "vecbench/core/files/npy.hpp"
 
 namespace vecbench::npz {
 

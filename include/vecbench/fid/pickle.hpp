@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "vecbench/core/npy.hpp"
+#include "vecbench/core/files/npy.hpp"
 
 namespace vecbench::pickle {
 

@@ -17,7 +17,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "vecbench/core/error.hpp"
+#include "vecbench/core/base/error.hpp"
 #include "vecbench/input/decode_common.hpp"
 
 namespace vecbench {

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "vecbench/core/error.hpp"
+#include "vecbench/core/base/error.hpp"
 #include "vecbench/input/decode_common.hpp"
 #ifdef VECBENCH_WITH_OPENCV
 #include "vecbench/input/opencv_plugin.hpp"

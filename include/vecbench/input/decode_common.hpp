@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "vecbench/core/error.hpp"
+#include "vecbench/core/base/error.hpp"
 #include "vecbench/input/codec.hpp"
 #include "vecbench/input/exif_policy.hpp"
 #include "vecbench/input/jpeg_decoder.hpp"

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "vecbench/core/error.hpp"
+#include "vecbench/core/base/error.hpp"
 #include "vecbench/input/resize.hpp"
 
 namespace vecbench {

@@ -17,10 +17,10 @@
 
 #include <sys/stat.h>
 
-#include "vecbench/core/enum_names.hpp"
-#include "vecbench/core/error.hpp"
-#include "vecbench/core/metrics.hpp"
-#include "vecbench/core/npy.hpp"
+#include "vecbench/core/base/enum_names.hpp"
+#include "vecbench/core/base/error.hpp"
+#include "vecbench/core/files/npy.hpp"
+#include "vecbench/core/run/metrics.hpp"
 #include "vecbench/input/resize.hpp"
 
 namespace vecbench {

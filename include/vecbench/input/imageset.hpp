@@ -10,7 +10,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "vecbench/core/fs_util.hpp"
+#include "vecbench/core/files/fs_util.hpp"
 #include "vecbench/input/image_source.hpp"
 #include "vecbench/input/imageset_spec.hpp"
 

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "vecbench/core/enum_names.hpp"
+#include "vecbench/core/base/enum_names.hpp"
 
 namespace vecbench {
 

@@ -3,8 +3,8 @@
 #pragma once
 #include <string>
 
-#include "vecbench/core/enum_names.hpp"
-#include "vecbench/core/error.hpp"
+#include "vecbench/core/base/enum_names.hpp"
+#include "vecbench/core/base/error.hpp"
 
 namespace vecbench {
 

@@ -2,7 +2,7 @@
 // codec.hpp decodes with libjpeg and libpng) and for generated image sets. OpenCV's shared
 // libraries pull in about 140 others (GDAL, ...), 0.2 s at every process start on 2 cores, so
 // the code that calls OpenCV lives in libvecbench_opencv.so (src/input/opencv_plugin.cpp),
-// which vecbench opens on first use (core/plugin_library.hpp; $VECBENCH_OPENCV_LIBRARY first).
+// which vecbench opens on first use (core/system/plugin_library.hpp; $VECBENCH_OPENCV_LIBRARY first).
 // This header includes no OpenCV.
 #pragma once
 #include <cstddef>

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "vecbench/core/enum_names.hpp"
-#include "vecbench/core/error.hpp"
+#include "vecbench/core/base/enum_names.hpp"
+#include "vecbench/core/base/error.hpp"
 #include "vecbench/input/resize_formula.hpp"
 #include "vecbench/input/resize_pil.hpp"
 #include "vecbench/input/resize_torch_aa.hpp"

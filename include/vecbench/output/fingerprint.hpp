@@ -17,10 +17,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "vecbench/core/error.hpp"
-#include "vecbench/core/fs_util.hpp"
-#include "vecbench/core/host.hpp"
-#include "vecbench/core/sha256.hpp"
+#include "vecbench/core/base/error.hpp"
+#include "vecbench/core/files/fs_util.hpp"
+#include "vecbench/core/files/sha256.hpp"
+#include "vecbench/core/system/host.hpp"
 #include "vecbench/input/jpeg_decoder.hpp"
 #include "vecbench/output/manifest.hpp"
 

@@ -20,9 +20,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "vecbench/core/error.hpp"
-#include "vecbench/core/fs_util.hpp"
-#include "vecbench/core/npy.hpp"
+#include "vecbench/core/base/error.hpp"
+#include "vecbench/core/files/fs_util.hpp"
+#include "vecbench/core/files/npy.hpp"
 #include "vecbench/output/manifest_line.hpp"
 
 namespace vecbench {

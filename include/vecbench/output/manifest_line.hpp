@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "vecbench/core/enum_names.hpp"
+#include "vecbench/core/base/enum_names.hpp"
 #include "vecbench/output/input_identity.hpp"
 
 namespace vecbench {

@@ -18,8 +18,8 @@
 #include <sstream>
 #include <string>
 
-#include "vecbench/core/error.hpp"
-#include "vecbench/core/host.hpp"
+#include "vecbench/core/base/error.hpp"
+#include "vecbench/core/system/host.hpp"
 
 namespace vecbench {
 

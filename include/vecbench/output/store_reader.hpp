@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "vecbench/core/npy.hpp"
+#include "vecbench/core/files/npy.hpp"
 #include "vecbench/output/manifest.hpp"
 #include "vecbench/output/vector_files.hpp"
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "vecbench/core/error.hpp"
-#include "vecbench/core/sha256.hpp"
+#include "vecbench/core/base/error.hpp"
+#include "vecbench/core/files/sha256.hpp"
 
 namespace vecbench {
 

@@ -23,10 +23,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "vecbench/core/checksum.hpp"
-#include "vecbench/core/fs_util.hpp"
-#include "vecbench/core/npy.hpp"
-#include "vecbench/core/sink.hpp"
+#include "vecbench/core/files/checksum.hpp"
+#include "vecbench/core/files/fs_util.hpp"
+#include "vecbench/core/files/npy.hpp"
+#include "vecbench/core/run/sink.hpp"
 #include "vecbench/input/image_source.hpp"
 #include "vecbench/output/feature_check.hpp"
 #include "vecbench/output/fingerprint.hpp"

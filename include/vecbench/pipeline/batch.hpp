@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "vecbench/core/host_memory.hpp"
-#include "vecbench/core/metrics.hpp"
-#include "vecbench/core/sink.hpp"
+#include "vecbench/core/run/metrics.hpp"
+#include "vecbench/core/run/sink.hpp"
+#include "vecbench/core/system/host_memory.hpp"
 #include "vecbench/input/device_decode.hpp"
 #include "vecbench/input/image_source.hpp"
 

@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "vecbench/core/device.hpp"
-#include "vecbench/core/error.hpp"
+#include "vecbench/core/base/error.hpp"
+#include "vecbench/core/run/device.hpp"
 #include "vecbench/engine/model.hpp"
 
 namespace vecbench {

@@ -18,7 +18,7 @@
 #include <thread>
 #include <utility>
 
-#include "vecbench/core/sink.hpp"
+#include "vecbench/core/run/sink.hpp"
 
 namespace vecbench {
 

@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "vecbench/core/device.hpp"
-#include "vecbench/core/error.hpp"
-#include "vecbench/core/metrics.hpp"
-#include "vecbench/core/sink.hpp"
-#include "vecbench/core/trace.hpp"
+#include "vecbench/core/base/error.hpp"
+#include "vecbench/core/run/device.hpp"
+#include "vecbench/core/run/metrics.hpp"
+#include "vecbench/core/run/sink.hpp"
+#include "vecbench/core/run/trace.hpp"
 #include "vecbench/engine/model.hpp"
 #include "vecbench/input/image_source.hpp"
 #include "vecbench/pipeline/batch.hpp"
@@ -35,7 +35,7 @@ struct RunSettings {
   /// Set (e.g. by SIGINT) to stop early: no new batch is started, what is in flight is
   /// finished and delivered. May be null.
   const std::atomic<bool>* stop = nullptr;
-  /// Records every thread's spans here (core/trace.hpp); null: tracing off (the default).
+  /// Records every thread's spans here (core/run/trace.hpp); null: tracing off (the default).
   Trace* trace = nullptr;
   /// Device decoding (`--decode gpu`): a batch of the run's own first inputs, JPEGs still as
   /// bytes, that each replica decodes and runs `warmup_batches` times before the clock instead of

@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "vecbench/core/enum_names.hpp"
-#include "vecbench/core/error.hpp"
-#include "vecbench/core/stats.hpp"
+#include "vecbench/core/base/enum_names.hpp"
+#include "vecbench/core/base/error.hpp"
+#include "vecbench/core/run/stats.hpp"
 #include "vecbench/results/markdown_table.hpp"
 #include "vecbench/results/result.hpp"
 

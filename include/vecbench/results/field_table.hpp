@@ -11,7 +11,7 @@
 #include <tuple>
 #include <vector>
 
-#include "vecbench/core/enum_names.hpp"
+#include "vecbench/core/base/enum_names.hpp"
 
 namespace vecbench {
 

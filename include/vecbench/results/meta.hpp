@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "vecbench/core/device.hpp"
-#include "vecbench/core/host.hpp"
-#include "vecbench/core/machine_load.hpp"
+#include "vecbench/core/run/device.hpp"
+#include "vecbench/core/system/host.hpp"
+#include "vecbench/core/system/machine_load.hpp"
 
 namespace vecbench {
 

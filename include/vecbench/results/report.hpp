@@ -15,10 +15,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "vecbench/core/fs_util.hpp"
-#include "vecbench/core/metrics.hpp"
-#include "vecbench/core/subprocess.hpp"
-#include "vecbench/core/weights_note.hpp"
+#include "vecbench/core/base/weights_note.hpp"
+#include "vecbench/core/files/fs_util.hpp"
+#include "vecbench/core/run/metrics.hpp"
+#include "vecbench/core/system/subprocess.hpp"
 #include "vecbench/results/baseline.hpp"
 #include "vecbench/results/markdown_table.hpp"
 #include "vecbench/results/report_trace.hpp"

@@ -19,8 +19,8 @@
 #include <utility>
 #include <vector>
 
-#include "vecbench/core/error.hpp"
-#include "vecbench/core/fs_util.hpp"
+#include "vecbench/core/base/error.hpp"
+#include "vecbench/core/files/fs_util.hpp"
 #include "vecbench/results/result_types.hpp"
 
 namespace vecbench {

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "vecbench/core/strategy_name.hpp"
+#include "vecbench/core/base/strategy_name.hpp"
 
 namespace vecbench {
 
@@ -67,7 +67,7 @@ struct ResultParams {
 
   /// How a result file writes a peer command's strategy: this prefix and its name.
   static constexpr const char* kExternalPrefix = "external:";
-  /// The strategy speedups are measured against (core/strategy_name.hpp).
+  /// The strategy speedups are measured against (core/base/strategy_name.hpp).
   static constexpr const char* kSequential = kSequentialStrategy;
 
   /// A JSON string or number as text: strings as they are, integral numbers without ".0".

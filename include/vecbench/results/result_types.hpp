@@ -19,11 +19,11 @@
 #include <utility>
 #include <vector>
 
-#include "vecbench/core/enum_names.hpp"
-#include "vecbench/core/error.hpp"
-#include "vecbench/core/fs_util.hpp"
-#include "vecbench/core/stats.hpp"
-#include "vecbench/core/trace_figures.hpp"
+#include "vecbench/core/base/enum_names.hpp"
+#include "vecbench/core/base/error.hpp"
+#include "vecbench/core/files/fs_util.hpp"
+#include "vecbench/core/run/stats.hpp"
+#include "vecbench/core/run/trace_figures.hpp"
 #include "vecbench/results/field_table.hpp"
 #include "vecbench/results/result_params.hpp"
 #include "vecbench/results/run_status.hpp"
@@ -173,17 +173,17 @@ struct Sample {
   /// slowest rank's (optional; absent for one process).
   std::optional<RanksInfo> ranks = std::nullopt;
   // ---- trace (issue #14): figures derived from the repetition's trace spans --------------------
-  /// Per device busy / starved / blocked shares and the forward overlap (core/trace_figures.hpp);
+  /// Per device busy / starved / blocked shares and the forward overlap (core/run/trace_figures.hpp);
   /// `file` is the trace written for this repetition, relative to the result file's folder
   /// (optional; absent when the run was not traced).
   std::optional<TraceFigures> trace = std::nullopt;
-  // ---- the machine during the repetition (core/machine_load.hpp; optional, Linux) -------------
+  // ---- the machine during the repetition (core/system/machine_load.hpp; optional, Linux) -------------
   /// CPU time other processes took while it ran, as a share of the machine's capacity (all cores).
   std::optional<double> foreign_cpu_share = std::nullopt;
   /// Time the hypervisor stole, as a share of the machine's capacity.
   std::optional<double> steal_share = std::nullopt;
 };
-/// The trace figures (core/trace_figures.hpp) as written in a sample's `trace`.
+/// The trace figures (core/run/trace_figures.hpp) as written in a sample's `trace`.
 constexpr auto field_table(const DeviceShare&) {
   using D = DeviceShare;
   return std::make_tuple(field("name", &D::name), field("busy", &D::busy, Need::required, Emit::always, Unit::fraction),

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "vecbench/core/metrics.hpp"
+#include "vecbench/core/run/metrics.hpp"
 #include "vecbench/results/result.hpp"
 
 namespace vecbench {

@@ -1,13 +1,13 @@
 // The closed sets of a run's outcome: how it ended (RunStatus) and whether its figures can be
 // taken at face value (ValidityVerdict, with the NoiseCauses of a noisy one), with their names as
-// result files write them (core/enum_names.hpp).
+// result files write them (core/base/enum_names.hpp).
 #pragma once
 #include <array>
 #include <optional>
 #include <string>
 #include <utility>
 
-#include "vecbench/core/enum_names.hpp"
+#include "vecbench/core/base/enum_names.hpp"
 
 namespace vecbench {
 

@@ -1,4 +1,4 @@
-// A run's trace (core/trace.hpp) as Chrome trace-event JSON, which Perfetto (ui.perfetto.dev)
+// A run's trace (core/run/trace.hpp) as Chrome trace-event JSON, which Perfetto (ui.perfetto.dev)
 // and chrome://tracing open directly: {"traceEvents": [...]} with one "X" (complete) event per
 // span (ts and dur in microseconds from the trace's first event, args batch and images), one
 // tid per thread named by "thread_name" metadata, one pid per process (an MPI rank's pid is its
@@ -20,10 +20,10 @@
 #include <string>
 #include <vector>
 
-#include "vecbench/core/error.hpp"
-#include "vecbench/core/fs_util.hpp"
-#include "vecbench/core/trace.hpp"
-#include "vecbench/core/trace_figures.hpp"
+#include "vecbench/core/base/error.hpp"
+#include "vecbench/core/files/fs_util.hpp"
+#include "vecbench/core/run/trace.hpp"
+#include "vecbench/core/run/trace_figures.hpp"
 #include "vecbench/results/markdown_table.hpp"
 
 namespace vecbench {

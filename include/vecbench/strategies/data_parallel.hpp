@@ -7,7 +7,7 @@
 #include <optional>
 #include <thread>
 
-#include "vecbench/core/queue.hpp"
+#include "vecbench/core/run/queue.hpp"
 #include "vecbench/pipeline/decode_pool.hpp"
 #include "vecbench/pipeline/threaded.hpp"
 

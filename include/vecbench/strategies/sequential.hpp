@@ -1,6 +1,6 @@
 // `sequential`: one device, one thread, batch B. With B = 1 this is the seed's single-GPU loop.
 #pragma once
-#include "vecbench/core/strategy_name.hpp"
+#include "vecbench/core/base/strategy_name.hpp"
 #include "vecbench/pipeline/strategy.hpp"
 #include "vecbench/pipeline/threaded.hpp"
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "vecbench/core/strategy_name.hpp"
+#include "vecbench/core/base/strategy_name.hpp"
 #include "vecbench/strategies/data_parallel.hpp"
 #include "vecbench/strategies/mirrored.hpp"
 #include "vecbench/strategies/naive.hpp"

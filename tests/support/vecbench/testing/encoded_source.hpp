@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "vecbench/core/error.hpp"
+#include "vecbench/core/base/error.hpp"
 #include "vecbench/input/image_source.hpp"
 
 namespace vecbench::testing {

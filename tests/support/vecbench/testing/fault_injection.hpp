@@ -8,7 +8,7 @@
 #include <string>
 #include <thread>
 
-#include "vecbench/core/sink.hpp"
+#include "vecbench/core/run/sink.hpp"
 
 namespace vecbench {
 

@@ -11,7 +11,7 @@
 #include <iterator>
 #include <string>
 
-#include "vecbench/core/checksum.hpp"
+#include "vecbench/core/files/checksum.hpp"
 
 namespace vecbench::testing {
 

@@ -8,7 +8,7 @@
 #include <memory>
 #include <thread>
 
-#include "vecbench/core/error.hpp"
+#include "vecbench/core/base/error.hpp"
 #include "vecbench/engine/model.hpp"
 
 namespace vecbench::testing {

@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "vecbench/core/error.hpp"
+#include "vecbench/core/base/error.hpp"
 
 namespace vecbench {
 

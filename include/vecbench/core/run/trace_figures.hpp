@@ -1,4 +1,4 @@
-// Figures derived from a run's trace spans (core/trace.hpp): per device, the fraction of the
+// Figures derived from a run's trace spans (core/run/trace.hpp): per device, the fraction of the
 // timed window it was busy (h2d, forward, d2h), starved (waiting for input) and blocked (waiting
 // for the writer or a barrier), and the overlap of the devices' forward spans: the sum of their
 // forward time over the length of its union, so 1 device-equivalent is fully serialized and N
@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "vecbench/core/trace.hpp"
+#include "vecbench/core/run/trace.hpp"
 
 namespace vecbench {
 

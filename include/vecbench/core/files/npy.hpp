@@ -10,8 +10,8 @@
 #include <system_error>
 #include <vector>
 
-#include "vecbench/core/error.hpp"
-#include "vecbench/core/fs_util.hpp"
+#include "vecbench/core/base/error.hpp"
+#include "vecbench/core/files/fs_util.hpp"
 
 namespace vecbench::npy {
 

@@ -11,7 +11,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "vecbench/core/error.hpp"
+#include "vecbench/core/base/error.hpp"
 
 namespace vecbench {
 

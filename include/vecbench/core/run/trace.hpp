@@ -3,7 +3,7 @@
 // binds its buffer with a TraceThread guard; code deep in the pipeline (StageTimer, TraceSpan)
 // finds it through one thread-local pointer, so tracing off costs a null check and tracing on
 // one steady_clock read and a vector push per span (no lock, no allocation beyond growth).
-// results/trace_json.hpp writes a Trace as Chrome trace-event JSON; core/trace_figures.hpp
+// results/trace_json.hpp writes a Trace as Chrome trace-event JSON; core/run/trace_figures.hpp
 // derives busy / starved / blocked shares and the devices' forward overlap from it.
 #pragma once
 #include <array>
@@ -15,11 +15,11 @@
 #include <utility>
 #include <vector>
 
-#include "vecbench/core/enum_names.hpp"
+#include "vecbench/core/base/enum_names.hpp"
 
 namespace vecbench {
 
-/// What a span is: the eight pipeline stages (same order as core/metrics.hpp's Stage), the two
+/// What a span is: the eight pipeline stages (same order as core/run/metrics.hpp's Stage), the two
 /// queue waits and the replica's setup.
 enum class SpanKind : std::uint8_t {
   read,

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "vecbench/core/error.hpp"
+#include "vecbench/core/base/error.hpp"
 
 namespace vecbench {
 

@@ -6,7 +6,7 @@
 #include <thread>
 #include <vector>
 
-#include "vecbench/core/error.hpp"
+#include "vecbench/core/base/error.hpp"
 
 namespace vecbench {
 

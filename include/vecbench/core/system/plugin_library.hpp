@@ -17,8 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include "vecbench/core/error.hpp"
-#include "vecbench/core/host.hpp"
+#include "vecbench/core/base/error.hpp"
+#include "vecbench/core/system/host.hpp"
 
 namespace vecbench {
 

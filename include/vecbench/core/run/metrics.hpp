@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "vecbench/core/stats.hpp"
-#include "vecbench/core/trace.hpp"
+#include "vecbench/core/run/stats.hpp"
+#include "vecbench/core/run/trace.hpp"
 
 namespace vecbench {
 
@@ -35,7 +35,7 @@ struct StageTimes {
 };
 
 /// Adds the time of a scope to a stage, and records it as a span of the calling thread's trace
-/// lane when it has one (core/trace.hpp).
+/// lane when it has one (core/run/trace.hpp).
 class StageTimer {
  public:
   StageTimer(StageTimes& t, Stage st) : t_(t), st_(st), t0_(Clock::now()) {}
