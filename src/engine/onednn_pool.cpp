@@ -97,13 +97,21 @@ bool PoolBuilder::own_pooling() const {
   return runs;
 }
 
-void PoolBuilder::avg3x3_relu_into(const std::string& what, const memory& t, const memory& dst, float inv_step) {
+void PoolBuilder::check_avg3x3_relu(const std::string& what, const memory& t, const memory& dst) const {
   pool_kernels::Tensor t_shape, dst_shape;
   std::size_t t_off = 0, dst_off = 0;
-  const auto type = pool_type();
   if (!channels_last(t, t_shape, t_off) || !channels_last(dst, dst_shape, dst_off) ||
-      !pool_kernels::fits(type, t_shape, dst_shape, 3, 1, 1))
+      !pool_kernels::fits(pool_type(), t_shape, dst_shape, 3, 1, 1))
     throw ReplicaError(source_ + ": " + what + ": the pool branch's layouts do not fit (onednn engine)");
+}
+
+void PoolBuilder::avg3x3_relu_into(const std::string& what, const memory& t, const memory& dst, float inv_step) {
+  check_avg3x3_relu(what, t, dst);
+  pool_kernels::Tensor t_shape, dst_shape;
+  std::size_t t_off = 0, dst_off = 0;
+  (void)channels_last(t, t_shape, t_off);  // both checked above
+  (void)channels_last(dst, dst_shape, dst_off);
+  const auto type = pool_type();
   const int rows = t_shape.n * t_shape.h, threads = std::min(net_.threads(), rows);
   net_.add_own(
       [t, dst, t_shape, dst_shape, t_off, dst_off, type, inv_step, rows, threads]() mutable {

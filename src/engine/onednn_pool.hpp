@@ -41,6 +41,8 @@ class PoolBuilder {
   /// int8: times `inv_step` into u8, by vecbench's kernel, into `dst` (a slice of channels-last u8
   /// or bf16). A ReplicaError naming `what` where the layouts do not fit.
   void avg3x3_relu_into(const std::string& what, const memory& t, const memory& dst, float inv_step);
+  /// The check avg3x3_relu_into makes first, for a caller to make before it builds what writes `t`.
+  void check_avg3x3_relu(const std::string& what, const memory& t, const memory& dst) const;
   /// The global average pool of u8 or bf16 `x` straight into `out` (f32 [N, C, 1, 1]) by
   /// vecbench's kernel (int8: exact sums times x's step); false where own_pooling() is off (a
   /// layout it does not take is a ReplicaError then, as in own_max_pool).

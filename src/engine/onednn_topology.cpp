@@ -84,6 +84,7 @@ void InceptionNetwork::own_pool_branch(Concat& cat, const std::string& name, con
     throw ReplicaError(wts_.source + ": " + name + " is not a 1x1 layer of a multiple of 16 channels (onednn engine)");
   memory t = net_.buffer(memory::desc({net_.batch(), oc, x.h, x.w}, dt::f32, tag::nhwc));
   memory dst = net_.slice(cat, oc);
+  pools_.check_avg3x3_relu(name, t, dst);  // before the layer: nothing packed for a branch that cannot run
   convs_.conv_into(name, l, x.mem, t, ConvGeometry{1, 0, 0, x.scale, 1.0f, false});
   pools_.avg3x3_relu_into(name, t, dst, net_.int8() ? 1.0f / cat.out.scale : 1.0f);
 }

@@ -126,15 +126,18 @@ TEST(OneDnnBuilder, AToySecondNetworkOfTwoLayersEqualsADirectComputation) {
   const FoldedConv l = random_layer(32, s.c, 3, 7);
   const auto in = random_floats(static_cast<std::size_t>(s.n) * s.c * s.h * s.w, 3, 1.0f);
   const auto want = direct(l, in, s);
+  std::vector<std::vector<float>> outs;
   for (const bool winograd : {true, false}) {
     PackedWeightCache packed;
     ToyNetwork net(l, packed, s, 2, winograd);
-    const auto got = net.run(in, out_floats(s, 32));
+    const auto got = outs.emplace_back(net.run(in, out_floats(s, 32)));
     double worst = 0.0;
     for (std::size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::fabs(double(got[i]) - want[i]));
     EXPECT_LT(worst, 1e-4) << "winograd " << winograd;
     EXPECT_GT(*std::max_element(got.begin(), got.end()), 0.1f);  // not all zeros: the ReLU let values through
   }
+  // where the route has the Winograd kernels, they ran: their sums round apart from direct ones
+  EXPECT_EQ(outs[0] != outs[1], cpu_route(Precision::fp32).winograd);
 }
 
 TEST(OneDnnBuilder, TheToyNetworksVectorsAreTheSameBitsAtEveryBatchSizeAndThreadCount) {
