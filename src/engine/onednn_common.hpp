@@ -42,6 +42,8 @@ inline std::atomic<std::size_t> g_builds{0}, g_packs{0}, g_packed_bytes{0}, g_am
 
 constexpr std::size_t kAlign = 64;  ///< offsets in the activation arena: aligned_block's boundary
 inline std::size_t round_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+/// An output side of a window of `k` at stride `s` over `in` padded by `p` on each side.
+inline int out_dim(int in, int k, int s, int p) { return (in + 2 * p - k) / s + 1; }
 /// core/base/aligned.hpp's 64-byte blocks; running out of memory is the replica's error.
 inline std::shared_ptr<void> aligned_bytes(std::size_t n) {
   try {

@@ -75,8 +75,7 @@ bool PoolBuilder::pool_into(algorithm alg, const Act& x, const memory& dst, cons
 }
 
 Act PoolBuilder::pool(algorithm alg, const Act& x, const PoolWindow& win) {
-  const auto out = [](int in, const PoolWindow& p) { return (in + 2 * p.pad - p.k) / p.stride + 1; };
-  Act y = net_.new_act(x.c, out(x.h, win), out(x.w, win));
+  Act y = net_.new_act(x.c, out_dim(x.h, win.k, win.stride, win.pad), out_dim(x.w, win.k, win.stride, win.pad));
   y.scale = x.scale;  // int8: a pool's output is within its input's range
   pool_into(alg, x, y.mem, win);
   return y;
@@ -97,20 +96,23 @@ bool PoolBuilder::own_pooling() const {
   return runs;
 }
 
-void PoolBuilder::check_avg3x3_relu(const std::string& what, const memory& t, const memory& dst) const {
-  pool_kernels::Tensor t_shape, dst_shape;
-  std::size_t t_off = 0, dst_off = 0;
-  if (!channels_last(t, t_shape, t_off) || !channels_last(dst, dst_shape, dst_off) ||
-      !pool_kernels::fits(pool_type(), t_shape, dst_shape, 3, 1, 1))
+PoolBuilder::Avg3x3Layouts PoolBuilder::avg3x3_layouts(const std::string& what, const memory& t,
+                                                       const memory& dst) const {
+  Avg3x3Layouts l;
+  if (!channels_last(t, l.t, l.t_off) || !channels_last(dst, l.dst, l.dst_off) ||
+      !pool_kernels::fits(pool_type(), l.t, l.dst, 3, 1, 1))
     throw ReplicaError(source_ + ": " + what + ": the pool branch's layouts do not fit (onednn engine)");
+  return l;
+}
+
+void PoolBuilder::check_avg3x3_relu(const std::string& what, const memory& t, const memory& dst) const {
+  avg3x3_layouts(what, t, dst);
 }
 
 void PoolBuilder::avg3x3_relu_into(const std::string& what, const memory& t, const memory& dst, float inv_step) {
-  check_avg3x3_relu(what, t, dst);
-  pool_kernels::Tensor t_shape, dst_shape;
-  std::size_t t_off = 0, dst_off = 0;
-  (void)channels_last(t, t_shape, t_off);  // both checked above
-  (void)channels_last(dst, dst_shape, dst_off);
+  const Avg3x3Layouts l = avg3x3_layouts(what, t, dst);
+  pool_kernels::Tensor t_shape = l.t, dst_shape = l.dst;
+  const std::size_t t_off = l.t_off, dst_off = l.dst_off;
   const auto type = pool_type();
   const int rows = t_shape.n * t_shape.h, threads = std::min(net_.threads(), rows);
   net_.add_own(

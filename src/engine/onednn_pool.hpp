@@ -50,6 +50,13 @@ class PoolBuilder {
 
  private:
   bool own_max_pool(const memory& src, const memory& dst, const PoolWindow& win, float rescale);
+  /// The channels-last shapes and first elements of avg3x3_relu_into's `t` and `dst`; a
+  /// ReplicaError naming `what` where the kernel does not take them.
+  struct Avg3x3Layouts {
+    pool_kernels::Tensor t, dst;
+    std::size_t t_off = 0, dst_off = 0;
+  };
+  Avg3x3Layouts avg3x3_layouts(const std::string& what, const memory& t, const memory& dst) const;
   pool_kernels::Type pool_type() const { return net_.int8() ? pool_kernels::Type::u8 : pool_kernels::Type::bf16; }
   NetworkBuilder& net_;
   const CpuRoute& route_;

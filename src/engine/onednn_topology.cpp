@@ -8,8 +8,6 @@ namespace vecbench::onednn_detail {
 
 namespace {
 
-int out_dim(int in, int k, int s, int p) { return (in + 2 * p - k) / s + 1; }
-
 dt act_type_of(Precision p) { return p == Precision::bf16 ? dt::bf16 : p == Precision::int8 ? dt::u8 : dt::f32; }
 
 }  // namespace

@@ -83,8 +83,8 @@ class ToyNetwork {
   PoolBuilder pools_;
 };
 
-/// The same two layers computed directly (double sums), NCHW.
-std::vector<float> direct(const FoldedConv& l, const std::vector<float>& in, const Shape& s) {
+/// A 3x3 "same" conv+bias+ReLU of NCHW `in` computed directly (double sums).
+std::vector<float> conv3x3_relu(const FoldedConv& l, const std::vector<float>& in, const Shape& s) {
   const int oc = static_cast<int>(l.shape[0]);
   std::vector<float> y(static_cast<std::size_t>(s.n) * oc * s.h * s.w);
   for (int n = 0; n < s.n; ++n)
@@ -102,6 +102,13 @@ std::vector<float> direct(const FoldedConv& l, const std::vector<float>& in, con
               }
           y[((static_cast<std::size_t>(n) * oc + o) * s.h + r) * s.w + q] = static_cast<float>(std::max(0.0, sum));
         }
+  return y;
+}
+
+/// The toy network's two layers computed directly, NCHW.
+std::vector<float> direct(const FoldedConv& l, const std::vector<float>& in, const Shape& s) {
+  const int oc = static_cast<int>(l.shape[0]);
+  const std::vector<float> y = conv3x3_relu(l, in, s);
   const int ph = pooled(s.h), pw = pooled(s.w);
   std::vector<float> z(static_cast<std::size_t>(s.n) * oc * ph * pw);
   for (int n = 0; n < s.n; ++n)
@@ -187,26 +194,7 @@ TEST(OneDnnBuilder, TheArenaGivesTheBytesOfADeadActivationToTheNextOne) {
   dnnl::stream st(cpu());
   net.run(st, a.data(), out.data());
   std::vector<float> want = a;
-  for (int i = 0; i < 4; ++i) {
-    std::vector<float> next(want.size());
-    for (int n = 0; n < s.n; ++n)
-      for (int o = 0; o < s.c; ++o)
-        for (int r = 0; r < s.h; ++r)
-          for (int q = 0; q < s.w; ++q) {
-            double sum = l.bias[static_cast<std::size_t>(o)];
-            for (int c = 0; c < s.c; ++c)
-              for (int di = -1; di <= 1; ++di)
-                for (int dj = -1; dj <= 1; ++dj) {
-                  if (r + di < 0 || r + di >= s.h || q + dj < 0 || q + dj >= s.w) continue;
-                  sum += static_cast<double>(
-                             l.weight[((static_cast<std::size_t>(o) * s.c + c) * 3 + di + 1) * 3 + dj + 1]) *
-                         want[((static_cast<std::size_t>(n) * s.c + c) * s.h + r + di) * s.w + q + dj];
-                }
-            next[((static_cast<std::size_t>(n) * s.c + o) * s.h + r) * s.w + q] =
-                static_cast<float>(std::max(0.0, sum));
-          }
-    want = next;
-  }
+  for (int i = 0; i < 4; ++i) want = conv3x3_relu(l, want, s);
   for (std::size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(out[i], want[i], 1e-4 + 1e-4 * std::fabs(want[i])) << i;
 }
 
