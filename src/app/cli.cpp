@@ -25,6 +25,7 @@
 #include "vecbench/results/compare.hpp"
 
 #include "cli_parts.hpp"
+#include "vecbench_version.hpp"
 
 using namespace vecbench;
 using namespace vecbench::cli;

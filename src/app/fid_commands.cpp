@@ -9,7 +9,6 @@
 #include "vecbench/app/commands.hpp"
 #include "vecbench/app/fid_presets.hpp"
 #include "vecbench/core/base/error.hpp"
-#include "vecbench/core/base/weights_note.hpp"
 #include "vecbench/core/files/fs_util.hpp"
 #include "vecbench/core/files/sha256.hpp"
 #include "vecbench/engine/engines.hpp"
@@ -51,8 +50,8 @@ int cmd_fid(const FidArgs& args) {
                       {"n_b", b.n},
                       {"fingerprint_a", a.fingerprint_id},
                       {"fingerprint_b", b.fingerprint_id},
-                      {"weight_source_a", a.weight_source},
-                      {"weight_source_b", b.weight_source},
+                      {"weight_source_a", a.weight_source.text()},
+                      {"weight_source_b", b.weight_source.text()},
                       {"synthetic_weights", synthetic},
                       {"like", a.fingerprint.is_object() ? a.fingerprint.value("like", std::string()) : ""},
                       {"encoder", FeatureInputs::encoder_of(a.fingerprint)},

@@ -10,7 +10,7 @@
 #include "vecbench/app/commands.hpp"
 #include "vecbench/app/fid_presets.hpp"
 #include "vecbench/core/base/error.hpp"
-#include "vecbench/core/base/weights_note.hpp"
+#include "vecbench/core/base/weight_source.hpp"
 #include "vecbench/core/files/fs_util.hpp"
 #include "vecbench/core/files/sha256.hpp"
 #include "vecbench/engine/encoder.hpp"
@@ -63,10 +63,10 @@ inline std::vector<std::string> check_sides(const Side& a, const Side& b, bool a
 }
 
 /// Refuses (ConfigError) statistics from synthetic weights unless `allow`; returns whether they are.
-inline bool check_weights(const std::string& origin, const std::string& weight_source, bool allow) {
-  if (!synthetic_weights(weight_source)) return false;
+inline bool check_weights(const std::string& origin, const WeightSource& weight_source, bool allow) {
+  if (!weight_source.synthetic()) return false;
   if (!allow)
-    throw ConfigError(origin, "was made with synthetic (random) weights (" + weight_source +
+    throw ConfigError(origin, "was made with synthetic (random) weights (" + weight_source.text() +
                                   "): a FID or statistics from them are not Inception's and compare with nothing "
                                   "published. Put a FID tool's Inception weights where vecbench looks for them:" +
                                   where_to_put_weights() +
@@ -142,7 +142,7 @@ class FeatureInputs {
     if (!store) check(s.origin, s.weight_source, s.fingerprint);
     return s;
   }
-  void check(const std::string& origin, const std::string& weight_source, const nlohmann::json& fields) {
+  void check(const std::string& origin, const WeightSource& weight_source, const nlohmann::json& fields) {
     synthetic_ = check_weights(origin, weight_source, m_.allow_synthetic) || synthetic_;
     if (!fields.is_object()) return;
     const std::string made_by = encoder_of(fields);
@@ -191,7 +191,7 @@ class FeatureInputs {
       choice_ = choose_fid_model(m_.model, m_.like, m_.encoder);
       info_ = read_model_info(choice_->path);
       std::cerr << "vecbench " << command_ << ": model " << choice_->path << " ("
-                << (info_.synthetic() ? "synthetic weights " + info_.weight_source : info_.weight_source)
+                << (info_.synthetic() ? "synthetic weights " : "") << info_.weight_source.text()
                 << "): " << choice_->why << "\n";
       check_weights(choice_->path, info_.weight_source, m_.allow_synthetic);
     }

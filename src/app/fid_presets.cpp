@@ -345,7 +345,7 @@ int cmd_models() {
   }
   const ModelInfo d = read_model_info(default_model());
   std::cout << "default model: " << default_model() << " (" << (d.synthetic() ? "synthetic weights, " : "")
-            << d.weight_source << ")\n";
+            << d.weight_source.text() << ")\n";
   return 0;
 }
 

@@ -10,7 +10,7 @@
 #include "vecbench/app/build_info.hpp"
 #include "vecbench/app/commands.hpp"
 #include "vecbench/app/route.hpp"
-#include "vecbench/core/base/weights_note.hpp"
+#include "vecbench/core/base/weight_source.hpp"
 #include "vecbench/core/system/machine_load.hpp"
 #include "vecbench/engine/engines.hpp"
 #include "vecbench/experiment/experiment_runner.hpp"
@@ -20,6 +20,7 @@
 #ifdef VECBENCH_WITH_OPENCV
 #include "vecbench/core/base/strategy_name.hpp"
 #include "vecbench/input/opencv_plugin.hpp"
+#include "vecbench_version.hpp"
 #endif
 
 namespace vecbench {
@@ -64,7 +65,7 @@ nlohmann::json full_meta(int argc, char** argv, const std::string& model) {
   }
   auto mm = read_model_meta(model);
   mm["path"] = model;
-  const std::string note = weights_note(mm.value("weight_source", std::string()));
+  const std::string note = WeightSource::parse(mm.value("weight_source", std::string())).note();
   if (!note.empty()) mm["weights_note"] = note;
   m["model"] = mm;
   return m;
@@ -226,7 +227,7 @@ RouteChoice route_of(const RunResult& r, EngineKind engine) {
   RouteChoice c;
   c.engine = engine;
   c.strategy = r.params.strategy;
-  c.devices = r.params.devices;
+  c.devices = r.params.text_of("devices");
   c.batch = static_cast<int>(r.params.batch.value_or(0));
   if (const std::vector<int> threads = effective_replica_threads(r); threads.size() > 1) c.threads = threads[0];
   return c;
@@ -265,7 +266,7 @@ std::string tune_command(const RunResult& r, const TuneCandidate& c, const std::
                     " --out OUT --model " + c.model;
   if (c.engine != EngineKind::torchscript) cmd += std::string(" --engine ") + to_string(c.engine);
   if (c.int8) cmd += " --precision int8 --calibration " + calibration;
-  cmd += " --strategy " + p.strategy + " --devices " + p.devices + " --batch " + p.text_of("batch");
+  cmd += " --strategy " + p.strategy + " --devices " + p.text_of("devices") + " --batch " + p.text_of("batch");
   if (const std::vector<int> threads = effective_replica_threads(r); threads.size() > 1)
     cmd += " --threads " + std::to_string(threads[0]);
   return cmd;

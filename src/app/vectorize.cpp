@@ -11,7 +11,6 @@
 #include "vecbench/app/commands.hpp"
 #include "vecbench/app/fid_presets.hpp"
 #include "vecbench/app/route.hpp"
-#include "vecbench/core/base/weights_note.hpp"
 #include "vecbench/core/run/device.hpp"
 #include "vecbench/dist/job_progress.hpp"
 #include "vecbench/dist/merge_manifests.hpp"
@@ -250,8 +249,8 @@ std::string start_line(const VectorizeArgs& a, const std::string& route_origin, 
        << to_string(source.kind()) << "), " << todo << " to do, " << (share - todo) << " already done";
   if (dist.active())
     line << " (" << dist.size() << " " << (dist.comm().connected() ? "ranks, " + dist.mode() : "shards") << ")";
-  const std::string weights = model.raw.contains("weight_source") ? model.weight_source : "?",
-                    note = weights_note(weights);
+  const std::string weights = model.weight_source.known() ? model.weight_source.text() : "?",
+                    note = model.weight_source.note();
   line << "; model " << (model.is_export() ? model.arch : "?") << " (" << (note.empty() ? weights : note)
        << "), resize " << to_string(in.resize)
        << (in.decode_where == DecodeWhere::gpu  ? ", JPEG decode gpu (nvJPEG)"

@@ -17,7 +17,6 @@
 
 #include "vecbench/app/commands.hpp"
 #include "vecbench/app/fid_presets.hpp"
-#include "vecbench/core/base/weights_note.hpp"
 #include "vecbench/core/run/device.hpp"
 #include "vecbench/engine/encoder.hpp"
 #include "vecbench/engine/engines.hpp"
@@ -134,10 +133,10 @@ void print_start(const VectorizeArgs& base, const std::vector<EncoderRun>& runs,
   std::ostringstream line;
   for (const auto& r : runs) {
     const std::size_t left = static_cast<std::size_t>(std::count(r.pending.begin(), r.pending.end(), 1));
-    const std::string note = weights_note(r.info.weight_source);
+    const std::string note = r.info.weight_source.note();
     line << "vecbench: " << r.args.out << ": " << r.encoder << " ("
          << (r.choice.preset ? r.choice.preset->name : std::string("no preset")) << "; "
-         << (note.empty() ? r.info.weight_source : note) << "), resize " << to_string(r.in.resize) << ", engine "
+         << (note.empty() ? r.info.weight_source.text() : note) << "), resize " << to_string(r.in.resize) << ", engine "
          << to_string(r.args.model.engine) << ": " << left << " to do, " << src.size() - left
          << " already done; fingerprint " << r.writer->fingerprint_id() << "\n";
   }

@@ -86,6 +86,16 @@ std::optional<WinogradLayer> CpuRoute::winograd_for(int kh, int kw, int ph, int 
   return std::nullopt;
 }
 
+namespace {
+/// The names of the Winograd kernels a route runs: every one vecbench has, or none.
+std::vector<std::string> winograd_kernels(bool on) {
+  std::vector<std::string> names;
+  if (on)
+    for (const winograd::Kernel k : winograd::kAllKernels) names.emplace_back(winograd::kernel_name(k));
+  return names;
+}
+}  // namespace
+
 std::string CpuRoute::fingerprint_words() const {
   if (precision == Precision::int8) return std::string(" ") + enum_name(version()) + " " + enum_name(int8_isa);
   if (precision == Precision::bf16 && amx)
@@ -98,10 +108,7 @@ nlohmann::json CpuRoute::to_json() const {
       {"precision", enum_name(precision)}, {"runs", runs()}, {"isa", enum_name(isa)}, {"layout", enum_name(layout)}};
   if (!runs()) j["why_not"] = why_not();
   if (precision == Precision::fp32) {
-    nlohmann::json kernels = nlohmann::json::array();
-    if (winograd)
-      for (const winograd::Kernel k : winograd::kAllKernels) kernels.push_back(winograd::kernel_name(k));
-    j["winograd_layers"] = kernels;  // stride-1 conv+ReLU layers of these kernels; the rest direct
+    j["winograd_layers"] = winograd_kernels(winograd);  // stride-1 conv+ReLU layers of these; the rest direct
   } else {
     j["f32_layout"] = enum_name(f32_layout);
     j["amx"] = amx;
@@ -119,8 +126,7 @@ std::string CpuRoute::describe() const {
   std::string s = enum_name(layout);
   if (precision == Precision::fp32) {
     std::string layers;
-    if (winograd)
-      for (const winograd::Kernel k : winograd::kAllKernels) layers += std::string(" ") + winograd::kernel_name(k);
+    for (const std::string& k : winograd_kernels(winograd)) layers += " " + k;
     s += layers.empty() ? ", direct convolutions" : ", Winograd on the stride-1" + layers + " layers, the rest direct";
   } else {
     if (amx) s += ", AMX";

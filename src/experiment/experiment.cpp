@@ -88,7 +88,6 @@ Experiment::Matrix parse_matrix(const nlohmann::json& m, const std::string& w) {
   check_keys(m, w, {"strategy", "devices", "batch", "threads", "resize"});
   Experiment::Matrix x;
   if (m.contains("strategy")) x.strategies = get_list<std::string>(m["strategy"], w + ".strategy");
-  if (m.contains("devices")) x.devices = get_list<std::string>(m["devices"], w + ".devices");
   if (m.contains("batch")) x.batch_sizes = get_list<int>(m["batch"], w + ".batch");
   if (m.contains("threads")) x.threads = get_list<int>(m["threads"], w + ".threads");
   std::vector<std::string> resize_names = {kDefaultKeyword};
@@ -98,11 +97,15 @@ Experiment::Matrix parse_matrix(const nlohmann::json& m, const std::string& w) {
   for (std::size_t i = 0; i < x.strategies.size(); ++i)
     if (std::none_of(reg.begin(), reg.end(), [&](const StrategyEntry& s) { return x.strategies[i] == s.name; }))
       throw ConfigError(at("strategy", i), "unknown strategy '" + x.strategies[i] + "' (use " + strategy_list() + ")");
-  for (std::size_t i = 0; i < x.devices.size(); ++i) {
-    try {
-      check_device_spec(x.devices[i]);
-    } catch (const ConfigError& e) {
-      throw ConfigError(at("devices", i), e.what());
+  if (m.contains("devices")) {
+    const auto specs = get_list<std::string>(m["devices"], w + ".devices");
+    x.devices.clear();
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+      try {
+        x.devices.push_back(DevicesSpec::parse(specs[i]));
+      } catch (const ConfigError& e) {
+        throw ConfigError(at("devices", i), e.cause);
+      }
     }
   }
   for (std::size_t i = 0; i < x.batch_sizes.size(); ++i)

@@ -15,11 +15,9 @@
 #include "vecbench/core/system/host.hpp"
 #include "vecbench/core/system/machine_load.hpp"
 #include "vecbench/dist/rank_gather.hpp"
-#include "vecbench/engine/int8_calibration.hpp"
 #include "vecbench/experiment/external.hpp"
 #include "vecbench/experiment/plan.hpp"
 #include "vecbench/experiment/schedule.hpp"
-#include "vecbench/experiment/validity.hpp"
 #include "vecbench/experiment/verify.hpp"
 #include "vecbench/output/writer.hpp"
 #include "vecbench/results/run_json.hpp"
@@ -96,13 +94,13 @@ class Executor {
   }
   ResizeMode resolve_resize(std::optional<ResizeMode> r) const { return r.value_or(env_.model_resize); }
   /// A matrix run's devices on this machine (`threads` per replica; 0: the cores split).
-  std::vector<VirtualDevice> expand(const std::string& spec, int threads) const {
+  std::vector<VirtualDevice> expand(const DevicesSpec& spec, int threads) const {
     DeviceOptions o;
     o.threads_per_replica = threads;
     o.cuda_devices = env_.cuda_devices;
     o.cpu_cores = env_.cpu_cores;
     o.memory_cap_gb = e_.memory_cap_gb;
-    return expand_devices(spec, o);
+    return spec.expand(o);
   }
   const Distribution* dist() const { return dist_; }
   bool talk() const { return dist_ && dist_->comm().connected(); }
@@ -316,7 +314,7 @@ void Executor::run_matrix(PlannedRun& p, std::size_t index, int rep) {
   if (e_.seed_timing_lines)
     std::printf("seed-style: %lld images vectorized in %.2f s (%.2f img/s) [%s on %s, batch %d]\n",
                 static_cast<long long>(sample.images), sample.wall_s, sample.images_per_s, p.matrix->strategy->name,
-                p.matrix->devices_spec.c_str(), batch);
+                p.matrix->devices_spec.text().c_str(), batch);
 }
 
 /// Whether a run's median is known to +-target: its confidence interval (stats::median_ci) is at
@@ -379,7 +377,7 @@ ResultFile run_experiment(const Experiment& e, const ExperimentEnv& env) {
   PlanInputs in;
   in.resolve_resize = [&](std::optional<ResizeMode> r) { return ex.resolve_resize(r); };
   in.input_kind = [&](ResizeMode m) { return ex.source_for(m).kind(); };
-  in.expand = [&](const std::string& spec, int threads) { return ex.expand(spec, threads); };
+  in.expand = [&](const DevicesSpec& spec, int threads) { return ex.expand(spec, threads); };
   std::vector<PlannedRun> runs = plan_runs(e, in);
   const auto order = run_order(runs.size(), e.repetitions, e.interleave);
   const Scheduler sched(e.time_budget_s, env.stop, env.elapsed_s ? env.elapsed_s : std::function<double()>([t_begin] {

@@ -1,6 +1,7 @@
 // The experiment runner's result file from its finished plan (see result_assembly.hpp).
 #include "result_assembly.hpp"
 
+#include <map>
 #include <set>
 #include <string>
 
@@ -31,17 +32,18 @@ nlohmann::json effective_config(const Experiment& e, const ExperimentEnv& env, c
       eff["int8_calibration"] = ex.what();
     }
   nlohmann::json expansions = nlohmann::json::object();
-  std::set<std::string> specs;
-  for (const auto& mx : e.matrices) specs.insert(mx.devices.begin(), mx.devices.end());
-  for (const auto& d : specs) {
+  std::map<std::string, DevicesSpec> specs;  // by the text the experiment file wrote
+  for (const auto& mx : e.matrices)
+    for (const DevicesSpec& d : mx.devices) specs.emplace(d.text(), d);
+  for (const auto& [text, d] : specs) {
     try {
       DeviceOptions o;
       o.cuda_devices = env.cuda_devices;
       nlohmann::json list = nlohmann::json::array();
-      for (const auto& v : expand_devices(d, o)) list.push_back({{"name", v.name()}, {"threads", v.threads}});
-      expansions[d] = list;
+      for (const auto& v : d.expand(o)) list.push_back({{"name", v.name()}, {"threads", v.threads}});
+      expansions[text] = list;
     } catch (const std::exception& ex) {
-      expansions[d] = ex.what();
+      expansions[text] = ex.what();
     }
   }
   eff["device_expansion"] = expansions;

@@ -19,6 +19,7 @@
 #include "vecbench/fid/pickle.hpp"
 #include "vecbench/output/fingerprint.hpp"
 #include "vecbench/output/store_reader.hpp"
+#include "vecbench_version.hpp"
 
 namespace vecbench {
 namespace {
@@ -153,7 +154,7 @@ void set_mu_sigma(FeatureStats& s, const npy::Array& mu, const npy::Array& sigma
 }  // namespace
 
 void for_each_feature(const fs::path& path, const std::function<void(const float*, int)>& row, std::string& fp_id,
-                      nlohmann::json& fields, std::string* weight_source, std::vector<std::string>* names) {
+                      nlohmann::json& fields, WeightSource* weight_source, std::vector<std::string>* names) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
     const Fingerprint fp = read_store_fingerprint(path);
@@ -208,7 +209,8 @@ void for_each_feature(const fs::path& path, const std::function<void(const float
 
 FeatureStats compute_stats(const fs::path& path) {
   Moments m;
-  std::string fp_id, weight_source;
+  std::string fp_id;
+  WeightSource weight_source;
   nlohmann::json fields;
   try {
     for_each_feature(
@@ -273,7 +275,7 @@ void save_stats(const fs::path& path, const FeatureStats& s) {
                    {"n", npy::to_bytes("<i8", {}, &s.n, 8)},
                    {"fingerprint_id", npz_string(s.fingerprint_id)},
                    {"fingerprint", npz_string(s.fingerprint.is_null() ? "" : s.fingerprint.dump())},
-                   {"weight_source", npz_string(s.weight_source)},
+                   {"weight_source", npz_string(s.weight_source.text())},
                    {"vecbench_version", npz_string(VECBENCH_VERSION)}});
 }
 
@@ -291,7 +293,7 @@ FeatureStats load_stats(const fs::path& path) {
   set_mu_sigma(s, m.at("mu"), m.at("sigma"), name);
   if (m.count("n") && m.at("n").descr == "<i8") std::memcpy(&s.n, m.at("n").data.data(), 8);
   if (m.count("fingerprint_id")) s.fingerprint_id = npz_text(m.at("fingerprint_id"));
-  if (m.count("weight_source")) s.weight_source = npz_text(m.at("weight_source"));
+  if (m.count("weight_source")) s.weight_source = WeightSource::parse(npz_text(m.at("weight_source")));
   if (m.count("fingerprint")) {
     const auto j = nlohmann::json::parse(npz_text(m.at("fingerprint")), nullptr, false);
     if (!j.is_discarded()) s.fingerprint = j;

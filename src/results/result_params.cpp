@@ -3,8 +3,6 @@
 
 #include <cmath>
 
-#include "vecbench/core/run/device.hpp"
-
 namespace vecbench {
 
 namespace {
@@ -30,6 +28,17 @@ std::string ResultParams::text(const nlohmann::json& v) {
   return v.dump();
 }
 
+namespace {
+/// A closed setting (resize, input) by its name: "" when taken, else what is wrong.
+template <class E>
+std::string read_enum(std::optional<E>& out, const nlohmann::json& value) {
+  if (!value.is_string()) return "must be a string, not " + value.dump();
+  const auto v = find_enum<E>(value.get<std::string>());
+  if (!v) return "unknown " + std::string(EnumNames<E>::what) + " " + value.dump() + " (use " + enum_list<E>() + ")";
+  return out = *v, "";
+}
+}  // namespace
+
 std::string read_param(ResultParams& p, const std::string& key, const nlohmann::json& value) {
   if (key == "batch" || key == "threads") {
     long long n = 0;
@@ -37,18 +46,23 @@ std::string read_param(ResultParams& p, const std::string& key, const nlohmann::
     (key == "batch" ? p.batch : p.threads) = n;
     return "";
   }
-  std::string* text = key == "strategy"  ? &p.strategy
-                      : key == "devices" ? &p.devices
-                      : key == "resize"  ? &p.resize
-                      : key == "input"   ? &p.input
-                      : key == "command" ? &p.command
-                                         : nullptr;
-  if (!text) {
+  if (key == "resize") return read_enum(p.resize, value);
+  if (key == "input") return read_enum(p.input, value);
+  std::string* text = key == "strategy" ? &p.strategy : key == "command" ? &p.command : nullptr;
+  if (!text && key != "devices") {
     if (!value.is_string() && !value.is_number()) return "must be a string or number, not " + value.dump();
     p.other[key] = value;
     return "";
   }
   if (!value.is_string()) return "must be a string, not " + value.dump();
+  if (!text) {  // devices
+    try {
+      p.devices = DevicesSpec::parse(value.get<std::string>());
+    } catch (const ConfigError& e) {
+      return "is not a devices spec: " + e.cause;
+    }
+    return "";
+  }
   *text = value.get<std::string>();
   const std::string prefix = ResultParams::kExternalPrefix;
   if (text == &p.strategy && p.strategy.compare(0, prefix.size(), prefix) == 0) {
@@ -62,22 +76,14 @@ std::string read_param(ResultParams& p, const std::string& key, const nlohmann::
 nlohmann::json params_to_json(const ResultParams& p) {
   nlohmann::json j = nlohmann::json::object();
   if (!p.strategy_label().empty()) j["strategy"] = p.strategy_label();
-  if (!p.devices.empty()) j["devices"] = p.devices;
+  if (p.devices) j["devices"] = p.devices->text();
   if (p.batch) j["batch"] = *p.batch;
   if (p.threads) j["threads"] = *p.threads;
-  if (!p.resize.empty()) j["resize"] = p.resize;
-  if (!p.input.empty()) j["input"] = p.input;
+  if (p.resize) j["resize"] = to_string(*p.resize);
+  if (p.input) j["input"] = to_string(*p.input);
   if (!p.command.empty()) j["command"] = p.command;
   for (const auto& [k, v] : p.other) j[k] = v;
   return j;
-}
-
-int device_count(const std::string& spec, int gpus) {
-  try {
-    return DevicesSpec::parse(spec).virtual_count(gpus);
-  } catch (const ConfigError&) {
-    return 0;
-  }
 }
 
 }  // namespace vecbench

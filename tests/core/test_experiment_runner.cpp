@@ -114,9 +114,9 @@ TEST(Planner, EachMatrixRunCarriesItsTypedSettingsAndTheirJson) {
   EXPECT_EQ(p.batch, 4);
   EXPECT_EQ(p.resize, ResizeMode::bilinear);
   EXPECT_EQ(params_to_json(runs[0].result.params), params_to_json(p.recorded()));
-  EXPECT_EQ(runs[0].result.params.devices, "cpu/2");
+  EXPECT_EQ(runs[0].result.params.text_of("devices"), "cpu/2");
   EXPECT_EQ(runs[0].result.params.batch, 4);
-  EXPECT_EQ(runs[0].result.params.resize, "bilinear");
+  EXPECT_EQ(runs[0].result.params.resize, ResizeMode::bilinear);
 }
 
 // A devices spec that cannot run fails the experiment before any run took its time: a bad

@@ -206,7 +206,9 @@ TEST(Experiment, ValidNamesEveryKeyItUses) {
   EXPECT_EQ(parse_experiment(nlohmann::json::parse(R"({"name": "x", "images": {"synthetic": 1}})")).model.engine,
             EngineKind::torchscript);
   EXPECT_EQ(e.matrices[1].batch_sizes, (std::vector<int>{1, 8}));
-  EXPECT_EQ(e.matrices[0].devices, (std::vector<std::string>{"cpu"}));
+  ASSERT_EQ(e.matrices[0].devices.size(), 1u);  // parsed as the file is read, its text kept
+  EXPECT_EQ(e.matrices[0].devices[0].text(), "cpu");
+  EXPECT_EQ(e.matrices[1].devices[0].virtual_count(0), 2);
   EXPECT_EQ(e.repetitions, 5);
   EXPECT_FALSE(e.interleave);
 }

@@ -48,16 +48,23 @@ ResultFile golden_base() { return load_result(kSource / "tests" / "data" / "comp
 
 }  // namespace
 
-TEST(ReportDevices, DeviceCountFromSpec) {
-  EXPECT_EQ(device_count("cpu", 0), 1);
-  EXPECT_EQ(device_count("cpu/3", 0), 3);
-  EXPECT_EQ(device_count("cuda:0/3", 1), 3);
-  EXPECT_EQ(device_count("cuda:0,cuda:1", 2), 2);
-  EXPECT_EQ(device_count("cpu/2,cuda:0", 1), 3);
-  EXPECT_EQ(device_count("cpu / 2", 0), 2);  // spaces as the run itself reads them
-  EXPECT_EQ(device_count("cuda", 4), 4);     // every GPU of the machine that ran it
-  EXPECT_EQ(device_count("cpu/x", 0), 0);
-  EXPECT_EQ(device_count("", 0), 0);
+TEST(ReportDevices, DeviceCountFromTheRecordedSpec) {
+  // what a result file's "devices" counts on the machine that ran it (the same parser as the run)
+  const auto count = [](const std::string& spec, int gpus) {
+    vecbench::ResultParams p;
+    if (const std::string why = vecbench::read_param(p, "devices", spec); !why.empty()) return -1;
+    return device_count(p, gpus);
+  };
+  EXPECT_EQ(count("cpu", 0), 1);
+  EXPECT_EQ(count("cpu/3", 0), 3);
+  EXPECT_EQ(count("cuda:0/3", 1), 3);
+  EXPECT_EQ(count("cuda:0,cuda:1", 2), 2);
+  EXPECT_EQ(count("cpu/2,cuda:0", 1), 3);
+  EXPECT_EQ(count("cpu / 2", 0), 2);  // spaces as the run itself reads them
+  EXPECT_EQ(count("cuda", 4), 4);     // every GPU of the machine that ran it
+  EXPECT_EQ(count("cpu/x", 0), -1);   // refused as the file is read
+  EXPECT_EQ(count("", 0), -1);
+  EXPECT_EQ(device_count(vecbench::ResultParams{}, 4), 0);  // not recorded
 }
 
 TEST(ReportDevices, BestSequentialRunWithSameBatch) {
@@ -124,7 +131,7 @@ TEST(ReportMarkdown, SpeedupUsesTheBestSequentialRunOfTheSameBatch) {
   auto add = [&](const std::string& strategy, const std::string& devices, int batch, double ips) {
     RunResult r;
     r.params.strategy = strategy;
-    r.params.devices = devices;
+    r.params.devices = DevicesSpec::parse(devices);
     r.params.batch = batch;
     r.id = "strategy=" + strategy + " devices=" + devices + " batch=" + std::to_string(batch);
     for (int i = 0; i < 3; ++i) r.samples.push_back(Sample{i, 10, 0, 10 / ips, ips, {}, {}, {}, {}, 0});
@@ -223,7 +230,7 @@ TEST(ReportMarkdown, ExternalCommandsGetTheirOwnTableBesideTheBestRun) {
   auto add = [&](const std::string& strategy, const std::string& devices, double ips, RunStatus st, std::string why) {
     RunResult r;
     ASSERT_EQ(read_param(r.params, "strategy", strategy), "");
-    r.params.devices = devices;
+    if (!devices.empty()) r.params.devices = DevicesSpec::parse(devices);  // "": a peer command has none
     r.id = "strategy=" + strategy;
     r.status = st;
     r.reason = std::move(why);

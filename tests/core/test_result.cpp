@@ -168,7 +168,7 @@ TEST(ResultIo, BadValuesNameTheFileAndTheKey) {
 TEST(ResultParams, TypedFromTheFileAndBackAsItWas) {
   const json file = {{"strategy", "external:ort-b8"},
                      {"command", "python3 ort.py 8"},
-                     {"devices", "cpu/2"},
+                     {"devices", "cpu / 2, cuda:1"},
                      {"batch", 8},
                      {"threads", 0},
                      {"zeta", "z"},
@@ -183,10 +183,17 @@ TEST(ResultParams, TypedFromTheFileAndBackAsItWas) {
   EXPECT_EQ(p.batch, 8);
   EXPECT_EQ(p.threads, 0);
   EXPECT_EQ(p.other.size(), 2u);
+  ASSERT_TRUE(p.devices.has_value());  // parsed, its text kept as the file wrote it
+  EXPECT_EQ(p.devices->virtual_count(0), 3);
+  EXPECT_TRUE(p.devices->any_cuda());
   // the known keys in a fixed order, then the others by name; numbers as text
-  const std::vector<std::pair<std::string, std::string>> want = {
-      {"strategy", "external:ort-b8"}, {"devices", "cpu/2"}, {"batch", "8"}, {"threads", "0"},
-      {"command", "python3 ort.py 8"}, {"alpha", "2.5"},     {"zeta", "z"}};
+  const std::vector<std::pair<std::string, std::string>> want = {{"strategy", "external:ort-b8"},
+                                                                 {"devices", "cpu / 2, cuda:1"},
+                                                                 {"batch", "8"},
+                                                                 {"threads", "0"},
+                                                                 {"command", "python3 ort.py 8"},
+                                                                 {"alpha", "2.5"},
+                                                                 {"zeta", "z"}};
   EXPECT_EQ(p.entries(), want);
   EXPECT_EQ(p.find("resize"), std::nullopt);
   EXPECT_EQ(p.text_of("alpha"), "2.5");
@@ -199,6 +206,12 @@ TEST(ResultParams, TypedFromTheFileAndBackAsItWas) {
   EXPECT_FALSE(q.is_external());
   EXPECT_EQ(vecbench::read_param(q, "batch", 4.0), "");  // an integral float is the integer
   EXPECT_EQ(q.batch, 4);
+  EXPECT_EQ(vecbench::read_param(q, "resize", "pil-bicubic"), "");
+  EXPECT_EQ(vecbench::read_param(q, "input", "predecoded"), "");
+  EXPECT_EQ(q.resize, vecbench::ResizeMode::pil_bicubic);
+  EXPECT_EQ(q.input, vecbench::SourceKind::predecoded);
+  EXPECT_EQ(q.text_of("resize"), "pil-bicubic");
+  EXPECT_EQ(vecbench::params_to_json(q)["input"], "predecoded");
 }
 
 TEST(ResultParams, WrongTypesAreRefusedWithTheKeyNamed) {
@@ -209,6 +222,13 @@ TEST(ResultParams, WrongTypesAreRefusedWithTheKeyNamed) {
   EXPECT_NE(vecbench::read_param(p, "resize", true).find("must be a string"), std::string::npos);
   EXPECT_NE(vecbench::read_param(p, "strategy", "external:").find("names no command"), std::string::npos);
   EXPECT_NE(vecbench::read_param(p, "colour", json::array()).find("a string or number"), std::string::npos);
+  // closed settings: a value this build does not know is refused, listing the ones it knows
+  EXPECT_NE(vecbench::read_param(p, "resize", "lanczos").find("unknown resize mode \"lanczos\" (use tf-legacy"),
+            std::string::npos);
+  EXPECT_NE(vecbench::read_param(p, "input", "video").find("unknown source kind"), std::string::npos);
+  EXPECT_EQ(vecbench::read_param(p, "devices", "gpu:0"),
+            "is not a devices spec: unknown device 'gpu:0' (use cpu, cpu/N, cuda, cuda:K, cuda:K/N)");
+  EXPECT_FALSE(p.resize || p.input || p.devices);  // nothing half-set
   const json base = read_json(kGolden / "base.json");
   json c = base;
   c["runs"][1]["params"]["batch"] = "1";

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "build_paths.hpp"
+#include "vecbench_version.hpp"
 
 namespace {
 

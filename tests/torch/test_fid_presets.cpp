@@ -170,7 +170,9 @@ TEST(FidPresets, TheImportReadsTheCheckedFileNotWhatThePathNamesAfterwards) {
   const std::string model = preset_model(p, *w);  // the import
   const ModelInfo m = read_model_info(model);
   EXPECT_EQ(m.weight_sha256, sha_a);  // the export tool's own hash of the file it imported
-  EXPECT_EQ(m.weight_source, "weights:" + p.weights_file);
+  EXPECT_EQ(m.weight_source.text(), "weights:" + p.weights_file);
+  EXPECT_EQ(m.weight_source.origin(), WeightOrigin::checkpoint);
+  EXPECT_EQ(m.weight_source.detail(), p.weights_file);
   EXPECT_TRUE(has(model, sha_a.substr(0, 16))) << model;
   for (const auto& e : fs::directory_iterator(dir.path / "cache" / "models"))  // the private copy is gone
     EXPECT_FALSE(has(e.path().filename().string(), ".weights-")) << e.path();

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "vecbench/core/base/error.hpp"
-#include "vecbench/core/base/weights_note.hpp"
+#include "vecbench/core/base/weight_source.hpp"
 #include "vecbench/core/files/sha256.hpp"
 #include "vecbench/engine/engine_kind.hpp"
 #include "vecbench/engine/int8_calibration.hpp"
@@ -61,9 +61,9 @@ struct ModelSettings {
 /// What a model file says about itself (the export's `vecbench_meta.json`), read once.
 struct ModelInfo {
   std::string path;
-  std::string arch;           ///< "" when the file is not from the export tool
-  std::string weight_source;  ///< "" when unknown
-  std::string weight_sha256;  ///< the export's ("" when not from the export tool: see identity())
+  std::string arch;            ///< "" when the file is not from the export tool
+  WeightSource weight_source;  ///< unknown when the metadata has none
+  std::string weight_sha256;   ///< the export's ("" when not from the export tool: see identity())
   int input_size = 299;
   int feature_dim = 2048;
   ResizeMode resize_default = ResizeMode::tf_legacy;
@@ -75,7 +75,7 @@ struct ModelInfo {
   std::string like;
   nlohmann::json raw;  ///< the metadata as stored (recorded in results)
   /// The export has synthetic weights (export_inception.py --seed): its features are not Inception's.
-  bool synthetic() const { return synthetic_weights(weight_source); }
+  bool synthetic() const { return weight_source.synthetic(); }
   /// Made by the export tool: its metadata names the architecture.
   bool is_export() const { return raw.contains("arch"); }
   /// The weights' identity (fingerprints, machine profiles): weight_sha256, else the SHA-256 of
@@ -98,7 +98,7 @@ inline ModelInfo model_info_from(const std::string& path, const nlohmann::json& 
   if (!raw.is_object()) return m;
   try {
     m.arch = raw.value("arch", std::string());
-    m.weight_source = raw.value("weight_source", std::string());
+    m.weight_source = WeightSource::parse(raw.value("weight_source", std::string()));
     m.weight_sha256 = raw.value("weight_sha256", std::string());
     m.input_size = raw.value("input_size", 299);
     m.feature_dim = raw.value("feature_dim", 2048);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "vecbench/core/base/strategy_name.hpp"
+#include "vecbench/core/run/device.hpp"
 #include "vecbench/engine/model_settings.hpp"
 #include "vecbench/input/imageset_spec.hpp"
 #include "vecbench/input/resize.hpp"
@@ -36,7 +37,7 @@ struct Experiment {
   /// object or an array of them (their runs are concatenated, duplicates dropped).
   struct Matrix {
     std::vector<std::string> strategies = {kSequentialStrategy};
-    std::vector<std::string> devices = {"cpu"};
+    std::vector<DevicesSpec> devices = {DevicesSpec::parse("cpu")};  ///< parsed as the file is read
     std::vector<int> batch_sizes = {1};
     std::vector<int> threads = {0};  ///< intra-op threads per replica; 0 = split the cores
     /// The resize modes; nullopt: "default", the model's own mode.

@@ -21,7 +21,7 @@ namespace vecbench {
 /// is what the result file records of them (recorded()), made once by the planner.
 struct RunParams {
   const StrategyEntry* strategy = nullptr;  ///< the registry's entry (parse_matrix checked the name)
-  std::string devices_spec;                 ///< the devices as the experiment file wrote them
+  DevicesSpec devices_spec;                 ///< the devices as the experiment file wrote them
   std::vector<VirtualDevice> devices;       ///< expanded on this machine, with `threads`
   int batch = 1;
   int threads = 0;  ///< intra-op threads per replica; 0: the cores split between the replicas
@@ -34,8 +34,8 @@ struct RunParams {
     p.devices = devices_spec;
     p.batch = batch;
     p.threads = threads;
-    p.resize = to_string(resize);
-    p.input = to_string(input);
+    p.resize = resize;
+    p.input = input;
     return p;
   }
 };
@@ -55,7 +55,7 @@ struct PlanInputs {
   std::function<SourceKind(ResizeMode)> input_kind;
   /// A devices spec expanded on this machine for `threads` per replica (0: cores split); a spec
   /// it cannot run throws. Unset: expand_devices with its defaults (no CUDA device).
-  std::function<std::vector<VirtualDevice>(const std::string& spec, int threads)> expand;
+  std::function<std::vector<VirtualDevice>(const DevicesSpec& spec, int threads)> expand;
 };
 
 /// "strategy=... devices=... batch=..." over the settings a run has (a peer's command not among
@@ -71,11 +71,11 @@ inline std::string run_id(const ResultParams& p) {
 /// then one run per external command. Every run's devices are expanded here, so that a spec the
 /// machine cannot run (a CUDA index it lacks) fails before any run, naming the matrix run.
 inline std::vector<PlannedRun> plan_runs(const Experiment& e, const PlanInputs& in) {
-  const auto expand = [&](const std::string& spec, int threads) {
+  const auto expand = [&](const DevicesSpec& spec, int threads) {
     if (in.expand) return in.expand(spec, threads);
     DeviceOptions o;
     o.threads_per_replica = threads;
-    return expand_devices(spec, o);
+    return spec.expand(o);
   };
   std::vector<PlannedRun> runs;
   std::set<std::string> ids;

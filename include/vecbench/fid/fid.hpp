@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "vecbench/core/base/weight_source.hpp"
+
 namespace vecbench {
 
 /// Mean and covariance of N feature vectors, float64 (sigma row-major dim x dim, divided by N-1).
@@ -19,7 +21,7 @@ struct FeatureStats {
   std::vector<double> mu, sigma;
   std::string fingerprint_id;            ///< "" when the source had none (a foreign stats file)
   nlohmann::json fingerprint = nullptr;  ///< the fingerprint's fields, when known
-  std::string weight_source;             ///< the model's weight source ("seed:N": synthetic; "": unknown)
+  WeightSource weight_source;            ///< the model's weight source (unknown for a foreign file)
   std::string origin;                    ///< the file or folder, for messages
 };
 
@@ -33,7 +35,7 @@ struct FeatureSet {
   std::vector<std::string> names;
   std::string fingerprint_id;
   nlohmann::json fingerprint = nullptr;
-  std::string weight_source;
+  WeightSource weight_source;
   std::string origin;
 };
 
@@ -45,7 +47,7 @@ struct FeatureSet {
 /// were passed to `row`. Throws naming the file and the cause. `names`, when given, gets each
 /// row's input name (a store's rows only).
 void for_each_feature(const std::filesystem::path& path, const std::function<void(const float*, int)>& row,
-                      std::string& fp_id, nlohmann::json& fields, std::string* weight_source = nullptr,
+                      std::string& fp_id, nlohmann::json& fields, WeightSource* weight_source = nullptr,
                       std::vector<std::string>* names = nullptr);
 
 /// Streams `path`'s features into their statistics (the vectors are never all in memory; a

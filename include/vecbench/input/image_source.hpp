@@ -19,25 +19,12 @@
 
 #include "vecbench/core/base/enum_names.hpp"
 #include "vecbench/core/base/error.hpp"
+#include "vecbench/core/base/input_settings.hpp"
 #include "vecbench/core/files/npy.hpp"
 #include "vecbench/core/run/metrics.hpp"
 #include "vecbench/input/resize.hpp"
 
 namespace vecbench {
-
-/// What an image source holds (RunResult params' "input", the fingerprint's "source").
-enum class SourceKind {
-  files,       ///< image files (a folder, a list file, a glob)
-  predecoded,  ///< pixels decoded before the run (an image set in memory)
-  synthetic,   ///< generated pixels (benchmarks, tests)
-};
-template <>
-struct EnumNames<SourceKind> {
-  static constexpr const char* what = "source kind";
-  static constexpr std::array<std::pair<SourceKind, const char*>, 3> names = {
-      {{SourceKind::files, "files"}, {SourceKind::predecoded, "predecoded"}, {SourceKind::synthetic, "synthetic"}}};
-};
-inline const char* to_string(SourceKind k) { return enum_name(k); }
 
 /// A list of images. `load` is called concurrently from several threads.
 class ImageSource {

@@ -6,27 +6,13 @@
 #include <string>
 #include <vector>
 
-#include "vecbench/core/base/enum_names.hpp"
 #include "vecbench/core/base/error.hpp"
+#include "vecbench/core/base/input_settings.hpp"
 #include "vecbench/input/resize_formula.hpp"
 #include "vecbench/input/resize_pil.hpp"
 #include "vecbench/input/resize_torch_aa.hpp"
 
 namespace vecbench {
-
-// the names of ResizeMode (input/resize_formula.hpp, which device code includes too)
-template <>
-struct EnumNames<ResizeMode> {
-  static constexpr const char* what = "resize mode";
-  static constexpr std::array<std::pair<ResizeMode, const char*>, 5> names = {
-      {{ResizeMode::tf_legacy, "tf-legacy"},
-       {ResizeMode::bilinear, "bilinear"},
-       {ResizeMode::pil_bicubic, "pil-bicubic"},
-       {ResizeMode::pil_bicubic_u8, "pil-bicubic-u8"},
-       {ResizeMode::torch_bicubic_aa, "torch-bicubic-aa"}}};
-};
-inline ResizeMode parse_resize_mode(const std::string& s) { return parse_enum<ResizeMode>(s, "resize"); }
-inline std::string to_string(ResizeMode m) { return enum_name(m); }
 
 namespace detail {
 inline std::vector<Tap> resize_taps(int in, int out, ResizeMode mode) {

@@ -5,11 +5,14 @@
 //     __fadd_rn, __fsub_rn, __fdiv_rn), which nvcc never contracts into an FMA;
 //   - on the host the same operations in the same order, compiled with -ffp-contract=off
 //     (CMakeLists.txt, on vecbench_core) so that no FMA is formed either where -march enables it.
-// No standard library beyond <cmath>/<cstddef>/<cstdint>, so that device code can use it.
+// No standard library beyond <cmath>/<cstddef>/<cstdint>, so that device code can use it; the
+// ResizeMode enum comes from core/base/resize_mode.hpp, which includes nothing.
 #pragma once
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+
+#include "vecbench/core/base/resize_mode.hpp"
 
 #if defined(__CUDACC__)
 #define VECBENCH_HD __host__ __device__
@@ -23,24 +26,6 @@
 #endif
 
 namespace vecbench {
-
-/// How images are resized to the model's input size.
-enum class ResizeMode {
-  /// TF1 `ResizeBilinear` (align_corners=false, half_pixel_centers=false): src = dst * in/out.
-  /// What the seed's graph (classify_image_graph_def.pb) does internally, in float.
-  tf_legacy,
-  /// Bilinear with half-pixel centres: src = (dst + 0.5) * in/out - 0.5 (clamped at 0).
-  bilinear,
-  /// clean-fid's "clean" resize: Pillow's bicubic (antialiased) on float channels, clipped to
-  /// 0..255 (input/resize_pil.hpp). Host only: the functions below never see it.
-  pil_bicubic,
-  /// dgm-eval's resize (and EDM2's resize_mode 'pil'): Pillow's bicubic on the RGB uint8 image, to
-  /// uint8 pixels (input/resize_pil.hpp). Host only.
-  pil_bicubic_u8,
-  /// EDM2's resize_mode 'torch': F.interpolate(bicubic, antialias=True) on floats, LibTorch's CPU
-  /// arithmetic (input/resize_torch_aa.hpp). Host only.
-  torch_bicubic_aa,
-};
 
 /// Whether only the host resizes in mode `m` (the CUDA kernel does the bilinear modes alone).
 VECBENCH_HD constexpr bool host_only_resize(ResizeMode m) {

@@ -18,11 +18,13 @@
 #include <nlohmann/json.hpp>
 
 #include "vecbench/core/base/error.hpp"
+#include "vecbench/core/base/weight_source.hpp"
 #include "vecbench/core/files/fs_util.hpp"
 #include "vecbench/core/files/sha256.hpp"
 #include "vecbench/core/system/host.hpp"
 #include "vecbench/input/jpeg_decoder.hpp"
 #include "vecbench/output/manifest.hpp"
+#include "vecbench_version.hpp"
 
 namespace vecbench {
 
@@ -54,11 +56,10 @@ struct FingerprintFields {
 /// A fingerprint: its fields as JSON (keys sorted, so the text and the id are canonical).
 struct Fingerprint {
   nlohmann::json fields = nlohmann::json::object();
-  /// Where the model's weights came from (the export's weight_source: "seed:N" for synthetic
-  /// weights, "weights:FILE", "from-tf:FILE"; "" unknown). Recorded in vecbench.json beside the
-  /// fingerprint, not in it (the model's sha256 already tells models apart), so that `stats` and
-  /// `fid` can refuse a store of synthetic weights.
-  std::string weight_source;
+  /// Where the model's weights came from (the export's weight_source). Recorded in vecbench.json
+  /// beside the fingerprint, not in it (the model's sha256 already tells models apart), so that
+  /// `stats` and `fid` can refuse a store of synthetic weights.
+  WeightSource weight_source;
   bool empty() const { return fields.empty(); }
   /// 16 hex digits of the sha256 of the fields' canonical JSON.
   std::string id() const { return sha256_hex(fields.dump()).substr(0, 16); }
@@ -106,7 +107,7 @@ inline nlohmann::json store_json(const Fingerprint& fp) {
           {"fingerprint", fp.fields},
           {"created_utc", utc_stamp()},
           {"created_by", std::string("vecbench ") + VECBENCH_VERSION},
-          {"weight_source", fp.weight_source}};
+          {"weight_source", fp.weight_source.text()}};
 }
 }  // namespace detail
 
@@ -119,7 +120,8 @@ inline Fingerprint read_store_fingerprint(const fs::path& dir) {
   if (j.is_discarded() || !j.is_object() || !j.contains("fingerprint") || !j["fingerprint"].is_object())
     throw OutputFolderError(dir.string(), "vecbench.json is not a vecbench store file (unreadable fingerprint)");
   fp.fields = j["fingerprint"];
-  if (j.contains("weight_source") && j["weight_source"].is_string()) fp.weight_source = j["weight_source"];
+  if (j.contains("weight_source") && j["weight_source"].is_string())
+    fp.weight_source = WeightSource::parse(j["weight_source"].get<std::string>());
   return fp;
 }
 

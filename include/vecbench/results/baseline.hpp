@@ -13,8 +13,8 @@ inline const RunResult* best_sequential_run(const ResultFile& f, const RunResult
   for (const RunResult& s : f.runs) {
     if (s.status != RunStatus::ok || !s.params.is_sequential() || !(s.summary.images_per_s.median > 0)) continue;
     const ResultParams &a = run.params, &b = s.params;
-    const bool same = (!a.batch || a.batch == b.batch) && (a.resize.empty() || a.resize == b.resize) &&
-                      (a.input.empty() || a.input == b.input);
+    const bool same =
+        (!a.batch || a.batch == b.batch) && (!a.resize || a.resize == b.resize) && (!a.input || a.input == b.input);
     if (same && (!best || s.summary.images_per_s.median > best->summary.images_per_s.median)) best = &s;
   }
   return best;

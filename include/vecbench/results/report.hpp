@@ -15,7 +15,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "vecbench/core/base/weights_note.hpp"
+#include "vecbench/core/base/weight_source.hpp"
 #include "vecbench/core/files/fs_util.hpp"
 #include "vecbench/core/run/metrics.hpp"
 #include "vecbench/core/system/subprocess.hpp"
@@ -89,7 +89,7 @@ inline std::string meta_markdown(const ResultFile& f) {
   for (const auto& a : m.argv) argv += (argv.empty() ? "" : " ") + a;
   std::string sha = json_text(m.model, "weight_sha256");
   if (sha.size() > 12) sha = sha.substr(0, 12) + "...";
-  const std::string note = weights_note(json_text(m.model, "weight_source"));
+  const std::string note = WeightSource::parse(json_text(m.model, "weight_source")).note();
   return "- date: " + m.date_utc + "; host: `" + m.host + "`; CPU: " + m.cpu_model + " (" +
          std::to_string(m.cpu_cores) + " cores); GPUs: " + (gpus.empty() ? "none" : gpus) + "\n" +
          "- versions: " + versions + "\n" + "- model: arch " + json_text(m.model, "arch") + ", weights " +
@@ -145,7 +145,7 @@ inline std::string externals_markdown(const ResultFile& f) {
 
 inline std::string scaling_markdown(const ResultFile& f) {
   const int gpus = static_cast<int>(f.meta.gpus.size());  // what "cuda" was on the machine that ran them
-  std::vector<std::string> strategies = {ResultParams::kSequential};
+  std::vector<std::string> strategies = {kSequentialStrategy};
   for (const RunResult& r : f.runs)
     if (!r.params.is_external() &&
         std::find(strategies.begin(), strategies.end(), r.params.strategy) == strategies.end())
@@ -158,7 +158,7 @@ inline std::string scaling_markdown(const ResultFile& f) {
       if (!r.params.is_external() && r.params.strategy == strategy) runs.push_back(&r);
     if (runs.empty()) continue;
     std::stable_sort(runs.begin(), runs.end(), [gpus](const RunResult* a, const RunResult* b) {
-      return device_count(a->params.devices, gpus) < device_count(b->params.devices, gpus);
+      return device_count(a->params, gpus) < device_count(b->params, gpus);
     });
     MarkdownTable table({{"devices", Align::right},
                          {"config"},
@@ -169,7 +169,7 @@ inline std::string scaling_markdown(const ResultFile& f) {
                          {"verification"},
                          {"status"}});
     for (const RunResult* r : runs) {
-      const int n = device_count(r->params.devices, gpus);
+      const int n = device_count(r->params, gpus);
       const stats::Summary& t = r->summary.images_per_s;
       std::string speedup = "n/a", vs = "none", eff = "n/a";
       if (const RunResult* s = r->status == RunStatus::ok ? best_sequential_run(f, *r) : nullptr) {
@@ -180,7 +180,7 @@ inline std::string scaling_markdown(const ResultFile& f) {
         speedup = format_number("%.2fx", x);
         if (n > 0) eff = format_number("%.2f", x / n);
       }
-      table.row({(n > 0 ? std::to_string(n) : "?") + " (" + md_cell(r->params.devices) + ")",
+      table.row({(n > 0 ? std::to_string(n) : "?") + " (" + md_cell(r->params.text_of("devices")) + ")",
                  md_cell(config_text(r->id)),
                  r->status == RunStatus::ok ? format_number("%.2f", t.median) + " (" + format_number("%.2f", t.min) +
                                                   "-" + format_number("%.2f", t.max) + ")"

@@ -11,7 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "vecbench/core/base/input_settings.hpp"
 #include "vecbench/core/base/strategy_name.hpp"
+#include "vecbench/core/run/device.hpp"
 
 namespace vecbench {
 
@@ -22,19 +24,20 @@ struct ResultParams {
   std::string strategy;
   /// A peer command's name (the file records its strategy as "external:NAME"); empty otherwise.
   std::string external;
-  std::string command;               ///< a peer command's command line; empty otherwise
-  std::string devices;               ///< the devices spec as the experiment file wrote it; empty: not recorded
+  std::string command;  ///< a peer command's command line; empty otherwise
+  /// The devices spec, parsed (its text() as the experiment file wrote it); nullopt: not recorded.
+  std::optional<DevicesSpec> devices;
   std::optional<long long> batch;    ///< images per forward
   std::optional<long long> threads;  ///< intra-op threads per replica (0: the cores split)
-  std::string resize;                ///< the resize mode's name; empty: not recorded
-  std::string input;                 ///< the kind of input ("files", "synthetic", ...); empty: not recorded
+  std::optional<ResizeMode> resize;  ///< nullopt: not recorded
+  std::optional<SourceKind> input;   ///< the kind of input; nullopt: not recorded
   /// Keys this build does not know (a newer or hand-made file), as the file has them (a string or
   /// a number): kept, compared and written back as they are.
   std::map<std::string, nlohmann::json> other;
 
   bool is_external() const { return !external.empty(); }
   /// Whether the run is the strategy all speedups are measured against.
-  bool is_sequential() const { return strategy == kSequential; }
+  bool is_sequential() const { return strategy == kSequentialStrategy; }
   /// The strategy as tables and files show it: its name, or "external:NAME" for a peer command.
   std::string strategy_label() const { return is_external() ? kExternalPrefix + external : strategy; }
 
@@ -47,11 +50,11 @@ struct ResultParams {
       if (!v.empty()) e.emplace_back(k, v);
     };
     add("strategy", strategy_label());
-    add("devices", devices);
+    if (devices) add("devices", devices->text());
     if (batch) e.emplace_back("batch", std::to_string(*batch));
     if (threads) e.emplace_back("threads", std::to_string(*threads));
-    add("resize", resize);
-    add("input", input);
+    if (resize) add("resize", to_string(*resize));
+    if (input) add("input", to_string(*input));
     add("command", command);
     for (const auto& [k, v] : other) e.emplace_back(k, text(v));
     return e;
@@ -67,8 +70,6 @@ struct ResultParams {
 
   /// How a result file writes a peer command's strategy: this prefix and its name.
   static constexpr const char* kExternalPrefix = "external:";
-  /// The strategy speedups are measured against (core/base/strategy_name.hpp).
-  static constexpr const char* kSequential = kSequentialStrategy;
 
   /// A JSON string or number as text: strings as they are, integral numbers without ".0".
   static std::string text(const nlohmann::json& v);
@@ -80,9 +81,8 @@ std::string read_param(ResultParams& p, const std::string& key, const nlohmann::
 /// The settings as a result file's "params" object.
 nlohmann::json params_to_json(const ResultParams& p);
 
-/// The virtual devices a run of the devices spec `spec` had on a machine with `gpus` GPUs
-/// (DevicesSpec, the one parser: "cpu/3" -> 3, "cuda:0/3" -> 3, "cuda" -> `gpus`, spaces ignored);
-/// 0 when the spec cannot be parsed (a result file of another version).
-int device_count(const std::string& spec, int gpus);
+/// The virtual devices a run had on a machine with `gpus` GPUs (DevicesSpec::virtual_count:
+/// "cpu/3" -> 3, "cuda:0/3" -> 3, "cuda" -> `gpus`); 0 when its devices are not recorded.
+inline int device_count(const ResultParams& p, int gpus) { return p.devices ? p.devices->virtual_count(gpus) : 0; }
 
 }  // namespace vecbench

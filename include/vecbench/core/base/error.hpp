@@ -2,6 +2,7 @@
 #pragma once
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace vecbench {
 
@@ -28,7 +29,10 @@ struct IoError : Error {
 
 /// A bad setting (CLI flag or experiment key): `key` names it.
 struct ConfigError : Error {
-  ConfigError(const std::string& key, const std::string& cause) : Error(key + ": " + cause) {}
+  ConfigError(std::string key_, std::string cause_)
+      : Error(key_ + ": " + cause_), key(std::move(key_)), cause(std::move(cause_)) {}
+  std::string key;
+  std::string cause;
 };
 
 /// The output folder refuses this run: another process holds its lock, or it holds vectors
