@@ -86,7 +86,7 @@ void add_metrics_command(CLI::App& app, Cli& c) {
   c.met = app.add_subcommand("metrics",
                              "Generative-model metrics of A (the generated set) against B (the real set): the "
                              "Inception Score of A from its stored pool_3 vectors and the model's classifier "
-                             "(torch-fidelity's isc), FID, KID (clean-fid's), precision/recall (torch-fidelity's "
+                             "(torch-fidelity's isc), FID, KID (clean-fid's), CMMD, precision/recall (torch-fidelity's "
                              "prc, k=3) and density/coverage (prdc, k=5); k-NN distances in bounded memory. Without "
                              "a metric flag: --isc for one side, --fid --kid --prc --prdc for two");
   c.met->add_option("a", m.a, "The generated set: an output folder, a .npy feature matrix, or images")->required();
@@ -96,6 +96,15 @@ void add_metrics_command(CLI::App& app, Cli& c) {
   c.met->add_flag("--fd-dinov2", m.fd_dinov2,
                   "FD_DINOv2 of A and B too: DINOv2 ViT-L/14 features of the same inputs (--like's DINOv2 protocol, "
                   "else dgm-eval's; a store of several encoders gives its dinov2-vit-l-14 one; docs/encoders.md)");
+  c.met->add_flag("--cmmd", m.cmmd,
+                  "CMMD of A and B (Jayasumana et al. 2024, google-research/cmmd): the MMD of their embeddings as "
+                  "stored, Gaussian kernel sigma 10, x 1000, float64 in blocks on every core (docs/metrics.md)");
+  c.met
+      ->add_option("--cmmd-batch", m.cmmd_batch,
+                   "CMMD: the reference's batch size: each side's rows past its last full batch (in sorted input "
+                   "order) are left out, as its drop_remainder does; 0: every row")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
   c.met->add_flag("--kid", m.kid, "KID of A and B (clean-fid's)");
   c.met->add_flag("--prc", m.prc,
                   "Improved precision and recall (Kynkaanniemi et al.; torch-fidelity's prc): float64 distances; "
