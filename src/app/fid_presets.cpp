@@ -10,6 +10,7 @@
 #include <iostream>
 #include <iterator>
 #include <sstream>
+#include <utility>
 
 #include "vecbench/app/commands.hpp"
 #include "vecbench/core/base/error.hpp"
@@ -21,8 +22,25 @@
 namespace vecbench {
 
 namespace {
+/// torch-fidelity 0.4's CLIP extractors: OpenAI's file, kept as hub/checkpoints/NAME-SHA256.pt
+/// (its load_state_dict_from_url file_name, with the SHA-256 of OpenAI's download URL).
+void add_clip_presets(std::vector<FidPreset>& all) {
+  const std::pair<const char*, const char*> clip[] = {
+      {"clip-vit-b-32", "40d365715913c9da98579312b702a82c18be219cc2a73407c4526f58eba950af"},
+      {"clip-vit-l-14", "b8cca3fd41ae0c99ba7e8951adf17d267cdb84cd88be6f7c2e0eca1737a03836"},
+      {"clip-vit-l-14-336px", "3035c92b350959924f9f00213499208652fc7ea050643e8b385c2dac08641f02"}};
+  for (const auto& [e, sha] : clip) {
+    const std::string size = std::to_string(find_encoder(e).input_size);
+    all.push_back({FidTool::torch_fidelity, "torch-fidelity", e, std::string(e) + "-" + sha + ".pt",
+                   WeightsHome::torch_hub, "--weights", ResizeMode::tf_legacy, JpegDecoder::exact,
+                   "PIL decode to RGB uint8; TF1 ResizeBilinear to " + size + "x" + size +
+                       " (align_corners=False, in float); (x-255 mean)/(255 std), CLIP's mean/std; OpenAI's image "
+                       "tower (its fp16 weights in float32); the projected image embedding (torch-fidelity 0.4)"});
+  }
+}
+
 /// Each other encoder's presets: DINOv2 in dgm-eval's, EDM2's and torch-fidelity's pipelines,
-/// VGG-16 in torch-fidelity's.
+/// VGG-16 and CLIP in torch-fidelity's.
 void add_encoder_presets(std::vector<FidPreset>& all) {
   const char* const dinov2[] = {"dinov2-vit-s-14", "dinov2-vit-b-14", "dinov2-vit-l-14", "dinov2-vit-g-14"};
   for (const char* e : dinov2) {
@@ -46,6 +64,7 @@ void add_encoder_presets(std::vector<FidPreset>& all) {
                  WeightsHome::torch_hub, "--weights", ResizeMode::tf_legacy, JpegDecoder::exact,
                  "PIL decode to RGB uint8; TF1 ResizeBilinear to 224x224 (align_corners=False, in float); "
                  "(x-255 mean)/(255 std); torchvision's VGG-16 to fc2, ReLU (4096): torch-fidelity's fc2_relu"});
+  add_clip_presets(all);
 }
 }  // namespace
 
@@ -127,15 +146,17 @@ fs::path torch_home() {  // torch.hub._get_torch_home
   return fs::path(env("HOME").empty() ? "/root" : env("HOME")) / ".cache" / "torch";
 }
 
-/// The first line of `text` that says "error", else its last non-empty line.
-std::string error_line(const std::string& text) {
-  std::istringstream in(text);
-  std::string line, last, err;
-  while (std::getline(in, line)) {
+/// Why the import refused: the reason it wrote to its --error-file (the export tools' refusals),
+/// else the last non-empty line of its output (a crash: Python's last traceback line names it).
+std::string import_refusal(const fs::path& error_file, const std::string& output) {
+  std::ifstream in(error_file);
+  const std::string why((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!why.empty()) return why;
+  std::istringstream lines(output);
+  std::string line, last;
+  while (std::getline(lines, line))
     if (!line.empty()) last = line;
-    if (err.empty() && line.find("error") != std::string::npos) err = line;
-  }
-  return err.empty() ? last : err;
+  return last;
 }
 
 /// The cache folder's model for the weights file of SHA-256 `sha` under preset `p`. ".c1": the
@@ -154,19 +175,22 @@ std::string as_named(std::string line, const PrivateCopy& copy, const TrustedFil
 }
 
 /// The import command of `p`'s weights file `weights` into `out`.
-std::vector<std::string> import_command(const FidPreset& p, const fs::path& weights, const fs::path& out) {
+std::vector<std::string> import_command(const FidPreset& p, const fs::path& weights, const fs::path& out,
+                                        const fs::path& error_file) {
   const std::string tools = tools_dir() + "/";
   if (!p.inception())
     return {VECBENCH_PYTHON, tools + "export_encoder.py",
             "--encoder",     p.encoder,
             "--protocol",    p.name,
             "--weights",     weights.string(),
-            "--out",         out.string()};
+            "--out",         out.string(),
+            "--error-file",  error_file.string()};
   return {VECBENCH_PYTHON, tools + "export_inception.py",
           "--arch",        "tf2015",
           "--like",        p.name,
           p.import_flag,   weights.string(),
-          "--out",         out.string()};
+          "--out",         out.string(),
+          "--error-file",  error_file.string()};
 }
 }  // namespace
 
@@ -218,15 +242,19 @@ std::string preset_model(const FidPreset& p, const TrustedFile& weights) {
                                                copy.sha256().substr(0, 16) + "): not imported");
   const fs::path tmp = dir / (".import-" + std::to_string(::getpid()) + "-" + model.filename().string());
   const fs::path log = dir / (".import-" + std::to_string(::getpid()) + ".log");
-  const int rc = run_program(import_command(p, copy.path(), tmp), log.string());
+  const fs::path why = dir / (".import-" + std::to_string(::getpid()) + ".why");
+  fs::remove(why, ec);
+  const int rc = run_program(import_command(p, copy.path(), tmp, why), log.string());
   std::ifstream said(log);
   const std::string output((std::istreambuf_iterator<char>(said)), std::istreambuf_iterator<char>());
+  const std::string refusal = rc != 0 ? import_refusal(why, output) : "";
   fs::remove(log, ec);
+  fs::remove(why, ec);
   if (rc != 0) {
     fs::remove(tmp, ec);
     throw IoError(weights.path().string(),
                   "not usable as " + p.name + "'s " + (p.inception() ? "Inception" : p.encoder) + " weights (" +
-                      p.weights_file + "): the import said: " + as_named(error_line(output), copy, weights));
+                      p.weights_file + "): the import said: " + as_named(refusal, copy, weights));
   }
   fs::rename(tmp, model, ec);
   if (ec) throw IoError(model.string(), "cannot move the imported model into place: " + ec.message());

@@ -53,6 +53,16 @@ TEST(FidPresets, EachToolFeedsEachOfItsEncodersItsOwnWay) {
   EXPECT_EQ(tf.resize, ResizeMode::tf_legacy);
   EXPECT_EQ(find_fid_preset("torch-fidelity").encoder, "inception-v3");  // a tool's first encoder
   EXPECT_EQ(find_fid_preset("torch-fidelity", "vgg16").weights_file, "vgg16-397923af.pth");
+  // torch-fidelity's CLIP extractors: OpenAI's file under torch-fidelity's name, TF1's resize to 336 for the 336 px one
+  const FidPreset& clip336 = find_fid_preset("torch-fidelity", "clip-vit-l-14-336px");
+  EXPECT_EQ(clip336.weights_file,
+            "clip-vit-l-14-336px-3035c92b350959924f9f00213499208652fc7ea050643e8b385c2dac08641f02.pt");
+  EXPECT_EQ(clip336.resize, ResizeMode::tf_legacy);
+  EXPECT_EQ(clip336.home, WeightsHome::torch_hub);
+  EXPECT_EQ(find_encoder(clip336.encoder).input_size, 336);
+  EXPECT_EQ(find_encoder("clip-vit-b-32").width, 512);
+  EXPECT_NE(clip336.pipeline.find("336x336"), std::string::npos) << clip336.pipeline;
+  EXPECT_THROW(find_fid_preset("dgm-eval", "clip-vit-b-32"), ConfigError);  // not a protocol of dgm-eval's
   // a model file names its preset by its "like" and the encoder of its "arch"
   EXPECT_EQ(preset_of_model("torch-fidelity", "dinov2-vit-s-14"), &tf);
   EXPECT_EQ(preset_of_model("torch-fidelity", "tf2015"), &find_fid_preset("torch-fidelity"));

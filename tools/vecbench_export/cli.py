@@ -70,7 +70,6 @@ import datetime
 import hashlib
 import json
 import os
-import sys
 import time
 from typing import Dict
 
@@ -78,7 +77,7 @@ import torch
 
 from .arch import make_features, probe_input
 from .common import (ARCH_INFO, CLASSIFIER_BUFFERS, CLASSIFIER_FILES, FEATURE_DIM, INPUT_SIZE, LIKE_INFO, LIKE_SOURCE,
-                     META_FORMAT_VERSION, META_NAME, NORM_BUFFERS, PROG, ExportError, file_sha256, npy_f32,
+                     META_FORMAT_VERSION, META_NAME, NORM_BUFFERS, PROG, ExportError, file_sha256, npy_f32, refuse,
                      save_module, state_dict_sha256)
 from .fused import fuse_prepacked
 from .weights import load_from_tf, load_weights_file, seeded_classifier, seeded_state_dict
@@ -197,6 +196,7 @@ def export(args) -> str:
 def parse_args(argv):
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
     p.add_argument("--out", required=True, help="output TorchScript file (.pt)")
+    p.add_argument("--error-file", metavar="FILE", help="on a refusal, also write its reason here (vecbench reads it)")
     p.add_argument("--arch", choices=sorted(ARCH_INFO), default="tf2015")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--seed", type=int, help="synthetic weights from this seed (default 0)")
@@ -219,6 +219,5 @@ def main(argv=None) -> int:
     try:
         print(export(args), flush=True)
     except ExportError as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 2
+        return refuse(PROG, e, args.error_file)
     return 0

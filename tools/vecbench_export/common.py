@@ -3,6 +3,7 @@
 import ctypes
 import hashlib
 import os
+import sys
 from typing import Dict, List
 
 import torch
@@ -76,6 +77,16 @@ CLASSIFIER_FILES = ("vecbench_fc_weight.npy", "vecbench_fc_bias.npy")
 
 class ExportError(Exception):
     """A user-facing error: message names the file and the cause."""
+
+
+def refuse(prog: str, e: ExportError, error_file) -> int:
+    """Says why the export refused, on stderr and, when the caller named one (--error-file: vecbench
+    reads the reason from it, never by searching the output's text), in that file. Exit status 2."""
+    print(f"{prog}: error: {e}", file=sys.stderr)
+    if error_file:
+        with open(error_file, "w") as f:
+            f.write(str(e))
+    return 2
 
 
 

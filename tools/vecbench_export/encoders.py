@@ -8,12 +8,17 @@ Encoders
   vgg16                    torchvision's VGG-16 up to fc2, then ReLU (4096 floats: torch-fidelity's
                            'fc2_relu', its default for precision/recall), from torchvision's
                            vgg16-397923af.pth
+  clip-vit-b-32, clip-vit-l-14, clip-vit-l-14-336px
+                           CLIP's projected image embedding (512, 768, 768 floats; input 224, 224,
+                           336), from OpenAI's TorchScript file read as data (ViT-B-32.pt,
+                           ViT-L-14.pt, ViT-L-14-336px.pt; the image tower only): clip.py
 
 Protocols (--protocol; the input normalization inside the module, the resize vecbench runs before it)
   torch-fidelity  TF1 bilinear to 224 (tf-legacy), (x - 255 mean) / (255 std) on 0..255 floats
   dgm-eval        Pillow's bicubic on the uint8 image (pil-bicubic-u8), x / 255, (x - mean) / std
   edm2            F.interpolate(bicubic, antialias=True) on floats (torch-bicubic-aa), x / 255, ImageNet
                   (EDM2's 'pil' resize mode is dgm-eval's protocol exactly)
+  CLIP: torch-fidelity (TF1 bilinear to the input size, (x - 255 mean) / (255 std) with CLIP's mean/std)
 
 Weights: --weights FILE (checked key by key and shape by shape, read with torch.load(weights_only=True):
 no code in the file runs) or --seed N (synthetic, labelled seed:N in the metadata).
@@ -27,19 +32,18 @@ import argparse
 import datetime
 import json
 import os
-import sys
 import time
 from typing import Dict
 
 import torch
 from torch import Tensor, nn
 
-from . import dinov2
-from .common import (META_FORMAT_VERSION, META_NAME, ExportError, file_sha256, load_tensors, save_module,
+from . import clip, dinov2
+from .common import (META_FORMAT_VERSION, META_NAME, ExportError, file_sha256, load_tensors, refuse, save_module,
                      state_dict_sha256)
 
 PROG = "export_encoder.py"
-ENCODERS = sorted(list(dinov2.DINOV2) + ["vgg16"])
+ENCODERS = sorted(list(dinov2.DINOV2) + list(clip.CLIP) + ["vgg16"])
 VGG16_FILE = "vgg16-397923af.pth"
 
 
@@ -104,19 +108,46 @@ def build(encoder: str, protocol: str, sd: Dict[str, Tensor]) -> nn.Module:
         own = {"vgg." + k: v for k, v in sd.items() if not k.startswith("classifier.6.")}
         own.update({k: getattr(m, k) for k in ("input_div", "input_mean", "input_std")})
         m.load_state_dict(own, strict=True)
+    elif encoder in clip.CLIP:
+        m = clip.ClipImageFeatures(encoder, protocol)
+        m.load_visual(sd)
     else:
         m = dinov2.DinoV2Features(encoder, protocol)
         m.load_checkpoint(sd)
     return m.eval()
 
 
+def protocols(encoder: str):
+    """The protocol table of `encoder`'s family: (div, mean, std, resize_default, words) by name."""
+    return clip.PROTOCOLS if encoder in clip.CLIP else dinov2.PROTOCOLS
+
+
+def shape_of(encoder: str):
+    """(input size, feature width) of `encoder`."""
+    if encoder == "vgg16":
+        return dinov2.INPUT_SIZE, 4096
+    if encoder in clip.CLIP:
+        return clip.input_size(encoder), clip.feature_dim(encoder)
+    return dinov2.INPUT_SIZE, dinov2.DINOV2[encoder][1]
+
+
 def weights_of(args):
     """(state_dict, weight_source, weight_sha256) of --weights or --seed."""
     if args.weights is not None:
-        sd = (load_vgg16(args.weights) if args.encoder == "vgg16" else dinov2.load_checkpoint(args.weights, args.encoder))
+        if args.encoder == "vgg16":
+            sd = load_vgg16(args.weights)
+        elif args.encoder in clip.CLIP:
+            sd = clip.load_openai(args.weights, args.encoder)
+        else:
+            sd = dinov2.load_checkpoint(args.weights, args.encoder)
         return sd, f"weights:{os.path.basename(args.weights)}", file_sha256(args.weights)
     seed = 0 if args.seed is None else args.seed
-    sd = seeded_vgg16(seed) if args.encoder == "vgg16" else dinov2.seeded_checkpoint(args.encoder, seed)
+    if args.encoder == "vgg16":
+        sd = seeded_vgg16(seed)
+    elif args.encoder in clip.CLIP:
+        sd = clip.seeded_visual(args.encoder, seed)
+    else:
+        sd = dinov2.seeded_checkpoint(args.encoder, seed)
     return sd, f"seed:{seed}", state_dict_sha256(sd)
 
 
@@ -130,15 +161,15 @@ def export(args) -> str:
     scripted = torch.jit.script(model)
     scripted.eval()
     g = torch.Generator().manual_seed(1)
-    x = torch.rand(2, 3, dinov2.INPUT_SIZE, dinov2.INPUT_SIZE, generator=g) * 255
+    size, dim = shape_of(args.encoder)
+    x = torch.rand(2, 3, size, size, generator=g) * 255
     with torch.no_grad():
         ref, got = model(x), scripted(x)
-    dim = 4096 if args.encoder == "vgg16" else dinov2.DINOV2[args.encoder][1]
     if tuple(got.shape) != (2, dim) or not torch.isfinite(got).all():
         raise ExportError(f"{source}: the exported model gives non-finite or mis-shaped features")
     if not torch.equal(ref, got):
         raise AssertionError("internal: the scripted and eager modules differ")
-    div, mean, std, resize, words = dinov2.PROTOCOLS[args.protocol]
+    div, mean, std, resize, words = protocols(args.encoder)[args.protocol]
     meta = {
         "format_version": META_FORMAT_VERSION,
         "arch": args.encoder,
@@ -146,7 +177,7 @@ def export(args) -> str:
         "weight_source": source,
         "weight_sha256": sha,
         "input_layout": "NCHW float32 RGB 0..255",
-        "input_size": dinov2.INPUT_SIZE,
+        "input_size": size,
         "feature_dim": dim,
         "resize_default": resize,
         "normalization": f"(x/{div:g}-{[round(m, 6) for m in mean]})/{[round(s, 6) for s in std]}",
@@ -163,8 +194,9 @@ def export(args) -> str:
 def parse_args(argv):
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
     p.add_argument("--out", required=True, help="output TorchScript file (.pt)")
+    p.add_argument("--error-file", metavar="FILE", help="on a refusal, also write its reason here (vecbench reads it)")
     p.add_argument("--encoder", required=True, choices=ENCODERS)
-    p.add_argument("--protocol", required=True, choices=sorted(dinov2.PROTOCOLS),
+    p.add_argument("--protocol", required=True, choices=sorted(set(dinov2.PROTOCOLS) | set(clip.PROTOCOLS)),
                    help="the tool whose preprocessing the module and its resize follow")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--seed", type=int, help="synthetic weights from this seed (default 0)")
@@ -172,6 +204,8 @@ def parse_args(argv):
     args = p.parse_args(argv)
     if args.encoder == "vgg16" and args.protocol != "torch-fidelity":
         p.error("vgg16 is torch-fidelity's extractor: --protocol torch-fidelity")
+    if args.protocol not in protocols(args.encoder):
+        p.error(f"{args.encoder} has the protocols {', '.join(sorted(protocols(args.encoder)))}")
     return args
 
 
@@ -180,6 +214,5 @@ def main(argv=None) -> int:
     try:
         print(export(args), flush=True)
     except ExportError as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 2
+        return refuse(PROG, e, args.error_file)
     return 0

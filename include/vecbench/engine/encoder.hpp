@@ -1,6 +1,8 @@
 // The encoders vecbench computes features with: Inception-v3 (pool_3, FID's), DINOv2 ViT-S/B/L/g 14
-// (the CLS token after the final norm: FD_DINOv2's, dgm-eval's and EDM2's) and VGG-16 (fc2 after
-// ReLU: torch-fidelity's default for precision/recall). An encoder is a name, an input size, a
+// (the CLS token after the final norm: FD_DINOv2's, dgm-eval's and EDM2's), VGG-16 (fc2 after
+// ReLU: torch-fidelity's default for precision/recall) and CLIP's image towers ViT-B/32, ViT-L/14
+// and ViT-L/14@336px (the projected image embedding: torch-fidelity's CLIP extractors, CMMD's
+// encoder). An encoder is a name, an input size, a
 // width and the weights file the tools download; how a tool feeds it (decode, resize, scaling)
 // is a preset (app/fid_presets.hpp), and what a model file holds says its own metadata (the
 // export's "arch": an Inception architecture, or the encoder's name). docs/encoders.md.
@@ -14,13 +16,15 @@ namespace vecbench {
 
 /// One encoder of the registry.
 struct EncoderSpec {
-  const char* name;          ///< the --encoder value
-  int input_size;            ///< pixels per side the network takes
-  int width;                 ///< floats per feature vector
-  const char* weights_file;  ///< the file torch.hub / torchvision download ("" for Inception: each tool has its own)
-  const char* output;        ///< what the vector is, in words
-  const char* fd_name;       ///< how a Fréchet distance of these features is called in papers
-  bool non_negative;         ///< every feature is >= 0 (a ReLU output or an average of them)
+  const char* name;  ///< the --encoder value
+  int input_size;    ///< pixels per side the network takes
+  int width;         ///< floats per feature vector
+  /// the file torch.hub / torchvision / OpenAI's clip download ("" for Inception: each tool has its own; a tool
+  /// may keep it under another name: its preset says)
+  const char* weights_file;
+  const char* output;   ///< what the vector is, in words
+  const char* fd_name;  ///< how a Fréchet distance of these features is called in papers
+  bool non_negative;    ///< every feature is >= 0 (a ReLU output or an average of them)
 };
 
 /// Every encoder, Inception-v3 first.
@@ -36,6 +40,9 @@ inline const std::vector<EncoderSpec>& encoder_registry() {
       {"dinov2-vit-g-14", 224, 1536, "dinov2_vitg14_pretrain.pth", "the CLS token after the final norm", "FD_DINOv2",
        false},
       {"vgg16", 224, 4096, "vgg16-397923af.pth", "fc2 after its ReLU (torch-fidelity's fc2_relu)", "FD_VGG16", true},
+      {"clip-vit-b-32", 224, 512, "ViT-B-32.pt", "the projected image embedding", "FD_CLIP", false},
+      {"clip-vit-l-14", 224, 768, "ViT-L-14.pt", "the projected image embedding", "FD_CLIP", false},
+      {"clip-vit-l-14-336px", 336, 768, "ViT-L-14-336px.pt", "the projected image embedding", "FD_CLIP", false},
   };
   return all;
 }

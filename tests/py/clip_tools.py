@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""CLIP's image towers against torch-fidelity 0.4 itself (issue #65).
+
+Random weights in OpenAI's file format (a TorchScript archive of the whole model's modules holding
+fp16 tensors: the image tower's keys and shapes, and text-side keys the import must skip) are put
+where torch-fidelity keeps them ($TORCH_HOME/hub/checkpoints/clip-vit-b-32-<sha256>.pt). Two
+folders of real-photo crops (opencv-doc's photos), A at 256x256 and B at 160x160. Then:
+- torch-fidelity's own calculate_metrics(feature_extractor='clip-vit-b-32', fid, kid) against
+  `vecbench metrics A B --like torch-fidelity --encoder clip-vit-b-32 --fid --kid`: FD within 1e-4
+  relative, KID within 1e-3 (ViT-B/32 in CI: 4.4 GMAC an image; the ViT-L ones are the same code
+  with other sizes, whose keys and shapes are checked against torch-fidelity's own network);
+- vecbench's exported network gives torch-fidelity's network's features bit for bit on images at
+  the input size (where TF1's resize is the identity);
+- a file of another size under the 336 px one's name, a truncated file and an archive whose
+  data.pkl names a function are refused naming the file and the cause, nothing imported.
+
+Run by ctest with Debian's Python; exit 77 (skipped) when the fid-tools venv is missing.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+import zipfile
+
+import torch
+from torch import nn
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
+sys.path.insert(0, HERE)
+from vecbench_export import clip  # noqa: E402
+from fid_tools import PHOTOS, PY, VERSIONS, make_crops, run_vecbench  # noqa: E402
+from reference_cache import Key, cached  # noqa: E402
+import ctest_unittest  # noqa: E402
+
+N = 100  # per side
+ENC = "clip-vit-b-32"
+TF_FILE = {"clip-vit-b-32": "clip-vit-b-32-40d365715913c9da98579312b702a82c18be219cc2a73407c4526f58eba950af.pt",
+           "clip-vit-l-14-336px":
+           "clip-vit-l-14-336px-3035c92b350959924f9f00213499208652fc7ea050643e8b385c2dac08641f02.pt"}
+
+
+def openai_archive(encoder, seed, path):
+    """Random weights in OpenAI's format: a TorchScript archive of nested modules holding fp16
+    tensors under the full model's key names (the image tower, and text-side keys)."""
+    sd = {k: v.half() for k, v in clip.seeded_visual(encoder, seed).items()}
+    sd["text_projection"] = torch.randn(64, clip.CLIP[encoder][5]).half()  # torch-fidelity reads its width
+    sd["transformer.resblocks.0.ln_1.weight"] = torch.ones(64).half()
+    sd["logit_scale"] = torch.tensor(4.6).half()
+    root = nn.Module()
+    for key, v in sd.items():
+        *path_, leaf = key.split(".")
+        m = root
+        for p in path_:
+            if not hasattr(m, p):
+                m.add_module(p, nn.Module())
+            m = getattr(m, p)
+        m.register_parameter(leaf, nn.Parameter(v, requires_grad=False))
+    torch.jit.script(root).save(path)
+
+
+class ClipTools(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        t = cls.tmp.name
+        photos = sorted(f for f in os.listdir(PHOTOS) if f.endswith(".jpg"))
+        cls.a, cls.b = os.path.join(t, "A"), os.path.join(t, "B")
+        make_crops(cls.a, photos[0::2], N, 256, 21)
+        make_crops(cls.b, photos[1::2], N, 160, 22)
+        cls.torch_home = os.path.join(t, "torch")
+        ckpt = os.path.join(cls.torch_home, "hub", "checkpoints")
+        os.makedirs(ckpt)
+        cls.weights = os.path.join(ckpt, TF_FILE[ENC])
+        openai_archive(ENC, 7, cls.weights)
+        cls.env = dict(os.environ, TORCH_HOME=cls.torch_home, VECBENCH_CACHE=os.path.join(t, "cache"))
+        cls.env.pop("VECBENCH_MODELS", None)
+        cls.versions = subprocess.run([PY, "-c", VERSIONS], capture_output=True, text=True).stdout
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def tool(self, code, *args):
+        r = subprocess.run([PY, "-c", code, *args], capture_output=True, text=True, env=self.env)
+        if r.returncode != 0:
+            raise AssertionError(f"the tool failed: exit {r.returncode}\n{r.stdout}\n{r.stderr}")
+        return r.stdout.strip().splitlines()[-1]
+
+    def test_torch_fidelity_clip(self):
+        code = ("import sys, json, torch_fidelity as tf\n"
+                "m = tf.calculate_metrics(input1=sys.argv[1], input2=sys.argv[2], cuda=False, fid=True, kid=True,\n"
+                "    kid_subsets=1, kid_subset_size=int(sys.argv[3]), feature_extractor=sys.argv[4],\n"
+                "    cache=False, verbose=False)\n"
+                "print(json.dumps(m))\n")
+        key = (Key(f"torch-fidelity-{ENC}").text("versions", self.versions).text("code", code)
+               .folder("A", self.a).folder("B", self.b).file("weights", self.weights))
+        theirs = cached(key, lambda: json.loads(self.tool(code, self.a, self.b, str(N), ENC)))
+        out = os.path.join(self.tmp.name, "m.json")
+        run = run_vecbench(["metrics", self.a, self.b, "--like", "torch-fidelity", "--encoder", ENC, "--fid",
+                            "--kid", "--kid-subsets", "1", "--kid-subset-size", str(N),
+                            "--allow-synthetic-weights", "--json", out], self.env)
+        with open(out) as f:
+            ours = json.load(f)
+        fd, kid = theirs["frechet_inception_distance"], theirs["kernel_inception_distance_mean"]
+        self.assertAlmostEqual(ours["fid"] / fd, 1.0, delta=1e-4, msg=(ours["fid"], fd))
+        self.assertAlmostEqual(ours["kid"]["mean"] / kid, 1.0, delta=1e-3, msg=(ours["kid"], kid))
+        self.assertIn(f"FD_CLIP ({ENC}, torch-fidelity) = ", run.stdout)
+        self.assertEqual(ours["encoder"], ENC)
+        print(f"torch-fidelity {ENC}: FD {fd!r} vecbench {ours['fid']!r} rel {ours['fid'] / fd - 1:.2e}; "
+              f"KID {kid!r} vecbench {ours['kid']['mean']!r}")
+
+    def test_the_network_is_torch_fidelitys(self):
+        model = os.path.join(self.tmp.name, "b32.pt")
+        subprocess.run([sys.executable, os.path.join(HERE, "..", "..", "tools", "export_encoder.py"), "--encoder", ENC,
+                        "--protocol", "torch-fidelity", "--weights", self.weights, "--out", model], check=True)
+        code = ("import sys, torch\n"
+                "from torch_fidelity.feature_extractor_clip import FeatureExtractorCLIP, CLIPVisual\n"
+                "fe = FeatureExtractorCLIP(sys.argv[1], ['clip'], feature_extractor_weights_path=sys.argv[2]).eval()\n"
+                "ours = torch.jit.load(sys.argv[3])\n"
+                "x = (torch.rand(3, 3, 224, 224, generator=torch.Generator().manual_seed(0)) * 255).to(torch.uint8)\n"
+                "with torch.no_grad():\n"
+                "    a, b = fe(x)[0], ours(x.float())\n"
+                "shapes = {}\n"
+                "for name, (embed, size, layers, width, patch) in {'clip-vit-l-14': (768, 224, 24, 1024, 14),\n"
+                "        'clip-vit-l-14-336px': (768, 336, 24, 1024, 14)}.items():\n"
+                "    m = CLIPVisual(embed, size, layers, width, patch)\n"
+                "    shapes[name] = {k: list(v.shape) for k, v in m.state_dict().items()}\n"
+                "print(json.dumps({'equal': torch.equal(a, b), 'max': float((a - b).abs().max()), 'shapes': shapes}))\n")
+        got = json.loads(self.tool("import json\n" + code, ENC, self.weights, model))
+        self.assertTrue(got["equal"], got["max"])
+        for name, shapes in got["shapes"].items():  # torch-fidelity's own network, each ViT-L size
+            self.assertEqual(shapes, {k: list(v) for k, v in clip.expected_shapes(name).items()}, name)
+
+    def refused(self, name, make, want):
+        home = os.path.join(self.tmp.name, "bad-" + name)
+        ckpt = os.path.join(home, "hub", "checkpoints")
+        os.makedirs(ckpt)
+        path = os.path.join(ckpt, TF_FILE["clip-vit-l-14-336px"])
+        make(path)
+        cache, out = os.path.join(home, "cache"), os.path.join(home, "out")
+        env = dict(self.env, TORCH_HOME=home, VECBENCH_CACHE=cache)
+        r = run_vecbench(["vectorize", "--images", self.b, "--out", out, "--like", "torch-fidelity", "--encoder",
+                          "clip-vit-l-14-336px"], env, ok=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn(path, r.stderr)
+        for w in want:
+            self.assertIn(w, r.stderr)
+        self.assertFalse(os.path.exists(out), "nothing written")
+        models = os.path.join(cache, "models")
+        self.assertEqual([f for f in os.listdir(models) if f.endswith(".pt")] if os.path.isdir(models) else [], [])
+
+    def test_bad_files_are_refused_naming_the_file_and_cause(self):
+        def other_size(path):  # ViT-B/32's file under the 336 px one's name
+            os.link(self.weights, path)
+
+        def truncated(path):
+            with open(self.weights, "rb") as f:
+                raw = f.read()
+            with open(path, "wb") as f:
+                f.write(raw[:len(raw) // 2])
+
+        def code_in_it(path):  # data.pkl naming a function: never called, refused
+            with zipfile.ZipFile(path, "w") as z:
+                z.writestr("m/data.pkl", b"cos\nsystem\n(S'true'\ntR.")
+                z.writestr("m/version", "3\n")
+
+        self.refused("other-size", other_size, ("visual.class_embedding has shape [768]", "needs [1024]"))
+        self.refused("truncated", truncated, ("truncated or damaged",))
+        self.refused("code", code_in_it, ("names os.system", "only modules and tensors"))
+
+
+if __name__ == "__main__":
+    if not os.path.exists(PY):
+        ctest_unittest.skip_all(f"no {PY} (tools/peers_setup.sh makes it; CI does)")
+    ctest_unittest.main()
