@@ -37,6 +37,13 @@ void add_clip_presets(std::vector<FidPreset>& all) {
                        " (align_corners=False, in float); (x-255 mean)/(255 std), CLIP's mean/std; OpenAI's image "
                        "tower (its fp16 weights in float32); the projected image embedding (torch-fidelity 0.4)"});
   }
+  // CMMD's reference embeds with scenic's port of the same weights; OpenAI's file, where its clip
+  // package keeps it, is what vecbench reads
+  all.push_back({FidTool::cmmd, "cmmd", "clip-vit-l-14-336px", "ViT-L-14-336px.pt", WeightsHome::clip_cache,
+                 "--weights", ResizeMode::center_crop_pil_bicubic_u8, JpegDecoder::exact,
+                 "PIL decode (grayscale tiled to RGB); the centre square (PIL crop box ((w-s)//2, (h-s)//2), s = "
+                 "min(w, h)); Pillow's bicubic to 336x336 on the uint8 image; x/255; CLIP's mean/std; ViT-L/14@336px's "
+                 "image embedding, L2-normalized (google-research/cmmd)"});
 }
 
 /// Each other encoder's presets: DINOv2 in dgm-eval's, EDM2's and torch-fidelity's pipelines,
@@ -111,8 +118,9 @@ const FidPreset& find_fid_preset(const std::string& name, const std::string& enc
   // resize_mode 'pil' is dgm-eval's preprocessing, operation for operation.
   const std::string tool = name == "clean-fid-legacy-pytorch" ? "pytorch-fid" : name == "edm2-pil" ? "dgm-eval" : name;
   if (!encoder.empty()) find_encoder(encoder);  // an unknown name is refused as such
-  // a tool's default encoder: Inception-v3 where it has it, else DINOv2 ViT-L/14 (FD_DINOv2's)
-  for (const char* e : {"inception-v3", "dinov2-vit-l-14"})
+  // a tool's default encoder: Inception-v3 where it has it, else DINOv2 ViT-L/14 (FD_DINOv2's), else
+  // CLIP ViT-L/14@336px (CMMD's)
+  for (const char* e : {"inception-v3", "dinov2-vit-l-14", "clip-vit-l-14-336px"})
     for (const auto& p : fid_presets())
       if (encoder.empty() && tool == p.name && p.encoder == e) return p;
   std::string names, encoders;
@@ -206,6 +214,9 @@ std::vector<fs::path> weight_search_dirs(const FidPreset& p) {
       break;
     case WeightsHome::tmp:  // clean-fid: "./" on Windows, "/tmp" elsewhere (features.feature_extractor)
       dirs.emplace_back("/tmp");
+      break;
+    case WeightsHome::clip_cache:  // clip.load: os.path.expanduser("~/.cache/clip")
+      dirs.push_back(fs::path(env("HOME").empty() ? "/root" : env("HOME")) / ".cache" / "clip");
       break;
   }
   return dirs;

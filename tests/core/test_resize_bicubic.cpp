@@ -83,3 +83,23 @@ TEST(ResizeBicubic, TorchsAntialiasedBicubicOvershootsAndItsWeightsSumToOne) {
   EXPECT_TRUE(host_only_resize(ResizeMode::pil_bicubic_u8));
   EXPECT_FALSE(host_only_resize(ResizeMode::bilinear));
 }
+
+TEST(ResizeBicubic, CmmdsCentreCropIsPillowsBicubicOfTheCentreSquare) {
+  // google-research/cmmd's box: side min(w, h), corner ((w - side) // 2, (h - side) // 2); odd and
+  // even margins, landscape and portrait, and a square image (no crop)
+  for (const auto& [w, h] : {std::pair{300, 200}, {201, 300}, {97, 131}, {64, 64}}) {
+    const auto px = image(w, h);
+    const int side = std::min(w, h), left = (w - side) / 2, top = (h - side) / 2;
+    std::vector<std::uint8_t> square(static_cast<std::size_t>(side) * side * 3);
+    for (int y = 0; y < side; ++y)
+      std::copy_n(px.data() + ((static_cast<std::size_t>(top + y) * w + left) * 3), static_cast<std::size_t>(side) * 3,
+                  square.data() + static_cast<std::size_t>(y) * side * 3);
+    const auto want = resized(square, side, side, 48, ResizeMode::pil_bicubic_u8);
+    EXPECT_EQ(resized(px, w, h, 48, ResizeMode::center_crop_pil_bicubic_u8), want) << w << "x" << h;
+    if (w != h) {
+      EXPECT_NE(resized(px, w, h, 48, ResizeMode::pil_bicubic_u8), want) << "the crop matters";
+    }
+  }
+  EXPECT_EQ(parse_resize_mode("center-crop-pil-bicubic-u8"), ResizeMode::center_crop_pil_bicubic_u8);
+  EXPECT_TRUE(host_only_resize(ResizeMode::center_crop_pil_bicubic_u8));  // the CUDA kernel does not crop
+}

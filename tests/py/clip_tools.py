@@ -11,6 +11,9 @@ folders of real-photo crops (opencv-doc's photos), A at 256x256 and B at 160x160
   with other sizes, whose keys and shapes are checked against torch-fidelity's own network);
 - vecbench's exported network gives torch-fidelity's network's features bit for bit on images at
   the input size (where TF1's resize is the identity);
+- CMMD's protocol (the centre square, Pillow's bicubic on the uint8 image, CLIP's mean/std, the
+  embedding L2-normalized) equals google-research/cmmd's io_util preprocessing in Python and the
+  same network run by PyTorch within 1e-5, on photos of odd and even margins, a portrait, a gray PNG;
 - a file of another size under the 336 px one's name, a truncated file and an archive whose
   data.pkl names a function are refused naming the file and the cause, nothing imported.
 
@@ -24,6 +27,7 @@ import tempfile
 import unittest
 import zipfile
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -34,6 +38,7 @@ from vecbench_export import clip  # noqa: E402
 from fid_tools import PHOTOS, PY, VERSIONS, make_crops, run_vecbench  # noqa: E402
 from reference_cache import Key, cached  # noqa: E402
 import ctest_unittest  # noqa: E402
+import vecbench_store  # noqa: E402
 
 N = 100  # per side
 ENC = "clip-vit-b-32"
@@ -133,6 +138,55 @@ class ClipTools(unittest.TestCase):
         self.assertTrue(got["equal"], got["max"])
         for name, shapes in got["shapes"].items():  # torch-fidelity's own network, each ViT-L size
             self.assertEqual(shapes, {k: list(v) for k, v in clip.expected_shapes(name).items()}, name)
+
+    def test_cmmd_protocol_is_the_references_preprocessing(self):
+        # google-research/cmmd's io_util on each file: PIL open (no conversion), the centre square,
+        # Pillow's bicubic on the uint8 image, grayscale tiled to three channels, x / 255, CLIP's
+        # mean/std (scenic's normalize_image), the embedding L2-normalized; the network run by
+        # PyTorch (torch-fidelity's). Landscape photos of odd and even margins, a portrait, a gray PNG.
+        from PIL import Image
+        photos = os.path.join(self.tmp.name, "P")
+        os.makedirs(photos)
+        for f in ("Blender_Suzanne1.jpg", "HappyFish.jpg", "aloeL.jpg", "apple.jpg"):
+            os.symlink(os.path.join(PHOTOS, f), os.path.join(photos, f))
+        im = Image.open(os.path.join(PHOTOS, "aero1.jpg"))
+        im.crop((100, 0, 333, 451)).save(os.path.join(photos, "portrait.png"))
+        im.convert("L").save(os.path.join(photos, "gray.png"))
+        model, store = os.path.join(self.tmp.name, "b32-cmmd.pt"), os.path.join(self.tmp.name, "S-cmmd")
+        subprocess.run([sys.executable, os.path.join(HERE, "..", "..", "tools", "export_encoder.py"), "--encoder", ENC,
+                        "--protocol", "cmmd", "--weights", self.weights, "--out", model], check=True)
+        run_vecbench(["vectorize", "--images", photos, "--out", store, "--model", model, "--progress", "0"], self.env)
+        ours = {os.path.basename(k): v for k, v in vecbench_store.store_vectors(store).items()}
+        code = ("import sys, json, os, numpy as np, torch\n"
+                "from PIL import Image\n"
+                "from torch_fidelity.feature_extractor_clip import FeatureExtractorCLIP\n"
+                "visual = FeatureExtractorCLIP(sys.argv[1], ['clip'], feature_extractor_weights_path=sys.argv[2])"
+                ".eval().model.visual\n"
+                "mean = np.array([0.48145466, 0.4578275, 0.40821073], np.float32)\n"
+                "std = np.array([0.26862954, 0.26130258, 0.27577711], np.float32)\n"
+                "out = {}\n"
+                "for n in sorted(os.listdir(sys.argv[3])):\n"
+                "    im = Image.open(os.path.join(sys.argv[3], n)); im.load()\n"
+                "    w, h = im.size; l = min(w, h); top, left = (h - l) // 2, (w - l) // 2\n"
+                "    im = im.crop((left, top, left + l, top + l)).resize((224, 224), resample=Image.BICUBIC)\n"
+                "    x = np.asarray(im).astype(np.float32)\n"
+                "    if x.ndim == 2: x = np.tile(x[..., np.newaxis], (1, 1, 3))\n"
+                "    x = (x / 255.0 - mean) / std\n"
+                "    with torch.no_grad():\n"
+                "        e = visual(torch.from_numpy(x).permute(2, 0, 1)[None])[0]\n"
+                "    out[n] = (e / e.norm()).tolist()\n"
+                "print(json.dumps(out))\n")
+        ref = json.loads(self.tool(code, ENC, self.weights, photos))
+        self.assertEqual(sorted(ours), sorted(ref))
+        for n, v in ref.items():
+            self.assertLess(float(np.abs(ours[n] - np.array(v, np.float32)).max()), 1e-5, n)
+            self.assertAlmostEqual(float(np.linalg.norm(ours[n].astype(np.float64))), 1.0, delta=1e-6)
+        # the crop matters: the same network on the whole image resized differs
+        whole = os.path.join(self.tmp.name, "S-whole")
+        run_vecbench(["vectorize", "--images", photos, "--out", whole, "--model", model, "--resize", "pil-bicubic-u8",
+                      "--progress", "0"], self.env)
+        other = {os.path.basename(k): v for k, v in vecbench_store.store_vectors(whole).items()}
+        self.assertGreater(float(np.abs(other["aloeL.jpg"] - ours["aloeL.jpg"]).max()), 1e-3)
 
     def refused(self, name, make, want):
         home = os.path.join(self.tmp.name, "bad-" + name)

@@ -187,3 +187,16 @@ TEST(FidPresets, TheImportReadsTheCheckedFileNotWhatThePathNamesAfterwards) {
   for (const auto& e : fs::directory_iterator(dir.path / "cache" / "models"))  // the private copy is gone
     EXPECT_FALSE(has(e.path().filename().string(), ".weights-")) << e.path();
 }
+
+TEST(FidPresets, CmmdsReferenceReadsOpenAisFileWhereItsClipPackageKeepsIt) {
+  // ViT-L/14@336px by default; the centre crop
+  const FidPreset& cmmd = find_fid_preset("cmmd");
+  EXPECT_EQ(cmmd.encoder, "clip-vit-l-14-336px");
+  EXPECT_EQ(cmmd.weights_file, "ViT-L-14-336px.pt");
+  EXPECT_EQ(cmmd.resize, ResizeMode::center_crop_pil_bicubic_u8);
+  {
+    const ScopedEnv home("HOME", std::string("/home/u")), models("VECBENCH_MODELS", std::nullopt);
+    EXPECT_EQ(weight_search_dirs(cmmd), std::vector<fs::path>{"/home/u/.cache/clip"});
+  }
+  EXPECT_THROW(find_fid_preset("cmmd", "clip-vit-b-32"), ConfigError);  // its ViT-L/14@336px only
+}

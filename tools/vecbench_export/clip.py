@@ -14,7 +14,8 @@ feature_extractor_clip.py copies it): the patch convolution without bias, the cl
 the position embedding, ln_pre, residual blocks of nn.MultiheadAttention and a QuickGELU MLP
 (x * sigmoid(1.702 x)), ln_post of the class token, the projection `proj`: the image embedding
 (512 or 768 floats, not normalized). forward(x) takes float32 [N,3,S,S] RGB 0..255 (resized by
-vecbench, the protocol's resize) and normalizes as the protocol does."""
+vecbench, the protocol's resize) and normalizes as the protocol does; CMMD's protocol divides the
+embedding by its L2 norm."""
 
 import pickle
 import zipfile
@@ -40,7 +41,12 @@ PROTOCOLS = {
     "torch-fidelity": (1.0, tuple(255 * m for m in CLIP_MEAN), tuple(255 * s for s in CLIP_STD), "tf-legacy",
                        "TF1 bilinear to the input size on 0..255 floats, normalize by 255 x CLIP's mean/std, "
                        "the projected image embedding"),
+    "cmmd": (255.0, CLIP_MEAN, CLIP_STD, "center-crop-pil-bicubic-u8",
+             "the centre square, Pillow's bicubic to the input size on the uint8 image, x/255, CLIP's mean/std, "
+             "the image embedding L2-normalized (google-research/cmmd)"),
 }
+# the protocols whose embedding is L2-normalized (CMMD's: scenic's image embeddings are)
+NORMALIZED = {"cmmd"}
 
 
 def input_size(encoder: str) -> int:
@@ -247,6 +253,7 @@ class ClipImageFeatures(nn.Module):
         self.transformer = Transformer(w, layers, w // 64)
         self.ln_post = nn.LayerNorm(w)
         self.proj = nn.Parameter(torch.zeros(w, embed))
+        self.l2_normalize = protocol in NORMALIZED
 
     def load_visual(self, sd: Dict[str, Tensor]) -> None:
         own = {k[len("visual."):]: v for k, v in sd.items()}
@@ -261,4 +268,7 @@ class ClipImageFeatures(nn.Module):
         x = torch.cat([cls, x], dim=1) + self.positional_embedding
         x = self.ln_pre(x).permute(1, 0, 2)
         x = self.transformer(x).permute(1, 0, 2)
-        return self.ln_post(x[:, 0, :]) @ self.proj
+        x = self.ln_post(x[:, 0, :]) @ self.proj
+        if self.l2_normalize:
+            x = x / x.norm(p=2, dim=-1, keepdim=True)
+        return x

@@ -18,7 +18,9 @@ Protocols (--protocol; the input normalization inside the module, the resize vec
   dgm-eval        Pillow's bicubic on the uint8 image (pil-bicubic-u8), x / 255, (x - mean) / std
   edm2            F.interpolate(bicubic, antialias=True) on floats (torch-bicubic-aa), x / 255, ImageNet
                   (EDM2's 'pil' resize mode is dgm-eval's protocol exactly)
-  CLIP: torch-fidelity (TF1 bilinear to the input size, (x - 255 mean) / (255 std) with CLIP's mean/std)
+  CLIP: torch-fidelity (TF1 bilinear to the input size, (x - 255 mean) / (255 std) with CLIP's mean/std);
+        cmmd (google-research/cmmd: the centre square, Pillow's bicubic on the uint8 image
+        (center-crop-pil-bicubic-u8), x / 255, CLIP's mean/std, the embedding L2-normalized)
 
 Weights: --weights FILE (checked key by key and shape by shape, read with torch.load(weights_only=True):
 no code in the file runs) or --seed N (synthetic, labelled seed:N in the metadata).

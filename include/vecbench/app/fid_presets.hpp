@@ -26,6 +26,8 @@ enum class FidTool {
   dgm_eval,  ///< dgm-eval (and EDM2's resize_mode 'pil'): PIL RGB, Pillow's bicubic on uint8, x/255, ImageNet mean/std
   edm2,      ///< EDM2 calculate_metrics.py, resize_mode 'torch': F.interpolate(bicubic, antialias) on floats, x/255,
              ///< ImageNet
+  cmmd,      ///< google-research/cmmd: PIL, centre crop, Pillow's bicubic to 336 on uint8, x/255, CLIP's mean/std,
+             ///< CLIP ViT-L/14@336px's image embedding L2-normalized
 };
 
 /// Where a tool keeps its weights file (after $VECBENCH_MODELS, which comes first for every tool).
@@ -33,6 +35,7 @@ enum class WeightsHome {
   torch_hub,    ///< $TORCH_HOME/hub/checkpoints (torch.hub's download folder)
   tf_tutorial,  ///< /tmp/imagenet, where TF's classify_image.py tutorial downloads its graph
   tmp,          ///< /tmp, where clean-fid downloads NVIDIA's inception-2015-12-05.pt (on Linux)
+  clip_cache,   ///< ~/.cache/clip, where OpenAI's clip package downloads its files (clip.load's download_root)
 };
 
 /// A tool's way of feeding one encoder (engine/encoder.hpp): its weights file and its input pipeline.

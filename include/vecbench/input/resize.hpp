@@ -50,6 +50,11 @@ inline void resize_rgb_to_chw(const std::uint8_t* src, int h, int w, std::size_t
   if (h <= 0 || w <= 0) throw Error("resize: empty image");
   if (mode == ResizeMode::pil_bicubic) return resize_rgb_to_chw_pil_bicubic(src, h, w, row_stride, out, dst);
   if (mode == ResizeMode::pil_bicubic_u8) return resize_rgb_to_chw_pil_bicubic_u8(src, h, w, row_stride, out, dst);
+  if (mode == ResizeMode::center_crop_pil_bicubic_u8) {  // the centre square: an offset into the same rows
+    const int side = std::min(h, w);
+    const std::size_t top = static_cast<std::size_t>((h - side) / 2), left = static_cast<std::size_t>((w - side) / 2);
+    return resize_rgb_to_chw_pil_bicubic_u8(src + top * row_stride + left * 3, side, side, row_stride, out, dst);
+  }
   if (mode == ResizeMode::torch_bicubic_aa) return resize_rgb_to_chw_torch_bicubic_aa(src, h, w, row_stride, out, dst);
   const std::size_t plane = static_cast<std::size_t>(out) * static_cast<std::size_t>(out);
   if (h == out && w == out) {  // identity in both modes: just convert

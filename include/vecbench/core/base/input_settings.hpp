@@ -14,12 +14,13 @@ namespace vecbench {
 template <>
 struct EnumNames<ResizeMode> {
   static constexpr const char* what = "resize mode";
-  static constexpr std::array<std::pair<ResizeMode, const char*>, 5> names = {
+  static constexpr std::array<std::pair<ResizeMode, const char*>, 6> names = {
       {{ResizeMode::tf_legacy, "tf-legacy"},
        {ResizeMode::bilinear, "bilinear"},
        {ResizeMode::pil_bicubic, "pil-bicubic"},
        {ResizeMode::pil_bicubic_u8, "pil-bicubic-u8"},
-       {ResizeMode::torch_bicubic_aa, "torch-bicubic-aa"}}};
+       {ResizeMode::torch_bicubic_aa, "torch-bicubic-aa"},
+       {ResizeMode::center_crop_pil_bicubic_u8, "center-crop-pil-bicubic-u8"}}};
 };
 inline ResizeMode parse_resize_mode(const std::string& s) { return parse_enum<ResizeMode>(s, "resize"); }
 inline std::string to_string(ResizeMode m) { return enum_name(m); }

@@ -21,6 +21,10 @@ enum class ResizeMode {
   /// EDM2's resize_mode 'torch': F.interpolate(bicubic, antialias=True) on floats, LibTorch's CPU
   /// arithmetic (input/resize_torch_aa.hpp). Host only.
   torch_bicubic_aa,
+  /// google-research/cmmd's: the centre square of the image (side min(w, h), its top-left corner
+  /// at ((w - side) / 2, (h - side) / 2), integer division, as its PIL crop box), then Pillow's
+  /// bicubic on the uint8 image as pil_bicubic_u8. Host only.
+  center_crop_pil_bicubic_u8,
 };
 
 }  // namespace vecbench
