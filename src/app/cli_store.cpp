@@ -97,8 +97,10 @@ void add_metrics_command(CLI::App& app, Cli& c) {
                   "FD_DINOv2 of A and B too: DINOv2 ViT-L/14 features of the same inputs (--like's DINOv2 protocol, "
                   "else dgm-eval's; a store of several encoders gives its dinov2-vit-l-14 one; docs/encoders.md)");
   c.met->add_flag("--cmmd", m.cmmd,
-                  "CMMD of A and B (Jayasumana et al. 2024, google-research/cmmd): the MMD of their embeddings as "
-                  "stored, Gaussian kernel sigma 10, x 1000, float64 in blocks on every core (docs/metrics.md)");
+                  "CMMD of A and B (Jayasumana et al. 2024, google-research/cmmd): the MMD of their CLIP "
+                  "ViT-L/14@336px embeddings (images embedded as the reference does, --like cmmd, or by --like's "
+                  "preset of that encoder; a store of another encoder refused; a .npy matrix as it is), Gaussian "
+                  "kernel sigma 10, x 1000, float64 in blocks on every core (docs/metrics.md)");
   c.met
       ->add_option("--cmmd-batch", m.cmmd_batch,
                    "CMMD: the reference's batch size: each side's rows past its last full batch (in sorted input "

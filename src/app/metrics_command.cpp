@@ -157,26 +157,64 @@ void fd_dinov2(const MetricsArgs& o, nlohmann::json& j) {
   std::printf("%s %.10g%s\n", fd_label(fp, m.encoder).c_str(), r.fid, inputs.synthetic() ? kSyntheticLabel : "");
 }
 
-/// `metrics A B --fd-dinov2` alone: that figure and its JSON.
-int fd_dinov2_only(const MetricsArgs& o) {
+/// The encoder CMMD is defined on (google-research/cmmd: CLIP ViT-L/14 at 336 px).
+constexpr const char* kCmmdEncoder = "clip-vit-l-14-336px";
+
+/// --cmmd: the sides' CLIP ViT-L/14@336px embeddings (--like's preset of it when that tool has one,
+/// else the reference's, `cmmd`; a store of several encoders gives its clip-vit-l-14-336px one, a
+/// store of another encoder is refused by name, a .npy matrix is taken as it is) and their CMMD.
+void cmmd_metric(const MetricsArgs& o, nlohmann::json& j) {
+  FidModelArgs m = o.m;
+  m.encoder = kCmmdEncoder;
+  m.model.clear();  // --model is the other metrics' (Inception's)
+  bool tool_has_it = false;
+  for (const auto& p : fid_presets()) tool_has_it = tool_has_it || (p.encoder == m.encoder && p.name == m.like);
+  if (!m.like.empty() && !tool_has_it)
+    std::cerr << "vecbench metrics: --cmmd: " << m.like << " has no " << kCmmdEncoder << " preset; cmmd's is used\n";
+  if (!tool_has_it) m.like = "cmmd";
+  FeatureInputs inputs(m, "metrics --cmmd");
+  const FeatureSet a = inputs.set_at(inputs.as_features(o.a), "CMMD"),
+                   b = inputs.set_at(inputs.as_features(o.b), "CMMD");
+  for (const auto& w : check_sides(side_of(a), side_of(b), o.allow_mismatch, "metrics", false))
+    std::cerr << "vecbench metrics: warning: " << w << "\n";
+  CmmdOptions co;
+  co.batch = o.cmmd_batch;
+  const CmmdResult r = cmmd(a, b, co);
+  const nlohmann::json& fp = a.fingerprint.is_object() ? a.fingerprint : b.fingerprint;  // a .npy side has none
+  nlohmann::json c = cmmd_json(r);
+  c["encoder"] = fp.is_object() ? FeatureInputs::encoder_of(fp) : std::string("unknown (.npy)");
+  c["protocol"] = fp.is_object() ? fp.value("like", std::string()) : "";
+  c["fingerprint_a"] = a.fingerprint_id;
+  c["fingerprint_b"] = b.fingerprint_id;
+  j["cmmd"] = c;
+  j["synthetic_weights"] = j.value("synthetic_weights", false) || inputs.synthetic();
+  const std::string label = (fp.is_object() ? encoder_tag(fp) : std::string(" [embeddings as stored]")) +
+                            (inputs.synthetic() ? kSyntheticLabel : "");
+  print_cmmd(r, label.c_str());
+}
+
+/// `metrics A B --fd-dinov2` and/or `--cmmd` alone: those figures and their JSON (no Inception
+/// features read).
+int own_encoders_only(const MetricsArgs& o) {
   nlohmann::json j = {{"a", o.a}, {"b", o.b}, {"a_role", "generated"}, {"b_role", "real"}};
-  fd_dinov2(o, j);
+  if (o.fd_dinov2) fd_dinov2(o, j);
+  if (o.cmmd) cmmd_metric(o, j);
   if (!o.json_out.empty()) atomic_write(o.json_out, j.dump(2) + "\n");
   return 0;
 }
 
 /// The metrics `o` asks for, checked against its sides; none: all that the sides allow. Whether
-/// FD_DINOv2 is the only one (its own path: no Inception features read).
+/// FD_DINOv2 and CMMD, which embed with their own encoders, are the only ones (their own path).
 bool choose_metrics(MetricsArgs& o) {
   const bool two = !o.b.empty();
   if (!two && (o.fid || o.kid || o.prc || o.prdc || o.fd_dinov2 || o.cmmd))
     throw ConfigError(
         "metrics", "--fid, --fd-dinov2, --kid, --cmmd, --prc and --prdc compare two sides: pass B (the real set) too");
   if (o.cmmd_batch > 0 && !o.cmmd) throw ConfigError("--cmmd-batch", "is a setting of --cmmd: pass --cmmd too");
-  const bool only_dinov2 = o.fd_dinov2 && !(o.isc || o.fid || o.kid || o.prc || o.prdc || o.cmmd);
+  const bool own_only = (o.fd_dinov2 || o.cmmd) && !(o.isc || o.fid || o.kid || o.prc || o.prdc);
   if (!(o.isc || o.fid || o.kid || o.prc || o.prdc || o.fd_dinov2 || o.cmmd))
     (two ? (o.fid = o.kid = o.prc = o.prdc = true) : (o.isc = true));
-  return only_dinov2;
+  return own_only;
 }
 
 }  // namespace
@@ -184,13 +222,13 @@ bool choose_metrics(MetricsArgs& o) {
 int cmd_metrics(const MetricsArgs& args) {
   MetricsArgs o = args;
   const bool two = !o.b.empty();
-  if (choose_metrics(o)) return fd_dinov2_only(o);
+  if (choose_metrics(o)) return own_encoders_only(o);
   FeatureInputs inputs(o.m, "metrics");
   const bool like_torch_fidelity = inputs.like() == "torch-fidelity";  // --like's, not a store's
   std::vector<std::string> warnings;
   const std::string pa = inputs.as_features(o.a), pb = two ? inputs.as_features(o.b) : std::string();
-  const bool need_sets = o.isc || o.kid || o.prc || o.prdc || o.cmmd;
-  const char* why = "IS, KID, CMMD, precision/recall and density/coverage";
+  const bool need_sets = o.isc || o.kid || o.prc || o.prdc;
+  const char* why = "IS, KID, precision/recall and density/coverage";
   FeatureSet a, b;
   if (need_sets) a = inputs.set_at(pa, why);
   if (need_sets && two) b = inputs.set_at(pb, why);
@@ -224,13 +262,6 @@ int cmd_metrics(const MetricsArgs& args) {
     kid = kernel_distance(a, b, o.kid_subsets, o.kid_subset_size, o.seed);
     j["kid"] = {{"mean", kid->mean}, {"std", kid->std}, {"subsets", kid->subsets}, {"subset_size", kid->subset_size}};
   }
-  std::optional<CmmdResult> cm;
-  if (o.cmmd) {
-    CmmdOptions co;
-    co.batch = o.cmmd_batch;
-    cm = cmmd(a, b, co);
-    j["cmmd"] = cmmd_json(*cm);
-  }
   KnnOptions knn;
   knn.row_block = o.row_block;
   knn.prc = like_torch_fidelity ? KnnArithmetic::torch_fidelity : KnnArithmetic::exact;
@@ -254,9 +285,9 @@ int cmd_metrics(const MetricsArgs& args) {
   if (kid)
     std::printf("KID %.10g +- %.3g (%d subsets of %zu)%s\n", kid->mean, kid->std, kid->subsets, kid->subset_size,
                 label);
-  if (cm) print_cmmd(*cm, label);
   print_neighbours(nb, label);
   if (o.fd_dinov2) fd_dinov2(o, j);
+  if (o.cmmd) cmmd_metric(o, j);
   if (!o.json_out.empty()) atomic_write(o.json_out, j.dump(2) + "\n");
   return 0;
 }

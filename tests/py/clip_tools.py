@@ -181,6 +181,11 @@ class ClipTools(unittest.TestCase):
         for n, v in ref.items():
             self.assertLess(float(np.abs(ours[n] - np.array(v, np.float32)).max()), 1e-5, n)
             self.assertAlmostEqual(float(np.linalg.norm(ours[n].astype(np.float64))), 1.0, delta=1e-6)
+        # --cmmd embeds with CLIP ViT-L/14@336px: a store of another encoder is refused by name
+        r = run_vecbench(["metrics", store, store, "--cmmd"], self.env, ok=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("holds clip-vit-b-32 features, not clip-vit-l-14-336px", r.stderr)
+        self.assertNotIn("CMMD", r.stdout)
         # the crop matters: the same network on the whole image resized differs
         whole = os.path.join(self.tmp.name, "S-whole")
         run_vecbench(["vectorize", "--images", photos, "--out", whole, "--model", model, "--resize", "pil-bicubic-u8",
