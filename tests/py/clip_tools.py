@@ -41,8 +41,10 @@ import ctest_unittest  # noqa: E402
 import vecbench_store  # noqa: E402
 
 N = 100  # per side
-ENC = "clip-vit-b-32"
+# ViT-B/32 in CI; VECBENCH_CLIP_ENCODER=clip-vit-l-14 for the labelled run outside it (py-slow: ~18x the forwards)
+ENC = os.environ.get("VECBENCH_CLIP_ENCODER", "clip-vit-b-32")
 TF_FILE = {"clip-vit-b-32": "clip-vit-b-32-40d365715913c9da98579312b702a82c18be219cc2a73407c4526f58eba950af.pt",
+           "clip-vit-l-14": "clip-vit-l-14-b8cca3fd41ae0c99ba7e8951adf17d267cdb84cd88be6f7c2e0eca1737a03836.pt",
            "clip-vit-l-14-336px":
            "clip-vit-l-14-336px-3035c92b350959924f9f00213499208652fc7ea050643e8b385c2dac08641f02.pt"}
 
