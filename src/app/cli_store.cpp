@@ -17,11 +17,12 @@ void add_fid_model_options(CLI::App* cmd, FidModelArgs& m) {
   cmd->add_option(
       "--like", m.like,
       "pytorch-fid | torch-fidelity | clean-fid | clean-fid-legacy-tensorflow | clean-fid-legacy-pytorch | tf | "
-      "dgm-eval | edm2 | edm2-pil: that tool's weights and exact pipeline for image inputs; stores made otherwise "
-      "are refused");
+      "dgm-eval | edm2 | edm2-pil | cmmd: that tool's weights and exact pipeline for image inputs; stores made "
+      "otherwise are refused");
   cmd->add_option("--encoder", m.encoder,
                   "inception-v3 (default) | dinov2-vit-s-14 | dinov2-vit-b-14 | dinov2-vit-l-14 | dinov2-vit-g-14 | "
-                  "vgg16: the features the figures are of; stores of another encoder are refused (docs/encoders.md)");
+                  "vgg16 | clip-vit-b-32 | clip-vit-l-14 | clip-vit-l-14-336px: the features the figures are of; "
+                  "stores of another encoder are refused (docs/encoders.md)");
   cmd->add_flag("--allow-synthetic-weights", m.allow_synthetic,
                 "Compute from synthetic (random) weights anyway (refused by default); every figure then says so");
   cmd->add_option("--store", m.store_root,
@@ -98,8 +99,8 @@ void add_metrics_command(CLI::App& app, Cli& c) {
                   "else dgm-eval's; a store of several encoders gives its dinov2-vit-l-14 one; docs/encoders.md)");
   c.met->add_flag("--cmmd", m.cmmd,
                   "CMMD of A and B (Jayasumana et al. 2024, google-research/cmmd): the MMD of their CLIP "
-                  "ViT-L/14@336px embeddings (images embedded as the reference does, --like cmmd, or by --like's "
-                  "preset of that encoder; a store of another encoder refused; a .npy matrix as it is), Gaussian "
+                  "ViT-L/14@336px embeddings (images embedded as the reference does, --like cmmd, whatever --like "
+                  "the other metrics use; a store of another encoder refused; a .npy matrix as it is), Gaussian "
                   "kernel sigma 10, x 1000, float64 in blocks on every core (docs/metrics.md)");
   c.met
       ->add_option("--cmmd-batch", m.cmmd_batch,

@@ -40,7 +40,7 @@ void add_vectorize_model_options(CLI::App* vec, VectorizeArgs& va) {
   vec->add_option(
       "--like", va.like,
       "pytorch-fid | torch-fidelity | clean-fid | clean-fid-legacy-tensorflow | clean-fid-legacy-pytorch | tf | "
-      "dgm-eval | edm2 | edm2-pil: that FID tool's weights for the encoder "
+      "dgm-eval | edm2 | edm2-pil | cmmd: that FID tool's weights for the encoder "
       "(found where the tool keeps them: `vecbench models`) and its exact decode, resize and scaling, "
       "recorded in the fingerprint (docs/encoders.md)");
   vec->add_option("--encoders", va.encoders,
@@ -93,7 +93,8 @@ void add_vectorize_io_options(CLI::App* vec, VectorizeArgs& va) {
   add_parsed(
       vec, "--resize", va.resize, parse_resize_mode,
       "tf-legacy | bilinear | pil-bicubic (clean-fid's clean resize) | pil-bicubic-u8 (dgm-eval's) | torch-bicubic-aa "
-      "(EDM2's); the bicubic ones on the host only (default: the model's own)");
+      "(EDM2's) | center-crop-pil-bicubic-u8 (CMMD's: the centre square, then pil-bicubic-u8); the bicubic ones on the "
+      "host only (default: the model's own)");
   vec->add_flag("--fast-decode", va.fast_decode,
                 "Decode large JPEGs at 1/2, 1/4 or 1/8 DCT scale (faster, not bit-exact)");
   vec->add_option("--memory-cap-gb", va.memory_cap_gb,

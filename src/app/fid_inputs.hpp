@@ -147,15 +147,16 @@ class FeatureInputs {
     if (!fields.is_object()) return;
     const std::string made_by = encoder_of(fields);
     if (!m_.encoder.empty() && made_by != m_.encoder)
-      throw ConfigError(origin, "holds " + made_by + " features, not " + m_.encoder +
-                                    " (--encoder): vectorize it with --encoder " + m_.encoder + " into another store");
+      throw ConfigError(origin, "holds " + made_by + " features, not " + m_.encoder + " (what " + command_ +
+                                    " computes from): vectorize it with --encoder " + m_.encoder +
+                                    " into another store");
     if (m_.like.empty()) return;
     const std::string like = fields.value("like", std::string());
     if (like != m_.like)
       throw ConfigError(origin, "was made " +
                                     (like.empty() ? std::string("without a FID tool's preset") : "like " + like) +
-                                    ", not like " + m_.like + " (--like): vectorize it with --like " + m_.like +
-                                    " into another store");
+                                    ", not like " + m_.like + " (what " + command_ +
+                                    " computes from): vectorize it with --like " + m_.like + " into another store");
   }
   bool synthetic() const { return synthetic_; }
   /// --like's preset (an alias resolved), "" without one.

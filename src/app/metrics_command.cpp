@@ -5,6 +5,7 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "fid_inputs.hpp"
 #include "vecbench/app/commands.hpp"
@@ -115,9 +116,18 @@ nlohmann::json cmmd_json(const CmmdResult& r) {
           {"used_a", r.used_a},
           {"used_b", r.used_b},
           {"batch", r.batch},
+          {"mean_aa_minus_1", r.mean_aa_minus_1},
+          {"mean_bb_minus_1", r.mean_bb_minus_1},
+          {"mean_ab_minus_1", r.mean_ab_minus_1},
           {"definition",
            "google-research/cmmd distance.mmd: scale x (mean k(a,a') + mean k(b,b') - 2 mean k(a,b)), "
            "k = exp(-|x-y|^2 / (2 sigma^2)), diagonals included, float64"}};
+}
+
+std::string format_norm(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
 }
 
 void print_cmmd(const CmmdResult& r, const char* label) {
@@ -160,23 +170,28 @@ void fd_dinov2(const MetricsArgs& o, nlohmann::json& j) {
 /// The encoder CMMD is defined on (google-research/cmmd: CLIP ViT-L/14 at 336 px).
 constexpr const char* kCmmdEncoder = "clip-vit-l-14-336px";
 
-/// --cmmd: the sides' CLIP ViT-L/14@336px embeddings (--like's preset of it when that tool has one,
-/// else the reference's, `cmmd`; a store of several encoders gives its clip-vit-l-14-336px one, a
-/// store of another encoder is refused by name, a .npy matrix is taken as it is) and their CMMD.
+/// --cmmd: the sides' embeddings as CMMD's reference makes them (CLIP ViT-L/14@336px, `--like
+/// cmmd`, whatever --like the other metrics use; a store of several encoders gives its
+/// clip-vit-l-14-336px one, a store of another encoder or preset is refused by name, a .npy
+/// matrix is taken as it is, with a warning when its rows are not unit vectors) and their CMMD.
 void cmmd_metric(const MetricsArgs& o, nlohmann::json& j) {
   FidModelArgs m = o.m;
   m.encoder = kCmmdEncoder;
   m.model.clear();  // --model is the other metrics' (Inception's)
-  bool tool_has_it = false;
-  for (const auto& p : fid_presets()) tool_has_it = tool_has_it || (p.encoder == m.encoder && p.name == m.like);
-  if (!m.like.empty() && !tool_has_it)
-    std::cerr << "vecbench metrics: --cmmd: " << m.like << " has no " << kCmmdEncoder << " preset; cmmd's is used\n";
-  if (!tool_has_it) m.like = "cmmd";
+  if (!m.like.empty() && m.like != "cmmd")
+    std::cerr << "vecbench metrics: --cmmd: the reference's embeddings (--like cmmd), not " << m.like << "'s\n";
+  m.like = "cmmd";
   FeatureInputs inputs(m, "metrics --cmmd");
   const FeatureSet a = inputs.set_at(inputs.as_features(o.a), "CMMD"),
                    b = inputs.set_at(inputs.as_features(o.b), "CMMD");
-  for (const auto& w : check_sides(side_of(a), side_of(b), o.allow_mismatch, "metrics", false))
-    std::cerr << "vecbench metrics: warning: " << w << "\n";
+  std::vector<std::string> warnings = check_sides(side_of(a), side_of(b), o.allow_mismatch, "metrics", false);
+  for (const FeatureSet* s : {&a, &b})
+    if (const auto [lo, hi] = row_norm_range(*s); lo < 1 - 1e-3 || hi > 1 + 1e-3)
+      warnings.push_back(s->origin + ": its embeddings are not unit vectors (L2 norms " + format_norm(lo) + " to " +
+                         format_norm(hi) +
+                         "): CMMD's reference normalizes its CLIP embeddings; this CMMD compares with none of its "
+                         "figures");
+  for (const auto& w : warnings) std::cerr << "vecbench metrics: warning: " << w << "\n";
   CmmdOptions co;
   co.batch = o.cmmd_batch;
   const CmmdResult r = cmmd(a, b, co);
@@ -186,6 +201,7 @@ void cmmd_metric(const MetricsArgs& o, nlohmann::json& j) {
   c["protocol"] = fp.is_object() ? fp.value("like", std::string()) : "";
   c["fingerprint_a"] = a.fingerprint_id;
   c["fingerprint_b"] = b.fingerprint_id;
+  c["warnings"] = warnings;
   j["cmmd"] = c;
   j["synthetic_weights"] = j.value("synthetic_weights", false) || inputs.synthetic();
   const std::string label = (fp.is_object() ? encoder_tag(fp) : std::string(" [embeddings as stored]")) +

@@ -10,6 +10,7 @@
 #include "vecbench/app/build_info.hpp"
 #include "vecbench/app/commands.hpp"
 #include "vecbench/app/route.hpp"
+#include "vecbench/core/base/strategy_name.hpp"
 #include "vecbench/core/base/weight_source.hpp"
 #include "vecbench/core/system/machine_load.hpp"
 #include "vecbench/engine/engines.hpp"
@@ -17,10 +18,9 @@
 #include "vecbench/input/inputs.hpp"
 #include "vecbench/results/meta.hpp"
 #include "vecbench/results/result.hpp"
-#ifdef VECBENCH_WITH_OPENCV
-#include "vecbench/core/base/strategy_name.hpp"
-#include "vecbench/input/opencv_plugin.hpp"
 #include "vecbench_version.hpp"
+#ifdef VECBENCH_WITH_OPENCV
+#include "vecbench/input/opencv_plugin.hpp"
 #endif
 
 namespace vecbench {

@@ -13,13 +13,21 @@
 #include <atomic>
 #include <cmath>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <numeric>
+#include <system_error>
 #include <thread>
 #include <vector>
 
 #include "vecbench/core/base/error.hpp"
 #include "vecbench/core/run/device.hpp"
+
+// OpenBLAS's own (its cblas.h declares them; a cblas.h of another BLAS found first may not).
+extern "C" {
+void openblas_set_num_threads(int num_threads);
+int openblas_get_num_threads(void);
+}
 
 namespace vecbench {
 namespace {
@@ -140,7 +148,11 @@ double kernel_sum(const Side& x, const Side& y, bool same, const CmmdOptions& o,
   {
     const OneBlasThread one;
     std::vector<std::thread> pool;
-    for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+    pool.reserve(threads);
+    try {
+      for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+    } catch (const std::system_error&) {  // no more threads: the ones started (and this one) do the blocks
+    }
     work();
     for (auto& t : pool) t.join();
   }
@@ -155,6 +167,19 @@ double kernel_sum(const Side& x, const Side& y, bool same, const CmmdOptions& o,
 }
 
 }  // namespace
+
+std::pair<double, double> row_norm_range(const FeatureSet& f) {
+  if (f.n == 0) return {0.0, 0.0};
+  double lo = std::numeric_limits<double>::infinity(), hi = 0.0;
+  const std::size_t d = f.dim;
+  for (std::size_t i = 0; i < f.n; ++i) {
+    double s = 0.0;
+    for (std::size_t k = 0; k < d; ++k) s += static_cast<double>(f.x[i * d + k]) * f.x[i * d + k];
+    lo = std::min(lo, std::sqrt(s));
+    hi = std::max(hi, std::sqrt(s));
+  }
+  return {lo, hi};
+}
 
 CmmdResult cmmd(const FeatureSet& a, const FeatureSet& b, const CmmdOptions& o) {
   if (a.dim != b.dim)

@@ -319,7 +319,9 @@ std::unique_ptr<DeviceJpegDecoder> make_nvjpeg_decoder(int ordinal, void* stream
   // the bicubic modes on the host, and this keeps any other path from treating it as bilinear
   if (host_only_resize(mode))
     throw ConfigError(
-        "decode", "--decode gpu: the pil-bicubic, pil-bicubic-u8 and torch-bicubic-aa resizes run on the host only");
+        "decode",
+        "--decode gpu: the pil-bicubic, pil-bicubic-u8, torch-bicubic-aa and center-crop-pil-bicubic-u8 resizes run on "
+        "the host only");
   return std::make_unique<NvjpegDecoder>(ordinal, stream, max_batch, size, mode);
 }
 

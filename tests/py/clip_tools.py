@@ -228,7 +228,30 @@ class ClipTools(unittest.TestCase):
                 z.writestr("m/data.pkl", b"cos\nsystem\n(S'true'\ntR.")
                 z.writestr("m/version", "3\n")
 
+        def shared(path):  # one module object under two names at every level: 2^40 paths, refused at once
+            import pickle
+            import types
+            top, mod = types.ModuleType("__torch__"), types.ModuleType("__torch__.m")
+            top.m = mod
+            sys.modules.update({"__torch__": top, "__torch__.m": mod})
+
+            class M:
+                def __init__(self, **attrs):
+                    self.attrs = attrs
+
+                def __getstate__(self):
+                    return self.attrs
+            M.__module__, M.__qualname__ = "__torch__.m", "M"
+            mod.M = M
+            node = M(training=True)
+            for _ in range(40):
+                node = M(a=node, b=node)
+            with zipfile.ZipFile(path, "w") as z:
+                z.writestr("m/data.pkl", pickle.dumps(node, protocol=2))
+            del sys.modules["__torch__.m"], sys.modules["__torch__"]
+
         self.refused("other-size", other_size, ("visual.class_embedding has shape [768]", "needs [1024]"))
+        self.refused("shared", shared, ("share or nest beyond a model's",))
         self.refused("truncated", truncated, ("truncated or damaged",))
         self.refused("code", code_in_it, ("names os.system", "only modules and tensors"))
 

@@ -113,6 +113,20 @@ class CmmdReference(unittest.TestCase):
         r, _ = self.metrics(self.pa, self.pb, "--cmmd-batch", "32", ok=False)
         self.assertIn("--cmmd-batch: is a setting of --cmmd", r.stderr)
 
+    def test_rows_that_are_not_unit_vectors_are_said(self):
+        raw = self.path("raw.npy")
+        np.save(raw, self.b * 3.0)
+        r, j = self.metrics(self.pa, raw, "--cmmd")
+        self.assertIn("raw.npy: its embeddings are not unit vectors (L2 norms 3 to 3)", r.stderr)
+        self.assertTrue(any("not unit vectors" in w for w in j["cmmd"]["warnings"]), j["cmmd"])
+        self.assertLess(abs(j["cmmd"]["value"] - reference_mmd(self.a, self.b * 3.0)), 1e-9)  # computed all the same
+        r, j = self.metrics(self.pa, self.pb, "--cmmd")
+        self.assertEqual(j["cmmd"]["warnings"], [w for w in j["cmmd"]["warnings"] if "no fingerprint" in w])
+        # the kernel means (minus 1) are the ones the value is made of
+        c = j["cmmd"]
+        self.assertAlmostEqual(1000 * (c["mean_aa_minus_1"] + c["mean_bb_minus_1"] - 2 * c["mean_ab_minus_1"]),
+                               c["value"], delta=1e-9)
+
     def test_bad_sides_are_refused_by_name(self):
         narrow = self.path("narrow.npy")
         np.save(narrow, self.b[:, :512])

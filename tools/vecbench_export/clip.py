@@ -129,21 +129,34 @@ class _ArchiveUnpickler(pickle.Unpickler):
         return _Storage(_DTYPES[pid[1]], str(pid[2]), int(pid[4]))
 
 
-def _flatten(obj, prefix: str, out: Dict[str, _Tensor]) -> None:
-    for name, v in obj.attrs.items():
+_MAX_DEPTH, _MAX_TENSORS, _MAX_PICKLE = 64, 100_000, 64 << 20
+
+
+def _flatten(obj, prefix: str, out: Dict[str, _Tensor], seen: set, path: str) -> None:
+    """Every tensor below module `obj`, by its dotted key. A module met twice (shared or a cycle),
+    a tree deeper than _MAX_DEPTH or holding more than _MAX_TENSORS tensors is not a CLIP model."""
+    if id(obj) in seen or prefix.count(".") > _MAX_DEPTH:
+        raise ExportError(f"{path}: its modules share or nest beyond a model's ({prefix or 'the root'}): damaged")
+    seen.add(id(obj))
+    for name, v in getattr(obj, "attrs", {}).items():
         if isinstance(v, _Module):
-            _flatten(v, prefix + name + ".", out)
+            _flatten(v, prefix + str(name) + ".", out, seen, path)
         elif isinstance(v, _Tensor):
-            out[prefix + name] = v
+            out[prefix + str(name)] = v
+            if len(out) > _MAX_TENSORS:
+                raise ExportError(f"{path}: more than {_MAX_TENSORS} tensors: not a CLIP model")
 
 
 def _read_tensor(z: zipfile.ZipFile, root: str, t: _Tensor, key: str, path: str) -> Tensor:
     member = f"{root}data/{t.storage.key}"
+    item = torch.tensor([], dtype=t.storage.dtype).element_size()
     try:
-        raw = z.read(member)
+        size = z.getinfo(member).file_size  # before reading: a member larger than its tensor is never inflated
     except KeyError:
         raise ExportError(f"{path}: {key}'s data ({member}) is missing: a truncated or damaged file")
-    item = torch.tensor([], dtype=t.storage.dtype).element_size()
+    if size != t.storage.numel * item:
+        raise ExportError(f"{path}: {key}'s data holds {size} bytes, not {t.storage.numel * item}: damaged")
+    raw = z.read(member)
     if len(raw) != t.storage.numel * item:
         raise ExportError(f"{path}: {key}'s data holds {len(raw)} bytes, not {t.storage.numel * item}: damaged")
     extent = t.offset + sum((n - 1) * s for n, s in zip(t.size, t.stride)) + 1 if all(t.size) else 0
@@ -163,11 +176,13 @@ def load_openai(path: str, encoder: str) -> Dict[str, Tensor]:
             if len(pkl) != 1:
                 raise ExportError(f"{path}: not a TorchScript archive (no data.pkl): not OpenAI's {CLIP[encoder][0]}")
             root = pkl[0][: -len("data.pkl")]
+            if z.getinfo(pkl[0]).file_size > _MAX_PICKLE:
+                raise ExportError(f"{path}: its data.pkl is larger than a model's description: not OpenAI's file")
             obj = _ArchiveUnpickler(z.read(pkl[0]), path).load()
             if not isinstance(obj, _Module):
                 raise ExportError(f"{path}: its data.pkl holds no module: not OpenAI's {CLIP[encoder][0]}")
             tensors: Dict[str, _Tensor] = {}
-            _flatten(obj, "", tensors)
+            _flatten(obj, "", tensors, set(), path)
             visual = {k: t for k, t in tensors.items() if k.startswith("visual.")}
             for k, shape in want.items():
                 if k not in visual:
@@ -180,8 +195,11 @@ def load_openai(path: str, encoder: str) -> Dict[str, Tensor]:
             if extra:
                 raise ExportError(f"{path}: unexpected key {extra[0]}: not OpenAI's {CLIP[encoder][0]}")
             return {k: _read_tensor(z, root, visual[k], k, path) for k in want}
-    except (zipfile.BadZipFile, EOFError, pickle.UnpicklingError, OSError) as e:
-        raise ExportError(f"{path}: unreadable as OpenAI's {CLIP[encoder][0]} ({e}): a truncated or damaged file?")
+    except ExportError:
+        raise
+    except Exception as e:  # noqa: BLE001  (any other damage: a bad zip, pickle, tensor record; named as such)
+        raise ExportError(f"{path}: unreadable as OpenAI's {CLIP[encoder][0]} ({type(e).__name__}: {e}): "
+                          "a truncated or damaged file?")
 
 
 def seeded_visual(encoder: str, seed: int) -> Dict[str, Tensor]:

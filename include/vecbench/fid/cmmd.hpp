@@ -4,6 +4,7 @@
 #pragma once
 #include <cstddef>
 #include <string>
+#include <utility>
 
 #include "vecbench/fid/fid.hpp"
 
@@ -37,5 +38,9 @@ struct CmmdResult {
 /// thread count up to float64 rounding, and bit for bit of the thread count. ConfigError when the
 /// widths differ, a side has no row (or none left with o.batch), or sigma/scale are not positive.
 CmmdResult cmmd(const FeatureSet& a, const FeatureSet& b, const CmmdOptions& o = {});
+
+/// The smallest and largest L2 norm of `f`'s rows, in float64 (CMMD's reference embeds unit
+/// vectors: a side whose rows are not is worth a warning). {0, 0} for no row.
+std::pair<double, double> row_norm_range(const FeatureSet& f);
 
 }  // namespace vecbench
