@@ -17,10 +17,7 @@ void add_tool_commands(CLI::App& app, Cli& c) {
                              "Decode and resize images once into a uint8 [N,S,S,3] .npy (model-side experiments)");
   c.pre->add_option("--images", c.pd_images, "Image directory or list file")->required();
   c.pre->add_option("--out", c.pd_out, "Output .npy")->required();
-  c.pre
-      ->add_option(
-          "--resize", c.pd_resize,
-          "tf-legacy | bilinear | pil-bicubic | pil-bicubic-u8 | torch-bicubic-aa | center-crop-pil-bicubic-u8")
+  c.pre->add_option("--resize", c.pd_resize, enum_list<ResizeMode>())
       ->capture_default_str()
       ->check(parsed_by(parse_resize_mode));
   c.pre->add_option("--size", c.pd_size, "Image side, 1..4096")->capture_default_str()->check(CLI::Range(1, 4096));
