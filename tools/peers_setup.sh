@@ -41,12 +41,13 @@ graph() {  # the seed's graph, synthetic weights (speed does not depend on them)
 }
 
 # The FID tools vecbench reproduces (tests/py/fid_check.py, tests/py/fid_tools.py): pytorch-fid
-# (its own calculate_frechet_distance too), torch-fidelity, clean-fid, prdc and the PyPI `dinov2`
-# package (DINOv2's network for the offline torch.hub folder of tests/py/encoder_tools.py), in a venv that sees
-# Debian's numpy, SciPy, scikit-learn, Pillow, tqdm, requests and torch 1.13 (--system-site-packages), the packages alone (--no-deps: no
+# (its own calculate_frechet_distance too), torch-fidelity, clean-fid, prdc, the PyPI `dinov2`
+# package (DINOv2's network for the offline torch.hub folder of tests/py/encoder_tools.py) and
+# OpenAI's `clip` (openai-clip, with ftfy: clean-fid's CLIP-FID, tests/py/clip_tools.py), in a venv that sees
+# Debian's numpy, SciPy, scikit-learn, Pillow, tqdm, requests, regex, wcwidth and torch 1.13 (--system-site-packages), the packages alone (--no-deps: no
 # CUDA wheels downloaded).
 fidtools() {
-  local dir=$VENVS/fid-tools pin="pytorch-fid==0.3.0 torch-fidelity==0.4.0 clean-fid==0.1.35 prdc==0.2 dinov2==0.0.1.dev2"
+  local dir=$VENVS/fid-tools pin="pytorch-fid==0.3.0 torch-fidelity==0.4.0 clean-fid==0.1.35 prdc==0.2 dinov2==0.0.1.dev2 openai-clip==1.0.1 ftfy==6.1.1"
   if [ "$(cat "$dir/.vecbench-pins" 2>/dev/null)" = "$pin" ]; then
     echo "peers: fid-tools ready ($dir: $pin)"
     return

@@ -18,6 +18,7 @@ PACKAGES=(
   python3-scipy                 # the FID reference of tests/py/fid_check.py (SciPy 1.10: a correct sqrtm)
   python3-tqdm python3-requests # torch-fidelity and clean-fid import them (their venv sees Debian's: tools/peers_setup.sh)
   python3-sklearn               # prdc imports it (the k-NN metrics' reference: tests/py/metrics_tools.py)
+  python3-regex python3-wcwidth # OpenAI's clip package (clean-fid's CLIP-FID) imports regex, and ftfy, which needs wcwidth
   python3-venv                  # the PyPI peers and the TF fidelity test (tools/peers_setup.sh)
   libopenmpi-dev openmpi-bin    # MPI: mpirun -np R vecbench ... (optional: without it, --shard-index)
   clang-format

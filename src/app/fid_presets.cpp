@@ -44,6 +44,13 @@ void add_clip_presets(std::vector<FidPreset>& all) {
                  "PIL decode (grayscale tiled to RGB); the centre square (PIL crop box ((w-s)//2, (h-s)//2), s = "
                  "min(w, h)); Pillow's bicubic to 336x336 on the uint8 image; x/255; CLIP's mean/std; ViT-L/14@336px's "
                  "image embedding, L2-normalized (google-research/cmmd)"});
+  // clean-fid's CLIP-FID (model_name="clip_vit_b_32"): OpenAI's clip.load, which keeps the file in
+  // ~/.cache/clip
+  all.push_back({FidTool::clean_fid, "clean-fid", "clip-vit-b-32", "ViT-B-32.pt", WeightsHome::clip_cache, "--weights",
+                 ResizeMode::pil_bicubic_u8_short_side_crop, JpegDecoder::exact,
+                 "PIL decode to RGB uint8; torchvision's Resize(224, BICUBIC) (the shorter side to 224 by Pillow's "
+                 "bicubic on the uint8 image) and CenterCrop(224); x/255; CLIP's mean/std; OpenAI's ViT-B/32 image "
+                 "tower in float32; the projected image embedding (clean-fid's CLIP-FID)"});
 }
 
 /// Each other encoder's presets: DINOv2 in dgm-eval's, EDM2's and torch-fidelity's pipelines,

@@ -103,3 +103,55 @@ TEST(ResizeBicubic, CmmdsCentreCropIsPillowsBicubicOfTheCentreSquare) {
   EXPECT_EQ(parse_resize_mode("center-crop-pil-bicubic-u8"), ResizeMode::center_crop_pil_bicubic_u8);
   EXPECT_TRUE(host_only_resize(ResizeMode::center_crop_pil_bicubic_u8));  // the CUDA kernel does not crop
 }
+
+TEST(ResizeBicubic, ClipsShortSideResizeThenCentreCropIsPillowsResizeWindowed) {
+  constexpr int kOut = 48;
+  // the shorter side already the size: torchvision's long side int(48 * long / 48) = long, no pass
+  // runs, the result is the source's window; its offset int(round(d / 2.0)) rounds half to even
+  for (const auto& [d, at] : {std::pair{0, 0}, {1, 0}, {2, 1}, {3, 2}, {5, 2}, {7, 4}, {9, 4}}) {
+    for (const bool portrait : {false, true}) {
+      const int w = portrait ? kOut : kOut + d, h = portrait ? kOut + d : kOut;
+      const auto px = image(w, h);
+      const auto got = resized(px, w, h, kOut, ResizeMode::pil_bicubic_u8_short_side_crop);
+      for (int y = 0; y < kOut; ++y)
+        for (int x = 0; x < kOut; ++x)
+          for (int c = 0; c < 3; ++c) {
+            const int sx = portrait ? x : x + at, sy = portrait ? y + at : y;
+            ASSERT_EQ(got[(static_cast<std::size_t>(c) * kOut + y) * kOut + x],
+                      px[(static_cast<std::size_t>(sy) * w + sx) * 3 + c])
+                << w << "x" << h << " at " << x << "," << y;
+          }
+    }
+  }
+  // a square image: the whole image resized, as pil-bicubic-u8
+  const auto sq = image(97, 97);
+  EXPECT_EQ(resized(sq, 97, 97, kOut, ResizeMode::pil_bicubic_u8_short_side_crop),
+            resized(sq, 97, 97, kOut, ResizeMode::pil_bicubic_u8));
+  // windows of one resize agree where they overlap: 300x200 -> 72x48, the crop at x = 12, and the
+  // window at x = 0 and x = 24 computed separately
+  const auto px = image(300, 200);
+  std::vector<float> at0(3 * kOut * kOut), at24(3 * kOut * kOut);
+  detail::pil_bicubic_u8_window(px.data(), 200, 300, 900, 72, kOut, 0, 0, kOut, at0.data());
+  detail::pil_bicubic_u8_window(px.data(), 200, 300, 900, 72, kOut, 24, 0, kOut, at24.data());
+  const auto crop = resized(px, 300, 200, kOut, ResizeMode::pil_bicubic_u8_short_side_crop);
+  for (int c = 0; c < 3; ++c)
+    for (int y = 0; y < kOut; ++y)
+      for (int x = 0; x < kOut; ++x) {
+        const std::size_t i = (static_cast<std::size_t>(c) * kOut + y) * kOut;
+        if (x + 12 < kOut) ASSERT_EQ(crop[i + x], at0[i + x + 12]) << x << "," << y;
+        if (x >= 12) ASSERT_EQ(crop[i + x], at24[i + x - 12]) << x << "," << y;
+      }
+  // and vertically: 200x300 -> 48x72, the crop at y = 12
+  const auto tall = image(200, 300);
+  std::vector<float> top0(3 * kOut * kOut);
+  detail::pil_bicubic_u8_window(tall.data(), 300, 200, 600, kOut, 72, 0, 0, kOut, top0.data());
+  const auto tcrop = resized(tall, 200, 300, kOut, ResizeMode::pil_bicubic_u8_short_side_crop);
+  for (int c = 0; c < 3; ++c)
+    for (int y = 0; y + 12 < kOut; ++y)
+      for (int x = 0; x < kOut; ++x)
+        ASSERT_EQ(tcrop[(static_cast<std::size_t>(c) * kOut + y) * kOut + x],
+                  top0[(static_cast<std::size_t>(c) * kOut + y + 12) * kOut + x])
+            << x << "," << y;
+  EXPECT_EQ(parse_resize_mode("pil-bicubic-u8-short-side-crop"), ResizeMode::pil_bicubic_u8_short_side_crop);
+  EXPECT_TRUE(host_only_resize(ResizeMode::pil_bicubic_u8_short_side_crop));
+}

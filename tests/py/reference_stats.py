@@ -19,7 +19,6 @@ key is added keeping the first, another image count is refused; pickles naming o
 builtins.eval, a class of their own, or holding an object array are refused naming what they
 hold, and nothing in them runs. Debian's Python (NumPy, torch); run by ctest with VECBENCH_EXE.
 """
-import io
 import os
 import pathlib
 import pickle
@@ -267,7 +266,6 @@ class ReferenceStats(unittest.TestCase):
     def test_crafted_npz_shapes_refused(self):
         # a member whose header claims 2^62 x 4 floats (a count that wraps to 0) and holds none, and
         # one whose header claims more rows than its bytes: refused naming the file, nothing read past them
-        import io
         import zipfile
         for name, header_shape, rows in (("wrap.npz", "(4611686018427387904, 4)", 0), ("short.npz", "(50, 4)", 2)):
             body = np.zeros((rows, 4), dtype="<f4").tobytes()

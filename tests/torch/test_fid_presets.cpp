@@ -200,3 +200,22 @@ TEST(FidPresets, CmmdsReferenceReadsOpenAisFileWhereItsClipPackageKeepsIt) {
   }
   EXPECT_THROW(find_fid_preset("cmmd", "clip-vit-b-32"), ConfigError);  // its ViT-L/14@336px only
 }
+
+TEST(FidPresets, CleanFidsClipFidIsViTB32InClipsOwnPreprocessing) {
+  // clean-fid's default is still Inception; its CLIP-FID is ViT-B/32 alone, clip.load's file
+  EXPECT_EQ(find_fid_preset("clean-fid").encoder, "inception-v3");
+  const FidPreset& p = find_fid_preset("clean-fid", "clip-vit-b-32");
+  EXPECT_EQ(p.tool, FidTool::clean_fid);
+  EXPECT_EQ(p.weights_file, "ViT-B-32.pt");
+  EXPECT_EQ(p.resize, ResizeMode::pil_bicubic_u8_short_side_crop);
+  {
+    const ScopedEnv home("HOME", std::string("/home/u")), models("VECBENCH_MODELS", std::nullopt);
+    EXPECT_EQ(weight_search_dirs(p), std::vector<fs::path>{"/home/u/.cache/clip"});
+  }
+  try {
+    find_fid_preset("clean-fid", "clip-vit-l-14");
+    ADD_FAILURE() << "clean-fid has no ViT-L/14 CLIP-FID";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("its encoders: inception-v3, clip-vit-b-32"), std::string::npos) << e.what();
+  }
+}

@@ -44,6 +44,11 @@ PROTOCOLS = {
     "cmmd": (255.0, CLIP_MEAN, CLIP_STD, "center-crop-pil-bicubic-u8",
              "the centre square, Pillow's bicubic to the input size on the uint8 image, x/255, CLIP's mean/std, "
              "the image embedding L2-normalized (google-research/cmmd)"),
+    # clean-fid's CLIP-FID: torchvision's Resize(224, BICUBIC) and CenterCrop(224) on the PIL image,
+    # ToTensor() * 255, / 255, CLIP's mean/std (x / 255 * 255 is x for every byte in float32)
+    "clean-fid": (255.0, CLIP_MEAN, CLIP_STD, "pil-bicubic-u8-short-side-crop",
+                  "the shorter side to the input size by Pillow's bicubic on the uint8 image, the centre crop, "
+                  "x/255, CLIP's mean/std, the projected image embedding (clean-fid's CLIP-FID)"),
 }
 # the protocols whose embedding is L2-normalized (CMMD's: scenic's image embeddings are)
 NORMALIZED = {"cmmd"}

@@ -2,6 +2,7 @@
 
 import ctypes
 import hashlib
+import importlib.util
 import os
 import sys
 from typing import Dict, List
@@ -94,9 +95,7 @@ def float32_bytes(v: Tensor) -> bytes:
     """The tensor's values as float32 bytes, in memory order (NumPy's tobytes where there is
     NumPy; a bare PyTorch without it reads the tensor's memory)."""
     t = v.detach().to(torch.float32).contiguous().cpu()
-    try:
-        import numpy  # noqa: F401  (only whether it is there)
-    except ImportError:
+    if importlib.util.find_spec("numpy") is None:
         return ctypes.string_at(t.data_ptr(), t.numel() * t.element_size())
     return t.numpy().tobytes()
 

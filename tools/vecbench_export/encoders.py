@@ -20,7 +20,9 @@ Protocols (--protocol; the input normalization inside the module, the resize vec
                   (EDM2's 'pil' resize mode is dgm-eval's protocol exactly)
   CLIP: torch-fidelity (TF1 bilinear to the input size, (x - 255 mean) / (255 std) with CLIP's mean/std);
         cmmd (google-research/cmmd: the centre square, Pillow's bicubic on the uint8 image
-        (center-crop-pil-bicubic-u8), x / 255, CLIP's mean/std, the embedding L2-normalized)
+        (center-crop-pil-bicubic-u8), x / 255, CLIP's mean/std, the embedding L2-normalized);
+        clean-fid (CLIP-FID, ViT-B/32: torchvision's Resize(224) + CenterCrop(224) on the PIL image
+        (pil-bicubic-u8-short-side-crop), x / 255, CLIP's mean/std)
 
 Weights: --weights FILE (checked key by key and shape by shape, read with torch.load(weights_only=True):
 no code in the file runs) or --seed N (synthetic, labelled seed:N in the metadata).

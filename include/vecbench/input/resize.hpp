@@ -55,6 +55,8 @@ inline void resize_rgb_to_chw(const std::uint8_t* src, int h, int w, std::size_t
     const std::size_t top = static_cast<std::size_t>((h - side) / 2), left = static_cast<std::size_t>((w - side) / 2);
     return resize_rgb_to_chw_pil_bicubic_u8(src + top * row_stride + left * 3, side, side, row_stride, out, dst);
   }
+  if (mode == ResizeMode::pil_bicubic_u8_short_side_crop)
+    return resize_rgb_to_chw_pil_bicubic_u8_short_side_crop(src, h, w, row_stride, out, dst);
   if (mode == ResizeMode::torch_bicubic_aa) return resize_rgb_to_chw_torch_bicubic_aa(src, h, w, row_stride, out, dst);
   const std::size_t plane = static_cast<std::size_t>(out) * static_cast<std::size_t>(out);
   if (h == out && w == out) {  // identity in both modes: just convert

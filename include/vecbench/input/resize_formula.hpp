@@ -29,8 +29,7 @@ namespace vecbench {
 
 /// Whether only the host resizes in mode `m` (the CUDA kernel does the bilinear modes alone).
 VECBENCH_HD constexpr bool host_only_resize(ResizeMode m) {
-  return m == ResizeMode::pil_bicubic || m == ResizeMode::pil_bicubic_u8 || m == ResizeMode::torch_bicubic_aa ||
-         m == ResizeMode::center_crop_pil_bicubic_u8;
+  return m != ResizeMode::tf_legacy && m != ResizeMode::bilinear;
 }
 
 namespace detail {

@@ -114,17 +114,19 @@ inline void resize_rgb_to_chw_pil_bicubic(const std::uint8_t* src, int h, int w,
     }
 }
 
-/// Resizes the interleaved RGB uint8 image `src` to out x out as Pillow's Image.resize((out, out),
-/// BICUBIC) does on an RGB image (dgm-eval's torchvision Resize on a PIL image, EDM2's resize_mode
-/// 'pil') and writes the resulting uint8 pixels planar (CHW) as floats into `dst`. Pillow's 8-bit
+namespace detail {
+/// Pillow's Image.resize((rw, rh), BICUBIC) of the interleaved RGB uint8 image `src` (h x w,
+/// `row_stride` bytes per row), of which the out x out window with its top-left corner at (left,
+/// top) is written planar (CHW) as floats into `dst` (3*out*out floats). Pillow's 8-bit
 /// resampling: the taps of pil_bicubic_taps, each weight in fixed point with 22 fractional bits
 /// (rounded half away from zero), each output (2^21 + sum of pixel x weight) >> 22 clamped to
 /// 0..255; the horizontal pass first into an 8-bit image, then the vertical one, a pass skipped when
-/// its size does not change.
-inline void resize_rgb_to_chw_pil_bicubic_u8(const std::uint8_t* src, int h, int w, std::size_t row_stride, int out,
-                                             float* dst) {
+/// its size does not change. Each output pixel depends on its own taps alone, so computing only the
+/// window's columns and rows gives the pixels of the whole resize, cropped.
+inline void pil_bicubic_u8_window(const std::uint8_t* src, int h, int w, std::size_t row_stride, int rw, int rh,
+                                  int left, int top, int out, float* dst) {
   constexpr int kBits = 22;  // Pillow's PRECISION_BITS (32 - 8 - 2)
-  const auto fixed = [](const detail::PilTaps& t) {
+  const auto fixed = [](const PilTaps& t) {
     std::vector<std::int32_t> k(t.weights.size());
     for (std::size_t i = 0; i < k.size(); ++i) {
       const double v = t.weights[i] * static_cast<double>(1 << kBits);
@@ -137,44 +139,80 @@ inline void resize_rgb_to_chw_pil_bicubic_u8(const std::uint8_t* src, int h, int
     if (v <= 0) return 0;
     return static_cast<std::uint8_t>(v >> kBits);
   };
-  const std::size_t n = static_cast<std::size_t>(out), W = static_cast<std::size_t>(w), H = static_cast<std::size_t>(h);
-  const bool horizontal = w != out, vertical = h != out;
-  const std::size_t tw = horizontal ? n : W;
-  std::vector<std::uint8_t> tmp(H * tw * 3);  // the horizontal pass's 8-bit image, interleaved
-  const detail::PilTaps tx = detail::pil_bicubic_taps(w, horizontal ? out : w);
+  const std::size_t n = static_cast<std::size_t>(out), x0 = static_cast<std::size_t>(left);
+  const bool horizontal = w != rw, vertical = h != rh;
+  const PilTaps ty = pil_bicubic_taps(h, rh);
+  // the source rows the window's output rows read: [r0, r1)
+  int r0 = top, r1 = top + out;
+  if (vertical) {
+    r0 = ty.first[static_cast<std::size_t>(top)];
+    r1 = r0;
+    for (int y = top; y < top + out; ++y)
+      r1 = std::max(r1, ty.first[static_cast<std::size_t>(y)] + ty.count[static_cast<std::size_t>(y)]);
+  }
+  std::vector<std::uint8_t> tmp(static_cast<std::size_t>(r1 - r0) * n * 3);  // the window's columns, 8-bit
+  const PilTaps tx = pil_bicubic_taps(w, rw);
   const std::vector<std::int32_t> kx = fixed(tx);
-  for (std::size_t y = 0; y < H; ++y) {
-    const std::uint8_t* row = src + y * row_stride;
-    std::uint8_t* o = tmp.data() + y * tw * 3;
+  for (int y = r0; y < r1; ++y) {
+    const std::uint8_t* row = src + static_cast<std::size_t>(y) * row_stride;
+    std::uint8_t* o = tmp.data() + static_cast<std::size_t>(y - r0) * n * 3;
     if (!horizontal) {
-      std::copy(row, row + W * 3, o);
+      std::copy(row + x0 * 3, row + (x0 + n) * 3, o);
       continue;
     }
     for (std::size_t x = 0; x < n; ++x) {
-      const std::int32_t* k = kx.data() + x * static_cast<std::size_t>(tx.ksize);
-      const std::size_t first = static_cast<std::size_t>(tx.first[x]);
+      const std::int32_t* k = kx.data() + (x0 + x) * static_cast<std::size_t>(tx.ksize);
+      const std::size_t first = static_cast<std::size_t>(tx.first[x0 + x]);
       for (std::size_t c = 0; c < 3; ++c) {
         std::int32_t ss = 1 << (kBits - 1);
-        for (int i = 0; i < tx.count[x]; ++i) ss += row[(first + static_cast<std::size_t>(i)) * 3 + c] * k[i];
+        for (int i = 0; i < tx.count[x0 + x]; ++i) ss += row[(first + static_cast<std::size_t>(i)) * 3 + c] * k[i];
         o[x * 3 + c] = clip8(ss);
       }
     }
   }
-  const detail::PilTaps ty = detail::pil_bicubic_taps(h, vertical ? out : h);
   const std::vector<std::int32_t> ky = fixed(ty);
   const std::size_t plane = n * n;
   for (std::size_t y = 0; y < n; ++y) {
-    const std::int32_t* k = ky.data() + y * static_cast<std::size_t>(ty.ksize);
-    const std::size_t first = static_cast<std::size_t>(ty.first[y]);
+    const std::size_t sy = static_cast<std::size_t>(top) + y;
+    const std::int32_t* k = ky.data() + sy * static_cast<std::size_t>(ty.ksize);
+    const std::size_t first =
+        vertical ? static_cast<std::size_t>(ty.first[sy] - r0) : sy - static_cast<std::size_t>(r0);
     for (std::size_t x = 0; x < n; ++x)
       for (std::size_t c = 0; c < 3; ++c) {
         std::int32_t ss = 1 << (kBits - 1);
         if (vertical)
-          for (int i = 0; i < ty.count[y]; ++i)
-            ss += tmp[((first + static_cast<std::size_t>(i)) * tw + x) * 3 + c] * k[i];
-        dst[c * plane + y * n + x] = vertical ? clip8(ss) : tmp[(y * tw + x) * 3 + c];
+          for (int i = 0; i < ty.count[sy]; ++i)
+            ss += tmp[((first + static_cast<std::size_t>(i)) * n + x) * 3 + c] * k[i];
+        dst[c * plane + y * n + x] = vertical ? clip8(ss) : tmp[(first * n + x) * 3 + c];
       }
   }
+}
+}  // namespace detail
+
+/// Resizes the interleaved RGB uint8 image `src` to out x out as Pillow's Image.resize((out, out),
+/// BICUBIC) does on an RGB image (dgm-eval's torchvision Resize on a PIL image, EDM2's resize_mode
+/// 'pil') and writes the resulting uint8 pixels planar (CHW) as floats into `dst`
+/// (detail::pil_bicubic_u8_window's arithmetic, the window the whole image).
+inline void resize_rgb_to_chw_pil_bicubic_u8(const std::uint8_t* src, int h, int w, std::size_t row_stride, int out,
+                                             float* dst) {
+  detail::pil_bicubic_u8_window(src, h, w, row_stride, out, out, 0, 0, out, dst);
+}
+
+/// torchvision's Resize(out, BICUBIC) then CenterCrop(out) on a PIL RGB image (OpenAI CLIP's
+/// preprocessing, clean-fid's CLIP-FID): the shorter side to `out`, the longer to
+/// int(out * long / short) (in double, truncated: torchvision's _compute_resized_output_size), by
+/// Pillow's 8-bit bicubic; then the out x out window at int(round((size - out) / 2.0)) on each axis,
+/// Python's round (half to even). Written planar (CHW) as floats into `dst`.
+inline void resize_rgb_to_chw_pil_bicubic_u8_short_side_crop(const std::uint8_t* src, int h, int w,
+                                                             std::size_t row_stride, int out, float* dst) {
+  const int shorter = std::min(w, h), longer = std::max(w, h);
+  const int resized_long = static_cast<int>(static_cast<double>(out) * longer / shorter);
+  const int rw = w <= h ? out : resized_long, rh = w <= h ? resized_long : out;
+  const auto offset = [out](int size) {  // int(round((size - out) / 2.0)), half to even
+    const int d = size - out, m = d / 2;
+    return d % 2 == 0 || m % 2 == 0 ? m : m + 1;
+  };
+  detail::pil_bicubic_u8_window(src, h, w, row_stride, rw, rh, offset(rw), offset(rh), out, dst);
 }
 
 }  // namespace vecbench

@@ -14,13 +14,14 @@ namespace vecbench {
 template <>
 struct EnumNames<ResizeMode> {
   static constexpr const char* what = "resize mode";
-  static constexpr std::array<std::pair<ResizeMode, const char*>, 6> names = {
+  static constexpr std::array<std::pair<ResizeMode, const char*>, 7> names = {
       {{ResizeMode::tf_legacy, "tf-legacy"},
        {ResizeMode::bilinear, "bilinear"},
        {ResizeMode::pil_bicubic, "pil-bicubic"},
        {ResizeMode::pil_bicubic_u8, "pil-bicubic-u8"},
        {ResizeMode::torch_bicubic_aa, "torch-bicubic-aa"},
-       {ResizeMode::center_crop_pil_bicubic_u8, "center-crop-pil-bicubic-u8"}}};
+       {ResizeMode::center_crop_pil_bicubic_u8, "center-crop-pil-bicubic-u8"},
+       {ResizeMode::pil_bicubic_u8_short_side_crop, "pil-bicubic-u8-short-side-crop"}}};
 };
 inline ResizeMode parse_resize_mode(const std::string& s) { return parse_enum<ResizeMode>(s, "resize"); }
 inline std::string to_string(ResizeMode m) { return enum_name(m); }

@@ -25,6 +25,10 @@ enum class ResizeMode {
   /// at ((w - side) / 2, (h - side) / 2), integer division, as its PIL crop box), then Pillow's
   /// bicubic on the uint8 image as pil_bicubic_u8. Host only.
   center_crop_pil_bicubic_u8,
+  /// torchvision's Resize(size, BICUBIC) then CenterCrop(size) on the PIL image (OpenAI CLIP's
+  /// preprocessing, clean-fid's CLIP-FID): the shorter side to the size by Pillow's bicubic on the
+  /// uint8 image, then the centre window, its offset int(round((side - size) / 2.0)). Host only.
+  pil_bicubic_u8_short_side_crop,
 };
 
 }  // namespace vecbench
