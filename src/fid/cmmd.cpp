@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "distance_block.hpp"
 #include "vecbench/core/base/error.hpp"
 #include "vecbench/core/run/device.hpp"
 
@@ -48,24 +49,12 @@ struct Side {
                          [&](std::size_t i, std::size_t j) { return set.names[i] < set.names[j]; });
       rows.resize(set.n / batch * batch);
     }
-    norms.resize(rows.size());
-    const std::size_t d = set.dim;
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      const float* x = set.x.data() + rows[i] * d;
-      double s = 0.0;
-      for (std::size_t k = 0; k < d; ++k) s += static_cast<double>(x[k]) * x[k];
-      norms[i] = s;
-    }
+    norms = detail::squared_norms(set, &rows);
   }
   std::size_t size() const { return rows.size(); }
   /// Rows [r0, r1) as float64, row-major.
   void gather(std::size_t r0, std::size_t r1, std::vector<double>& out) const {
-    const std::size_t d = f->dim;
-    out.resize((r1 - r0) * d);
-    for (std::size_t i = r0; i < r1; ++i) {
-      const float* x = f->x.data() + rows[i] * d;
-      std::copy(x, x + d, out.begin() + static_cast<std::ptrdiff_t>((i - r0) * d));
-    }
+    detail::rows_f64(*f, r0, r1, out, &rows);
   }
 };
 
@@ -91,18 +80,12 @@ double block_sum(const Side& x, const Side& y, const Block& b, std::size_t block
   const int d = x.f->dim;
   x.gather(b.r0, r1, s.xr);
   y.gather(b.c0, c1, s.yr);
-  s.g.resize(rows * cols);
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(rows), static_cast<int>(cols), d, -2.0,
-              s.xr.data(), d, s.yr.data(), d, 0.0, s.g.data(), static_cast<int>(cols));
+  detail::squared_distances(s.xr, x.norms.data() + b.r0, rows, s.yr, y.norms.data() + b.c0, cols, d, s.g);
   double sum = 0.0;
   for (std::size_t i = 0; i < rows; ++i) {
     const double* gi = s.g.data() + i * cols;
-    const double ni = x.norms[b.r0 + i];
     double row = 0.0;
-    for (std::size_t j = 0; j < cols; ++j) {
-      const double d2 = diagonal && i == j ? 0.0 : std::max(0.0, gi[j] + ni + y.norms[b.c0 + j]);
-      row += std::expm1(-gamma * d2);
-    }
+    for (std::size_t j = 0; j < cols; ++j) row += std::expm1(-gamma * (diagonal && i == j ? 0.0 : gi[j]));
     sum += row;
   }
   return sum;
@@ -171,10 +154,7 @@ double kernel_sum(const Side& x, const Side& y, bool same, const CmmdOptions& o,
 std::pair<double, double> row_norm_range(const FeatureSet& f) {
   if (f.n == 0) return {0.0, 0.0};
   double lo = std::numeric_limits<double>::infinity(), hi = 0.0;
-  const std::size_t d = f.dim;
-  for (std::size_t i = 0; i < f.n; ++i) {
-    double s = 0.0;
-    for (std::size_t k = 0; k < d; ++k) s += static_cast<double>(f.x[i * d + k]) * f.x[i * d + k];
+  for (const double s : detail::squared_norms(f)) {
     lo = std::min(lo, std::sqrt(s));
     hi = std::max(hi, std::sqrt(s));
   }

@@ -12,6 +12,7 @@
 #include <random>
 #include <sstream>
 
+#include "distance_block.hpp"
 #include "vecbench/core/base/error.hpp"
 #include "vecbench/core/files/npy.hpp"
 #include "vecbench/core/files/sha256.hpp"
@@ -40,26 +41,6 @@ std::vector<float> npy_member(const std::string& bytes, const std::string& name,
   return v;
 }
 
-/// Rows [r0, r1) of `f` as float64, row-major.
-void rows_f64(const FeatureSet& f, std::size_t r0, std::size_t r1, std::vector<double>& out) {
-  const std::size_t d = f.dim;
-  out.resize((r1 - r0) * d);
-  const float* src = f.x.data() + r0 * d;
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = src[i];
-}
-
-std::vector<double> squared_norms(const FeatureSet& f) {
-  std::vector<double> n(f.n, 0.0);
-  const std::size_t d = f.dim;
-  for (std::size_t i = 0; i < f.n; ++i) {
-    const float* x = f.x.data() + i * d;
-    double s = 0.0;
-    for (std::size_t k = 0; k < d; ++k) s += static_cast<double>(x[k]) * x[k];
-    n[i] = s;
-  }
-  return n;
-}
-
 /// Whose distances for_each_distance_block computes: between two sets' rows, or among one set's
 /// (said by the caller: two sets that hold the same rows, or are the same object, are still two).
 enum class Rows { of_two_sets, of_one_set };
@@ -75,25 +56,21 @@ void for_each_distance_block(const FeatureSet& a, const FeatureSet& b, Rows rows
     throw ConfigError("metrics", a.origin + " has vectors of " + std::to_string(a.dim) + " values, " + b.origin +
                                      " of " + std::to_string(b.dim));
   const bool self = rows_of == Rows::of_one_set;
-  const std::vector<double> na = squared_norms(a), nb = self ? na : squared_norms(b);
+  const std::vector<double> na = detail::squared_norms(a), nb = self ? na : detail::squared_norms(b);
   const std::size_t rb = std::max<std::size_t>(1, o.row_block), cb = std::max<std::size_t>(1, o.col_block);
   const int d = a.dim;
   std::vector<double> ra, cbuf, g;
   for (std::size_t r0 = 0; r0 < a.n; r0 += rb) {
     const std::size_t r1 = std::min(a.n, r0 + rb), rows = r1 - r0;
-    rows_f64(a, r0, r1, ra);
+    detail::rows_f64(a, r0, r1, ra);
     for (std::size_t c0 = 0; c0 < b.n; c0 += cb) {
       const std::size_t c1 = std::min(b.n, c0 + cb), cols = c1 - c0;
       if (self && c1 <= r0 + 1) continue;  // every pair of the block has j <= i
-      rows_f64(b, c0, c1, cbuf);
-      g.resize(rows * cols);
-      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(rows), static_cast<int>(cols), d, -2.0,
-                  ra.data(), d, cbuf.data(), d, 0.0, g.data(), static_cast<int>(cols));
-      for (std::size_t i = 0; i < rows; ++i) {
-        double* gi = g.data() + i * cols;
-        for (std::size_t j = 0; j < cols; ++j) gi[j] = std::max(0.0, gi[j] + na[r0 + i] + nb[c0 + j]);
-        if (self && r0 + i >= c0 && r0 + i < c1) gi[r0 + i - c0] = 0.0;
-      }
+      detail::rows_f64(b, c0, c1, cbuf);
+      detail::squared_distances(ra, na.data() + r0, rows, cbuf, nb.data() + c0, cols, d, g);
+      if (self)  // a row's distance to itself
+        for (std::size_t i = 0; i < rows; ++i)
+          if (r0 + i >= c0 && r0 + i < c1) g[i * cols + r0 + i - c0] = 0.0;
       visit(r0, c0, rows, cols, static_cast<const double*>(g.data()));
     }
   }

@@ -138,8 +138,12 @@ TEST(ResizeBicubic, ClipsShortSideResizeThenCentreCropIsPillowsResizeWindowed) {
     for (int y = 0; y < kOut; ++y)
       for (int x = 0; x < kOut; ++x) {
         const std::size_t i = (static_cast<std::size_t>(c) * kOut + y) * kOut;
-        if (x + 12 < kOut) ASSERT_EQ(crop[i + x], at0[i + x + 12]) << x << "," << y;
-        if (x >= 12) ASSERT_EQ(crop[i + x], at24[i + x - 12]) << x << "," << y;
+        if (x + 12 < kOut) {
+          ASSERT_EQ(crop[i + x], at0[i + x + 12]) << x << "," << y;
+        }
+        if (x >= 12) {
+          ASSERT_EQ(crop[i + x], at24[i + x - 12]) << x << "," << y;
+        }
       }
   // and vertically: 200x300 -> 48x72, the crop at y = 12
   const auto tall = image(200, 300);
