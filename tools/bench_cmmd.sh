@@ -36,17 +36,9 @@ for name, seed, shift, spread in (("a", 1, 0.1, 1.1), ("b", 2, 0.0, 1.0)):
 PY
 }
 
-measure() {  # measure NAME COMMAND...: one line "NAME|wall s|peak RSS MB|stdout's last line"
-  local name=$1
-  shift
-  /usr/bin/time -f "%e %M" -o "$tmp/time" "$@" >"$tmp/out" 2>"$tmp/err" || {
-    echo "bench_cmmd: $name failed:" >&2
-    cat "$tmp/err" >&2
-    exit 1
-  }
-  read -r wall kb <"$tmp/time"
-  echo "$name|$wall|$((kb / 1024))|$(tail -n 1 "$tmp/out")"
-}
+# shellcheck source=tools/bench_lib.sh
+. tools/bench_lib.sh
+measure() { bench_measure bench_cmmd 1 "$@"; }  # measure NAME COMMAND...: "NAME|wall s|peak RSS MB|stdout's last line"
 
 port='import sys, numpy as np, torch
 x, y = (torch.from_numpy(np.load(sys.argv[1] + f)) for f in ("/a.npy", "/b.npy"))

@@ -38,17 +38,9 @@ for name, seed, shift, scale in (("a", 1, 0.25, 1.2), ("b", 2, 0.0, 1.0)):
 PY
 }
 
-measure() {  # measure NAME COMMAND...: one line "NAME|wall s|peak RSS MB|stdout's last line"
-  local name=$1
-  shift
-  /usr/bin/time -f "%e %M" -o "$tmp/time" "$@" >"$tmp/out" 2>"$tmp/err" || {
-    echo "bench_metrics: $name failed:" >&2
-    cat "$tmp/err" >&2
-    exit 1
-  }
-  read -r wall kb <"$tmp/time"
-  echo "$name|$wall|$((kb / 1024))|$(tail -n 3 "$tmp/out" | tr '\n' ' ')"
-}
+# shellcheck source=tools/bench_lib.sh
+. tools/bench_lib.sh
+measure() { bench_measure bench_metrics 3 "$@"; }  # measure NAME COMMAND...: "NAME|wall s|peak RSS MB|stdout's last 3 lines"
 
 mkdir -p "$tmp/big" "$tmp/ref"
 make_pair "$N_REF" "$tmp/ref"

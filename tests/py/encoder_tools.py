@@ -45,7 +45,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
 sys.path.insert(0, HERE)
 from vecbench_export import dinov2  # noqa: E402
 from vecbench_export.encoders import seeded_vgg16  # noqa: E402
-from fid_tools import PHOTOS, PY, VERSIONS, make_crops, run_vecbench  # noqa: E402
+from fid_tools import PHOTOS, PY, VERSIONS, assert_refused, make_crops, run_vecbench  # noqa: E402
 from reference_cache import Key, cached  # noqa: E402
 import vecbench_store  # noqa: E402
 import tool_inputs  # noqa: E402
@@ -297,13 +297,7 @@ class EncoderTools(unittest.TestCase):
         out = os.path.join(home, "out")
         r = self.vb("vectorize", "--images", self.b, "--out", out, "--like", "dgm-eval", "--encoder", ENC, ok=False,
                     env=env)
-        self.assertNotEqual(r.returncode, 0)
-        self.assertIn(path, r.stderr)
-        for w in want:
-            self.assertIn(w, r.stderr)
-        self.assertFalse(os.path.exists(out), "nothing written")
-        models = os.path.join(cache, "models")
-        self.assertEqual([f for f in os.listdir(models) if f.endswith(".pt")] if os.path.isdir(models) else [], [])
+        assert_refused(self, r, path, want, out, cache)
         return r.stderr
 
     def test_bad_checkpoints_are_refused_naming_the_key_or_file(self):

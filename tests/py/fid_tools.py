@@ -79,6 +79,18 @@ def run_vecbench(args, env, ok=True):
     return r
 
 
+def assert_refused(test, r, path, want, out, cache):
+    """A bad weights file refused as the tests want it: a failing exit naming `path` and each of
+    `want` on stderr, nothing written at `out`, no model imported into the cache folder `cache`."""
+    test.assertNotEqual(r.returncode, 0)
+    test.assertIn(path, r.stderr)
+    for w in want:
+        test.assertIn(w, r.stderr)
+    test.assertFalse(os.path.exists(out), "nothing written")
+    models = os.path.join(cache, "models")
+    test.assertEqual([f for f in os.listdir(models) if f.endswith(".pt")] if os.path.isdir(models) else [], [])
+
+
 def run_tool(code, args, env):
     """The Python code `code` in the tools' venv; its stdout (an AssertionError if it fails)."""
     r = subprocess.run([PY, "-c", code, *args], capture_output=True, text=True, env=env)
