@@ -5,8 +5,12 @@
 # port itself: cmmd-pytorch's distance.mmd (torch, the float32 of CLIP's embeddings; its N x N
 # matrices in memory) and google-research/cmmd's formula in float64 NumPy, with the values, so the
 # table also shows they agree. Debian's Python (NumPy, torch); nothing to install.
+# With FIXED_REF > 0, a fixed reference set of FIXED_REF rows against the N generated ones, twice:
+# the first run computes the reference's own term (FIXED_REF^2 / 2 kernel values) and keeps it in
+# the cache folder, the second reads it back (what a user's second model against ImageNet costs).
+# The other rows pass --no-cmmd-cache: every term computed.
 # Not for CI (minutes; gigabytes). Run it on a quiet machine: nothing else on the cores.
-#   tools/bench_cmmd.sh [BUILD=build] [N=50000] [N_REF=20000] [OUT=results/fid/cmmd-scale-<UTC date>.md]
+#   tools/bench_cmmd.sh [BUILD=build] [N=50000] [N_REF=20000] [OUT=results/fid/cmmd-scale-<UTC date>.md] [FIXED_REF=0]
 #   VECBENCH_ALLOW_DIRTY=1: measure a binary built from a dirty tree (refused otherwise; the file says so)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +18,7 @@ BUILD=${1:-build}
 N=${2:-50000}
 N_REF=${3:-20000}
 OUT=${4:-results/fid/cmmd-scale-$(date -u +%Y%m%d).md}
+FIXED_REF=${5:-0}
 PROV=$(python3 tools/provenance.py "$BUILD/vecbench" --markdown) || exit 1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -58,21 +63,30 @@ print("CMMD %.10g" % (1000 * (k(x, x, xx, xx) + k(y, y, yy, yy) - 2 * k(x, y, xx
 mkdir -p "$tmp/big" "$tmp/ref"
 make_pair "$N_REF" "$tmp/ref"
 rows=()
-rows+=("$(measure "vecbench metrics --cmmd, N=$N_REF" "$BUILD/vecbench" metrics "$tmp/ref/a.npy" "$tmp/ref/b.npy" --cmmd)")
+rows+=("$(measure "vecbench metrics --cmmd, N=$N_REF" "$BUILD/vecbench" metrics "$tmp/ref/a.npy" "$tmp/ref/b.npy" --cmmd --no-cmmd-cache)")
 rows+=("$(measure "cmmd-pytorch's distance.mmd (torch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)'), float32), N=$N_REF" /usr/bin/python3 -c "$port" "$tmp/ref")")
 rows+=("$(measure "google-research/cmmd's formula in float64 NumPy, N=$N_REF" /usr/bin/python3 -c "$reference" "$tmp/ref")")
 rm -rf "$tmp/ref"
 make_pair "$N" "$tmp/big"
-rows+=("$(measure "vecbench metrics --cmmd, N=$N" "$BUILD/vecbench" metrics "$tmp/big/a.npy" "$tmp/big/b.npy" --cmmd)")
+rows+=("$(measure "vecbench metrics --cmmd, N=$N" "$BUILD/vecbench" metrics "$tmp/big/a.npy" "$tmp/big/b.npy" --cmmd --no-cmmd-cache)")
+if [ "$FIXED_REF" -gt 0 ]; then
+  mkdir -p "$tmp/fixed"
+  make_pair "$FIXED_REF" "$tmp/fixed"
+  rm "$tmp/fixed/a.npy"
+  for run in "first run: every term computed, the reference's kept" "second run: the reference's own term read back"; do
+    rows+=("$(VECBENCH_CACHE="$tmp/terms" measure "vecbench metrics --cmmd, $N generated x $FIXED_REF reference, $run" \
+      "$BUILD/vecbench" metrics "$tmp/big/a.npy" "$tmp/fixed/b.npy" --cmmd)")
+  done
+fi
 
 mkdir -p "$(dirname "$OUT")"
 {
   echo "# CMMD at scale: \`vecbench metrics A B --cmmd\` (issue #65)"
   echo
-  echo "Command: \`tools/bench_cmmd.sh $BUILD $N $N_REF\` on $(date -u +%Y-%m-%d)."
+  echo "Command: \`tools/bench_cmmd.sh $BUILD $N $N_REF $OUT $FIXED_REF\` on $(date -u +%Y-%m-%d)."
   echo "$PROV"
   echo "Machine: $(lscpu | sed -n 's/^Model name: *//p') (family $(lscpu | sed -n 's/^CPU family: *//p') model $(lscpu | sed -n 's/^Model: *//p')), $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB, ISA: $(grep -o -w -E 'avx512f|avx512_vnni|amx_tile|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')."
-  echo "Inputs: two float32 matrices [N, 768] of unit vectors as .npy files (Gaussian noise around a direction, the generated set's turned by 0.1 and 10 % wider), one after the other: the N_REF pair for the first three rows, the N pair for the last."
+  echo "Inputs: two float32 matrices [N, 768] of unit vectors as .npy files (Gaussian noise around a direction, the generated set's turned by 0.1 and 10 % wider), one after the other: the N_REF pair for the first three rows, the N pair for the next$([ "$FIXED_REF" -gt 0 ] && echo ", its generated side against a reference of FIXED_REF = $FIXED_REF rows (made as the real side) for the last two")."
   echo "Peak RSS includes the two matrices themselves (N x 768 x 4 B each: $((N_REF * 3072 / 1048576)) MB at N=$N_REF, $((N * 3072 / 1048576)) MB at N=$N). The ports hold N x N matrices (float32: $((N_REF * N_REF * 4 / 1048576)) MB each at N=$N_REF, $((N * N * 4 / 1048576)) MB at N=$N)."
   echo
   echo "| run | wall s | peak RSS MB | value printed |"

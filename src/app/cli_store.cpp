@@ -108,6 +108,10 @@ void add_metrics_command(CLI::App& app, Cli& c) {
                    "order) are left out, as its drop_remainder does; 0: every row")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 20));
+  c.met->add_flag("--no-cmmd-cache{false}", m.cmmd_cache,
+                  "CMMD: compute each side's own kernel term here, neither read from nor kept in the cache folder "
+                  "($VECBENCH_CACHE/cmmd-terms/, keyed by the rows' content: a reference's term, hours for a million "
+                  "rows, is computed once; docs/metrics.md)");
   c.met->add_flag("--kid", m.kid, "KID of A and B (clean-fid's)");
   c.met->add_flag("--prc", m.prc,
                   "Improved precision and recall (Kynkaanniemi et al.; torch-fidelity's prc): float64 distances; "

@@ -194,13 +194,20 @@ void cmmd_metric(const MetricsArgs& o, nlohmann::json& j) {
   for (const auto& w : warnings) std::cerr << "vecbench metrics: warning: " << w << "\n";
   CmmdOptions co;
   co.batch = o.cmmd_batch;
-  const CmmdResult r = cmmd(a, b, co);
+  const CmmdTermCache terms(cache_dir() / "cmmd-terms");
+  const CmmdResult r = cmmd(a, b, co, o.cmmd_cache ? &terms : nullptr);
+  for (const auto& [side, cached] : {std::pair{&a, r.aa_from_cache}, {&b, r.bb_from_cache}})
+    if (cached) std::cerr << "vecbench metrics: --cmmd: " << side->origin << "'s own kernel term from the cache\n";
   const nlohmann::json& fp = a.fingerprint.is_object() ? a.fingerprint : b.fingerprint;  // a .npy side has none
   nlohmann::json c = cmmd_json(r);
   c["encoder"] = fp.is_object() ? FeatureInputs::encoder_of(fp) : std::string("unknown (.npy)");
   c["protocol"] = fp.is_object() ? fp.value("like", std::string()) : "";
   c["fingerprint_a"] = a.fingerprint_id;
   c["fingerprint_b"] = b.fingerprint_id;
+  // where each side's own term came from; the folder they are kept in (null: --no-cmmd-cache)
+  c["own_terms"] = {{"a", r.aa_from_cache ? "cache" : "computed"},
+                    {"b", r.bb_from_cache ? "cache" : "computed"},
+                    {"cache", o.cmmd_cache ? nlohmann::json(terms.file_of("").parent_path().string()) : nullptr}};
   c["warnings"] = warnings;
   j["cmmd"] = c;
   j["synthetic_weights"] = j.value("synthetic_weights", false) || inputs.synthetic();

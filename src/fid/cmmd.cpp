@@ -12,7 +12,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <fstream>
 #include <limits>
 #include <mutex>
 #include <numeric>
@@ -21,7 +24,11 @@
 #include <vector>
 
 #include "distance_block.hpp"
+
+#include <nlohmann/json.hpp>
 #include "vecbench/core/base/error.hpp"
+#include "vecbench/core/files/fs_util.hpp"
+#include "vecbench/core/files/sha256.hpp"
 #include "vecbench/core/run/device.hpp"
 
 // OpenBLAS's own (its cblas.h declares them; a cblas.h of another BLAS found first may not).
@@ -149,7 +156,76 @@ double kernel_sum(const Side& x, const Side& y, bool same, const CmmdOptions& o,
   return total + carry;
 }
 
+/// The CmmdTermCache key of side `s`'s own term (cmmd.hpp says what it covers).
+std::string term_key(const Side& s, const CmmdOptions& o) {
+  Sha256 h;
+  char head[128];
+  std::snprintf(head, sizeof head, "vecbench cmmd own term 1\n%zu %d %a %zu\n", s.size(), s.f->dim, o.sigma,
+                std::max<std::size_t>(1, o.block));
+  h.update(std::string(head));
+  const std::size_t d = static_cast<std::size_t>(s.f->dim);
+  for (const std::size_t r : s.rows) h.update(s.f->x.data() + r * d, d * sizeof(float));
+  return h.hex();
+}
+
+std::string hex_double(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%a", v);
+  return buf;
+}
+
+/// The cache file's check: what a damaged value or key fails.
+std::string term_check(const std::string& key, const std::string& value) {
+  return sha256_hex(key + "\n" + value).substr(0, 16);
+}
+
+/// Side `s`'s own term, mean k(x, x') - 1: from `cache` when it holds it, else computed (and kept).
+double own_term(const Side& s, const CmmdOptions& o, double gamma, const CmmdTermCache* cache, bool& from_cache) {
+  const std::string key = cache ? term_key(s, o) : std::string();
+  if (cache)
+    if (const auto kept = cache->find(key)) {
+      from_cache = true;
+      return *kept;
+    }
+  const double n = static_cast<double>(s.size());
+  const double term = kernel_sum(s, s, true, o, gamma) / (n * n);
+  if (cache) cache->keep(key, term);
+  return term;
+}
+
 }  // namespace
+
+std::optional<double> CmmdTermCache::find(const std::string& key) const {
+  std::error_code ec;
+  const fs::path file = file_of(key);
+  if (!fs::is_regular_file(file, ec) || fs::file_size(file, ec) > 4096) return std::nullopt;
+  try {
+    std::ifstream in(file);
+    const nlohmann::json j = nlohmann::json::parse(in);
+    const std::string value = j.at("mean_minus_1").get<std::string>();
+    if (j.at("format") != "vecbench-cmmd-own-term-1" || j.at("key") != key || j.at("check") != term_check(key, value))
+      return std::nullopt;
+    char* end = nullptr;
+    const double v = std::strtod(value.c_str(), &end);
+    if (end == value.c_str() || *end != '\0' || !std::isfinite(v)) return std::nullopt;
+    return v;
+  } catch (const std::exception&) {  // not JSON, a field missing or of another type
+    return std::nullopt;
+  }
+}
+
+bool CmmdTermCache::keep(const std::string& key, double term) const {
+  const std::string value = hex_double(term);
+  const nlohmann::json j = {
+      {"format", "vecbench-cmmd-own-term-1"}, {"key", key}, {"mean_minus_1", value}, {"check", term_check(key, value)}};
+  try {
+    fs::create_directories(dir_);
+    atomic_write(file_of(key), j.dump(1) + "\n");
+    return true;
+  } catch (const std::exception&) {  // a read-only or full cache folder: the term is only not kept
+    return false;
+  }
+}
 
 std::pair<double, double> row_norm_range(const FeatureSet& f) {
   if (f.n == 0) return {0.0, 0.0};
@@ -161,7 +237,7 @@ std::pair<double, double> row_norm_range(const FeatureSet& f) {
   return {lo, hi};
 }
 
-CmmdResult cmmd(const FeatureSet& a, const FeatureSet& b, const CmmdOptions& o) {
+CmmdResult cmmd(const FeatureSet& a, const FeatureSet& b, const CmmdOptions& o, const CmmdTermCache* cache) {
   if (a.dim != b.dim)
     throw ConfigError("--cmmd", a.origin + " has embeddings of " + std::to_string(a.dim) + " values, " + b.origin +
                                     " of " + std::to_string(b.dim));
@@ -182,8 +258,8 @@ CmmdResult cmmd(const FeatureSet& a, const FeatureSet& b, const CmmdOptions& o) 
   r.n_b = b.n;
   r.used_a = x.size();
   r.used_b = y.size();
-  r.mean_aa_minus_1 = kernel_sum(x, x, true, o, gamma) / (na * na);
-  r.mean_bb_minus_1 = kernel_sum(y, y, true, o, gamma) / (nb * nb);
+  r.mean_aa_minus_1 = own_term(x, o, gamma, cache, r.aa_from_cache);
+  r.mean_bb_minus_1 = own_term(y, o, gamma, cache, r.bb_from_cache);
   r.mean_ab_minus_1 = kernel_sum(x, y, false, o, gamma) / (na * nb);
   r.value = o.scale * (r.mean_aa_minus_1 + r.mean_bb_minus_1 - 2.0 * r.mean_ab_minus_1);
   return r;

@@ -7,12 +7,16 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "vecbench/core/base/error.hpp"
+#include "vecbench/core/files/fs_util.hpp"
 #include "vecbench/fid/cmmd.hpp"
+#include "vecbench/testing/temp_dir.hpp"
 
 namespace vecbench {
 namespace cmmd_test {
@@ -133,6 +137,76 @@ TEST(Cmmd, SidesOfOtherWidthsAreRefusedByName) {
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("set7 has embeddings of 8 values, set8 of 9"), std::string::npos) << e.what();
   }
+}
+
+TEST(Cmmd, EachSidesOwnTermIsKeptByContentAndReadBackAsTheSameBits) {
+  const testing::ScopedTempDir dir("cmmd_terms");
+  const CmmdTermCache cache(dir.path / "terms");
+  const FeatureSet a = unit_rows(70, 12, 31, 0.4f), b = unit_rows(90, 12, 32, 0.0f);
+  CmmdOptions o;
+  o.block = 16;
+  const CmmdResult plain = cmmd(a, b, o);
+  const CmmdResult first = cmmd(a, b, o, &cache);
+  EXPECT_FALSE(first.aa_from_cache || first.bb_from_cache);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.path / "terms"), fs::directory_iterator()), 2);
+  const CmmdResult again = cmmd(a, b, o, &cache);
+  EXPECT_TRUE(again.aa_from_cache && again.bb_from_cache);
+  for (const CmmdResult* r : {&first, &again}) {  // the same bits as without a cache
+    EXPECT_EQ(r->value, plain.value);
+    EXPECT_EQ(r->mean_bb_minus_1, plain.mean_bb_minus_1);
+  }
+  // the sides swapped: each term found under its own content
+  const CmmdResult swapped = cmmd(b, a, o, &cache);
+  EXPECT_TRUE(swapped.aa_from_cache && swapped.bb_from_cache);
+  EXPECT_EQ(swapped.mean_aa_minus_1, plain.mean_bb_minus_1);
+  // what the term is computed from changes its key: one value, sigma, the block, a batch
+  FeatureSet changed = b;
+  changed.x[5] = std::nextafter(changed.x[5], 1.0f);
+  EXPECT_FALSE(cmmd(a, changed, o, &cache).bb_from_cache);
+  CmmdOptions other = o;
+  other.sigma = 9.0;
+  EXPECT_FALSE(cmmd(a, b, other, &cache).bb_from_cache);
+  other = o;
+  other.block = 32;
+  EXPECT_FALSE(cmmd(a, b, other, &cache).bb_from_cache);
+  other = o;
+  other.batch = 32;
+  EXPECT_FALSE(cmmd(a, b, other, &cache).bb_from_cache);
+  other.threads = 1;  // the thread count does not change the bits, nor the key
+  EXPECT_TRUE(cmmd(a, b, other, &cache).bb_from_cache);
+}
+
+TEST(Cmmd, ADamagedTermFileIsComputedAgainAndAPlantedOneIsWhatIsRead) {
+  const testing::ScopedTempDir dir("cmmd_terms_bad");
+  const CmmdTermCache cache(dir.path);
+  const FeatureSet a = unit_rows(40, 8, 41, 0.3f), b = unit_rows(50, 8, 42, 0.0f);
+  const CmmdResult plain = cmmd(a, b);
+  cmmd(a, b, {}, &cache);
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir.path)) files.push_back(e.path());
+  ASSERT_EQ(files.size(), 2u);
+  const auto text = [](const fs::path& p) {
+    std::ifstream in(p);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  // damage: a digit of the value changed (its check fails), a file cut short (not JSON)
+  std::string t = text(files[0]);
+  const std::size_t at = t.find("0x1.");
+  ASSERT_NE(at, std::string::npos) << t;
+  t[at + 4] = t[at + 4] == '1' ? '2' : '1';
+  atomic_write(files[0], t);
+  atomic_write(files[1], text(files[1]).substr(0, 20));
+  const CmmdResult redone = cmmd(a, b, {}, &cache);
+  EXPECT_FALSE(redone.aa_from_cache || redone.bb_from_cache);
+  EXPECT_EQ(redone.value, plain.value);
+  EXPECT_TRUE(cmmd(a, b, {}, &cache).bb_from_cache);  // kept again, sound
+  // a file another program made, sound by its own check: read as it is (the cache is trusted
+  // as the user's own folder; what it holds is what CMMD uses)
+  ASSERT_TRUE(cache.keep("abc", 0.25));
+  EXPECT_EQ(cache.find("abc"), 0.25);
+  EXPECT_FALSE(cache.find("abd").has_value());
+  fs::copy_file(cache.file_of("abc"), cache.file_of("abd"));  // another key's file under this key
+  EXPECT_FALSE(cache.find("abd").has_value());
 }
 
 }  // namespace cmmd_test

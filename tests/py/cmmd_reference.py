@@ -71,11 +71,12 @@ class CmmdReference(unittest.TestCase):
     def path(cls, name):
         return os.path.join(cls.tmp.name, name)
 
-    def metrics(self, *args, ok=True):
+    def metrics(self, *args, ok=True, cache="cache"):
         out = self.path("m.json")
         if os.path.exists(out):
             os.remove(out)
-        r = subprocess.run([EXE, "metrics", *args, "--json", out], capture_output=True, text=True)
+        r = subprocess.run([EXE, "metrics", *args, "--json", out], capture_output=True, text=True,
+                           env=dict(os.environ, VECBENCH_CACHE=self.path(cache)))
         if ok:
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
             with open(out) as f:
@@ -102,6 +103,30 @@ class CmmdReference(unittest.TestCase):
         # the same sets in the other order, and a set against itself
         self.assertLess(abs(self.metrics(self.pb, self.pa, "--cmmd")[1]["cmmd"]["value"] - ref), 1e-9)
         self.assertLess(abs(self.metrics(self.pa, self.pa, "--cmmd")[1]["cmmd"]["value"]), 1e-9)
+
+    def test_each_sides_own_term_is_kept_and_read_back(self):
+        # a reference's own term (N^2 kernel values) computed once: the next run reads it, same bits
+        first = self.metrics(self.pa, self.pb, "--cmmd", cache="terms")[1]["cmmd"]
+        self.assertEqual((first["own_terms"]["a"], first["own_terms"]["b"]), ("computed", "computed"))
+        self.assertEqual(first["own_terms"]["cache"], os.path.join(self.path("terms"), "cmmd-terms"))
+        self.assertEqual(len(os.listdir(self.path("terms/cmmd-terms"))), 2)
+        r, j = self.metrics(self.pa, self.pb, "--cmmd", cache="terms")
+        self.assertEqual((j["cmmd"]["own_terms"]["a"], j["cmmd"]["own_terms"]["b"]), ("cache", "cache"))
+        self.assertEqual(j["cmmd"]["value"], first["value"])
+        self.assertIn(f"{self.pb}'s own kernel term from the cache", r.stderr)
+        # another set against the same reference: only the new side's term computed
+        c = unit_rows(120, 1.0, 3)
+        pc = self.path("c.npy")
+        np.save(pc, c)
+        j = self.metrics(pc, self.pb, "--cmmd", cache="terms")[1]["cmmd"]
+        self.assertEqual((j["own_terms"]["a"], j["own_terms"]["b"]), ("computed", "cache"))
+        self.assertLess(abs(j["value"] - reference_mmd(c, self.b)), 1e-9)
+        # --no-cmmd-cache: both computed, nothing read or kept
+        j = self.metrics(self.pa, self.pb, "--cmmd", "--no-cmmd-cache", cache="none")[1]["cmmd"]
+        self.assertEqual((j["own_terms"]["a"], j["own_terms"]["b"], j["own_terms"]["cache"]),
+                         ("computed", "computed", None))
+        self.assertEqual(j["value"], first["value"])
+        self.assertFalse(os.path.exists(self.path("none/cmmd-terms")))
 
     def test_batch_drops_the_remainder_as_the_reference_does(self):
         r, j = self.metrics(self.pa, self.pb, "--cmmd", "--cmmd-batch", "32")

@@ -160,13 +160,15 @@ struct MetricsArgs {
   /// --cmmd: CMMD of A and B (google-research/cmmd's MMD, sigma 10, scale 1000) of the sides'
   /// embeddings as stored (include/vecbench/fid/cmmd.hpp)
   bool cmmd = false;
-  std::size_t cmmd_batch = 0;     ///< --cmmd-batch: the reference's batch size (its dropped remainder); 0: every row
-  int isc_splits = 10;            ///< --isc-splits
-  bool isc_shuffle = true;        ///< --no-isc-shuffle: the splits in stored order
-  std::uint32_t isc_seed = 2020;  ///< --isc-seed: torch-fidelity's rng_seed
-  int prc_k = 3;                  ///< --prc-k: torch-fidelity's prc_neighborhood
-  int prdc_k = 5;                 ///< --prdc-k: prdc's nearest_k
-  int kid_subsets = 100;          ///< --kid-subsets
+  std::size_t cmmd_batch = 0;  ///< --cmmd-batch: the reference's batch size (its dropped remainder); 0: every row
+  bool cmmd_cache =
+      true;             ///< each side's own CMMD term kept in the cache folder (--no-cmmd-cache: neither read nor kept)
+  int isc_splits = 10;  ///< --isc-splits
+  bool isc_shuffle = true;             ///< --no-isc-shuffle: the splits in stored order
+  std::uint32_t isc_seed = 2020;       ///< --isc-seed: torch-fidelity's rng_seed
+  int prc_k = 3;                       ///< --prc-k: torch-fidelity's prc_neighborhood
+  int prdc_k = 5;                      ///< --prdc-k: prdc's nearest_k
+  int kid_subsets = 100;               ///< --kid-subsets
   std::size_t kid_subset_size = 1000;  ///< --kid-subset-size
   std::uint64_t seed = 0;              ///< --seed: the KID subsets
   std::size_t row_block = 1024;        ///< --block-rows: rows of float64 distances at a time
