@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -207,33 +208,46 @@ std::vector<std::string> import_command(const FidPreset& p, const fs::path& weig
           "--out",         out.string(),
           "--error-file",  error_file.string()};
 }
+
+/// The folder the tool of `home` keeps its file in.
+fs::path home_dir(WeightsHome home) {
+  switch (home) {
+    case WeightsHome::torch_hub:
+      return torch_home() / "hub" / "checkpoints";
+    case WeightsHome::tf_tutorial:
+      return "/tmp/imagenet";
+    case WeightsHome::tmp:  // clean-fid: "./" on Windows, "/tmp" elsewhere (features.feature_extractor)
+      return "/tmp";
+    case WeightsHome::clip_cache:  // clip.load: os.path.expanduser("~/.cache/clip")
+      return fs::path(env("HOME").empty() ? "/root" : env("HOME")) / ".cache" / "clip";
+  }
+  return {};
+}
 }  // namespace
 
 std::vector<fs::path> weight_search_dirs(const FidPreset& p) {
   std::vector<fs::path> dirs;
   if (const std::string m = env("VECBENCH_MODELS"); !m.empty()) dirs.emplace_back(m);
-  switch (p.home) {
-    case WeightsHome::torch_hub:
-      dirs.push_back(torch_home() / "hub" / "checkpoints");
-      break;
-    case WeightsHome::tf_tutorial:
-      dirs.emplace_back("/tmp/imagenet");
-      break;
-    case WeightsHome::tmp:  // clean-fid: "./" on Windows, "/tmp" elsewhere (features.feature_extractor)
-      dirs.emplace_back("/tmp");
-      break;
-    case WeightsHome::clip_cache:  // clip.load: os.path.expanduser("~/.cache/clip")
-      dirs.push_back(fs::path(env("HOME").empty() ? "/root" : env("HOME")) / ".cache" / "clip");
-      break;
-  }
+  dirs.push_back(home_dir(p.home));
   return dirs;
+}
+
+std::vector<fs::path> weight_candidates(const FidPreset& p) {
+  std::vector<fs::path> files;
+  for (const fs::path& dir : weight_search_dirs(p)) files.push_back(dir / p.weights_file);
+  if (p.encoder.rfind("clip-", 0) == 0)
+    for (const FidPreset& q : fid_presets()) {
+      const fs::path f = home_dir(q.home) / q.weights_file;
+      if (q.encoder == p.encoder && std::find(files.begin(), files.end(), f) == files.end()) files.push_back(f);
+    }
+  return files;
 }
 
 std::optional<TrustedFile> find_preset_weights(const FidPreset& p, std::string* refused) {
   // every folder by the same rules: whether it is shared is what it is (its owner, who may
   // write it), not its place in the list (core/files/trusted_file.hpp)
-  for (const fs::path& dir : weight_search_dirs(p)) {
-    TrustedOpen t = open_trusted(dir / p.weights_file);
+  for (const fs::path& file : weight_candidates(p)) {
+    TrustedOpen t = open_trusted(file);
     if (t.verdict == Trust::ok) return std::move(t.file);
     if (t.verdict == Trust::refused && refused)
       *refused += (refused->empty() ? "" : "\n") + t.why +

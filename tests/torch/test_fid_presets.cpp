@@ -219,3 +219,40 @@ TEST(FidPresets, CleanFidsClipFidIsViTB32InClipsOwnPreprocessing) {
     EXPECT_NE(std::string(e.what()).find("its encoders: inception-v3, clip-vit-b-32"), std::string::npos) << e.what();
   }
 }
+
+TEST(FidPresets, OpenAisClipFileIsFoundWhereverAnotherToolKeepsIt) {
+  // torch-fidelity's hub/checkpoints name and the clip package's ~/.cache/clip name hold the same
+  // bytes: each CLIP preset tries its own tool's place first, then the others'
+  vecbench::testing::ScopedTempDir dir("fid_presets_clip_places");
+  ::chmod(dir.path.c_str(), 0755);
+  const fs::path torch = dir.path / "torch", home = dir.path / "home";
+  const ScopedEnv models("VECBENCH_MODELS", std::nullopt), th("TORCH_HOME", torch.string()), h("HOME", home.string());
+  const FidPreset& tf = find_fid_preset("torch-fidelity", "clip-vit-b-32");
+  const FidPreset& cf = find_fid_preset("clean-fid", "clip-vit-b-32");
+  const fs::path hub = torch / "hub" / "checkpoints" / tf.weights_file,
+                 cache = home / ".cache" / "clip" / "ViT-B-32.pt";
+  EXPECT_EQ(weight_candidates(tf), (std::vector<fs::path>{hub, cache}));
+  EXPECT_EQ(weight_candidates(cf), (std::vector<fs::path>{cache, hub}));
+  const FidPreset& cmmd = find_fid_preset("cmmd");  // ViT-L/14@336px: its own two places, not B/32's
+  EXPECT_EQ(weight_candidates(cmmd),
+            (std::vector<fs::path>{home / ".cache" / "clip" / "ViT-L-14-336px.pt",
+                                   torch / "hub" / "checkpoints" /
+                                       find_fid_preset("torch-fidelity", "clip-vit-l-14-336px").weights_file}));
+  // no other encoder's file is taken under another tool's name (their files differ)
+  const FidPreset& dino = find_fid_preset("dgm-eval", "dinov2-vit-l-14");
+  EXPECT_EQ(weight_candidates(dino).size(), 1u);
+  EXPECT_EQ(weight_candidates(find_fid_preset("torch-fidelity")).size(), 1u);  // Inception: not pytorch-fid's file
+  // only the clip package's copy there: torch-fidelity's preset finds it
+  fs::create_directories(cache.parent_path());
+  put(cache, "openai");
+  std::string why;
+  const auto w = find_preset_weights(tf, &why);
+  ASSERT_TRUE(w) << why;
+  EXPECT_EQ(w->path(), cache);
+  EXPECT_EQ(w->sha256(), sha256_hex("openai"));
+  // both there: each its own tool's first
+  fs::create_directories(hub.parent_path());
+  put(hub, "hub");
+  EXPECT_EQ(find_preset_weights(tf)->path(), hub);
+  EXPECT_EQ(find_preset_weights(cf)->path(), cache);
+}
