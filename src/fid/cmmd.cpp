@@ -8,6 +8,7 @@
 #include "vecbench/fid/cmmd.hpp"
 
 #include <cblas.h>
+#include <gnu/libc-version.h>
 
 #include <algorithm>
 #include <atomic>
@@ -35,6 +36,8 @@
 extern "C" {
 void openblas_set_num_threads(int num_threads);
 int openblas_get_num_threads(void);
+char* openblas_get_config(void);
+char* openblas_get_corename(void);
 }
 
 namespace vecbench {
@@ -163,6 +166,9 @@ std::string term_key(const Side& s, const CmmdOptions& o) {
   std::snprintf(head, sizeof head, "vecbench cmmd own term 1\n%zu %d %a %zu\n", s.size(), s.f->dim, o.sigma,
                 std::max<std::size_t>(1, o.block));
   h.update(std::string(head));
+  // the arithmetic's own bits: OpenBLAS's kernel for this CPU (its dgemm) and the C library (expm1)
+  h.update(std::string(openblas_get_config()) + " " + openblas_get_corename() + " glibc " + gnu_get_libc_version() +
+           "\n");
   const std::size_t d = static_cast<std::size_t>(s.f->dim);
   for (const std::size_t r : s.rows) h.update(s.f->x.data() + r * d, d * sizeof(float));
   return h.hex();

@@ -156,6 +156,12 @@ TEST(ResizeBicubic, ClipsShortSideResizeThenCentreCropIsPillowsResizeWindowed) {
         ASSERT_EQ(tcrop[(static_cast<std::size_t>(c) * kOut + y) * kOut + x],
                   top0[(static_cast<std::size_t>(c) * kOut + y + 12) * kOut + x])
             << x << "," << y;
+  // a sliver whose longer side would be resized past 2^20 pixels is refused, not resized
+  const std::vector<std::uint8_t> sliver(3 * 5000, 100);
+  std::vector<float> dst(3 * 25 * kOut * kOut);
+  EXPECT_THROW(resize_rgb_to_chw(sliver.data(), 1, 5000, 15000, kOut * 5, ResizeMode::pil_bicubic_u8_short_side_crop,
+                                 dst.data()),
+               Error);
   EXPECT_EQ(parse_resize_mode("pil-bicubic-u8-short-side-crop"), ResizeMode::pil_bicubic_u8_short_side_crop);
   EXPECT_TRUE(host_only_resize(ResizeMode::pil_bicubic_u8_short_side_crop));
 }

@@ -39,8 +39,10 @@ struct CmmdResult {
 /// Where each side's own kernel term (mean k(x, x') - 1 over its N^2 pairs: most of CMMD's cost
 /// against a large reference set, hours for 1.28M rows where the cross term of 50,000 generated
 /// images takes minutes) is kept between runs. Keyed by what the term is computed from: the SHA-256
-/// of the rows used, in their order (their float32 bytes), their count and width, sigma and the
-/// block size (the sum's rounding depends on it; not on the thread count). One small JSON file a
+/// of the rows used, in their order (their float32 bytes), their count and width, sigma, the block
+/// size (the sum's rounding depends on it; not on the thread count), OpenBLAS's configuration and
+/// kernel for this CPU (its dgemm) and the C library's version (expm1): so a term read back has
+/// the bits this machine would compute, and another machine's is not taken. One small JSON file a
 /// term, written whole (atomic_write); a file that does not parse, names another key or fails its
 /// check is as if it were not there.
 class CmmdTermCache {

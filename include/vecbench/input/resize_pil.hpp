@@ -11,7 +11,10 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
+
+#include "vecbench/core/base/error.hpp"
 
 namespace vecbench {
 namespace detail {
@@ -206,7 +209,14 @@ inline void resize_rgb_to_chw_pil_bicubic_u8(const std::uint8_t* src, int h, int
 inline void resize_rgb_to_chw_pil_bicubic_u8_short_side_crop(const std::uint8_t* src, int h, int w,
                                                              std::size_t row_stride, int out, float* dst) {
   const int shorter = std::min(w, h), longer = std::max(w, h);
-  const int resized_long = static_cast<int>(static_cast<double>(out) * longer / shorter);
+  const double long_side = std::floor(static_cast<double>(out) * longer / shorter);
+  // the resize's taps span the whole resized axis: a sliver of an image (1 x 10^6) would need
+  // gigabytes of them, and Pillow fails on such a resize too
+  if (long_side > 1 << 20)
+    throw Error("resize: a " + std::to_string(w) + " x " + std::to_string(h) + " image's shorter side to " +
+                std::to_string(out) + " makes its longer " + std::to_string(static_cast<long long>(long_side)) +
+                " pixels: sides this unequal are not resized");
+  const int resized_long = static_cast<int>(long_side);
   const int rw = w <= h ? out : resized_long, rh = w <= h ? resized_long : out;
   const auto offset = [out](int size) {  // int(round((size - out) / 2.0)), half to even
     const int d = size - out, m = d / 2;
