@@ -5,9 +5,11 @@
 # port itself: cmmd-pytorch's distance.mmd (torch, the float32 of CLIP's embeddings; its N x N
 # matrices in memory) and google-research/cmmd's formula in float64 NumPy, with the values, so the
 # table also shows they agree. Debian's Python (NumPy, torch); nothing to install.
-# With FIXED_REF > 0, a fixed reference set of FIXED_REF rows against the N generated ones, twice:
-# the first run computes the reference's own term (FIXED_REF^2 / 2 kernel values) and keeps it in
-# the cache folder, the second reads it back (what a user's second model against ImageNet costs).
+# With FIXED_REF > 0, a fixed reference set of FIXED_REF rows against N generated ones, twice: the
+# first run computes the reference's own term (FIXED_REF^2 / 2 kernel values) and keeps it in the
+# cache folder; the second, another N rows (a second model's: the N pair's other matrix) against
+# the same reference, reads it back and computes its own term and the cross term (what a user's
+# second model against ImageNet costs).
 # The other rows pass --no-cmmd-cache: every term computed.
 # Not for CI (minutes; gigabytes). Run it on a quiet machine: nothing else on the cores.
 #   tools/bench_cmmd.sh [BUILD=build] [N=50000] [N_REF=20000] [OUT=results/fid/cmmd-scale-<UTC date>.md] [FIXED_REF=0]
@@ -73,10 +75,10 @@ if [ "$FIXED_REF" -gt 0 ]; then
   mkdir -p "$tmp/fixed"
   make_pair "$FIXED_REF" "$tmp/fixed"
   rm "$tmp/fixed/a.npy"
-  for run in "first run: every term computed, the reference's kept" "second run: the reference's own term read back"; do
-    rows+=("$(VECBENCH_CACHE="$tmp/terms" measure "vecbench metrics --cmmd, $N generated x $FIXED_REF reference, $run" \
-      "$BUILD/vecbench" metrics "$tmp/big/a.npy" "$tmp/fixed/b.npy" --cmmd)")
-  done
+  rows+=("$(VECBENCH_CACHE="$tmp/terms" measure "vecbench metrics --cmmd, $N generated x $FIXED_REF reference, first \
+model: every term computed, the reference's kept" "$BUILD/vecbench" metrics "$tmp/big/a.npy" "$tmp/fixed/b.npy" --cmmd)")
+  rows+=("$(VECBENCH_CACHE="$tmp/terms" measure "vecbench metrics --cmmd, $N generated x $FIXED_REF reference, second \
+model (other rows): the reference's own term read back" "$BUILD/vecbench" metrics "$tmp/big/b.npy" "$tmp/fixed/b.npy" --cmmd)")
 fi
 
 mkdir -p "$(dirname "$OUT")"

@@ -51,7 +51,8 @@ void add_clip_presets(std::vector<FidPreset>& all) {
                  ResizeMode::pil_bicubic_u8_short_side_crop, JpegDecoder::exact,
                  "PIL decode to RGB uint8; torchvision's Resize(224, BICUBIC) (the shorter side to 224 by Pillow's "
                  "bicubic on the uint8 image) and CenterCrop(224); x/255; CLIP's mean/std; OpenAI's ViT-B/32 image "
-                 "tower in float32; the projected image embedding (clean-fid's CLIP-FID)"});
+                 "tower in float32 (clean-fid on the CPU; on a GPU it runs fp16); the projected image embedding "
+                 "(clean-fid's CLIP-FID)"});
 }
 
 /// Each other encoder's presets: DINOv2 in dgm-eval's, EDM2's and torch-fidelity's pipelines,
@@ -235,11 +236,13 @@ std::vector<fs::path> weight_search_dirs(const FidPreset& p) {
 std::vector<fs::path> weight_candidates(const FidPreset& p) {
   std::vector<fs::path> files;
   for (const fs::path& dir : weight_search_dirs(p)) files.push_back(dir / p.weights_file);
-  if (p.encoder.rfind("clip-", 0) == 0)
-    for (const FidPreset& q : fid_presets()) {
-      const fs::path f = home_dir(q.home) / q.weights_file;
-      if (q.encoder == p.encoder && std::find(files.begin(), files.end(), f) == files.end()) files.push_back(f);
-    }
+  if (p.encoder.rfind("clip-", 0) != 0) return files;
+  const auto add = [&files](const fs::path& f) {
+    if (std::find(files.begin(), files.end(), f) == files.end()) files.push_back(f);
+  };
+  for (const FidPreset& q : fid_presets())
+    if (q.encoder == p.encoder) add(home_dir(q.home) / q.weights_file);
+  add(home_dir(WeightsHome::clip_cache) / find_encoder(p.encoder).weights_file);  // the clip package's name
   return files;
 }
 

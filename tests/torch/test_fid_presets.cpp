@@ -238,6 +238,10 @@ TEST(FidPresets, OpenAisClipFileIsFoundWhereverAnotherToolKeepsIt) {
             (std::vector<fs::path>{home / ".cache" / "clip" / "ViT-L-14-336px.pt",
                                    torch / "hub" / "checkpoints" /
                                        find_fid_preset("torch-fidelity", "clip-vit-l-14-336px").weights_file}));
+  // ViT-L/14 has torch-fidelity's preset alone: the clip package's file name is tried too
+  const FidPreset& l14 = find_fid_preset("torch-fidelity", "clip-vit-l-14");
+  EXPECT_EQ(weight_candidates(l14), (std::vector<fs::path>{torch / "hub" / "checkpoints" / l14.weights_file,
+                                                           home / ".cache" / "clip" / "ViT-L-14.pt"}));
   // no other encoder's file is taken under another tool's name (their files differ)
   const FidPreset& dino = find_fid_preset("dgm-eval", "dinov2-vit-l-14");
   EXPECT_EQ(weight_candidates(dino).size(), 1u);

@@ -72,9 +72,9 @@ const FidPreset* preset_of_model(const std::string& like, const std::string& arc
 std::vector<std::filesystem::path> weight_search_dirs(const FidPreset& p);
 /// The files find_preset_weights tries, in order: the preset's file in each of weight_search_dirs;
 /// then, for a CLIP encoder, the same OpenAI file where the encoder's other presets' tools keep it
-/// (torch-fidelity's $TORCH_HOME/hub/checkpoints/clip-vit-*-SHA256.pt, the clip package's
-/// ~/.cache/clip/ViT-*.pt: both download the same bytes from OpenAI), so one download serves
-/// --like torch-fidelity, clean-fid and cmmd alike.
+/// and where OpenAI's clip package does (torch-fidelity's
+/// $TORCH_HOME/hub/checkpoints/clip-vit-*-SHA256.pt, ~/.cache/clip/ViT-*.pt: both download the same
+/// bytes from OpenAI), so one download serves --like torch-fidelity, clean-fid and cmmd alike.
 std::vector<std::filesystem::path> weight_candidates(const FidPreset& p);
 /// The preset's weights file, the first of weight_candidates that is there, open
 /// (core/files/trusted_file.hpp): in every folder, $VECBENCH_MODELS and $TORCH_HOME's as much as /tmp's,
