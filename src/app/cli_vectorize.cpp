@@ -93,8 +93,9 @@ void add_vectorize_io_options(CLI::App* vec, VectorizeArgs& va) {
   add_parsed(
       vec, "--resize", va.resize, parse_resize_mode,
       "tf-legacy | bilinear | pil-bicubic (clean-fid's clean resize) | pil-bicubic-u8 (dgm-eval's) | torch-bicubic-aa "
-      "(EDM2's) | center-crop-pil-bicubic-u8 (CMMD's: the centre square, then pil-bicubic-u8); the bicubic ones on the "
-      "host only (default: the model's own)");
+      "(EDM2's) | center-crop-pil-bicubic-u8 (CMMD's: the centre square, then pil-bicubic-u8) | "
+      "pil-bicubic-u8-short-side-crop (CLIP's and clean-fid's CLIP-FID: the shorter side by pil-bicubic-u8, then the "
+      "centre); all but tf-legacy and bilinear on the host only (default: the model's own)");
   vec->add_flag("--fast-decode", va.fast_decode,
                 "Decode large JPEGs at 1/2, 1/4 or 1/8 DCT scale (faster, not bit-exact)");
   vec->add_option("--memory-cap-gb", va.memory_cap_gb,

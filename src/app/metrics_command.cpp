@@ -194,7 +194,8 @@ void cmmd_metric(const MetricsArgs& o, nlohmann::json& j) {
   for (const auto& w : warnings) std::cerr << "vecbench metrics: warning: " << w << "\n";
   CmmdOptions co;
   co.batch = o.cmmd_batch;
-  const CmmdTermCache terms(cache_dir() / "cmmd-terms");
+  const fs::path terms_dir = cache_dir() / "cmmd-terms";
+  const CmmdTermCache terms(terms_dir);
   const CmmdResult r = cmmd(a, b, co, o.cmmd_cache ? &terms : nullptr);
   for (const auto& [side, cached] : {std::pair{&a, r.aa_from_cache}, {&b, r.bb_from_cache}})
     if (cached) std::cerr << "vecbench metrics: --cmmd: " << side->origin << "'s own kernel term from the cache\n";
@@ -207,7 +208,7 @@ void cmmd_metric(const MetricsArgs& o, nlohmann::json& j) {
   // where each side's own term came from; the folder they are kept in (null: --no-cmmd-cache)
   c["own_terms"] = {{"a", r.aa_from_cache ? "cache" : "computed"},
                     {"b", r.bb_from_cache ? "cache" : "computed"},
-                    {"cache", o.cmmd_cache ? nlohmann::json(terms.file_of("").parent_path().string()) : nullptr}};
+                    {"cache", o.cmmd_cache ? nlohmann::json(terms_dir.string()) : nullptr}};
   c["warnings"] = warnings;
   j["cmmd"] = c;
   j["synthetic_weights"] = j.value("synthetic_weights", false) || inputs.synthetic();

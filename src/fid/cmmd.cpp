@@ -7,7 +7,6 @@
 // slot, and the slots are added in a fixed order: the same bits for any thread count.
 #include "vecbench/fid/cmmd.hpp"
 
-#include <cblas.h>
 #include <gnu/libc-version.h>
 
 #include <algorithm>
@@ -33,6 +32,7 @@
 #include "vecbench/core/run/device.hpp"
 
 // OpenBLAS's own (its cblas.h declares them; a cblas.h of another BLAS found first may not).
+// The dgemm itself: distance_block.hpp.
 extern "C" {
 void openblas_set_num_threads(int num_threads);
 int openblas_get_num_threads(void);

@@ -320,8 +320,8 @@ std::unique_ptr<DeviceJpegDecoder> make_nvjpeg_decoder(int ordinal, void* stream
   if (host_only_resize(mode))
     throw ConfigError(
         "decode",
-        "--decode gpu: the pil-bicubic, pil-bicubic-u8, torch-bicubic-aa and center-crop-pil-bicubic-u8 resizes run on "
-        "the host only");
+        "--decode gpu: the device resizes tf-legacy and bilinear alone; every other resize mode (the bicubic and "
+        "cropping ones) runs on the host only");
   return std::make_unique<NvjpegDecoder>(ordinal, stream, max_batch, size, mode);
 }
 

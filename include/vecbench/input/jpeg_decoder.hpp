@@ -80,8 +80,8 @@ inline DecodeWhere resolve_decode(const DecodeSetting& d, bool all_cuda, bool nv
   if (!device_resize)
     throw ConfigError(
         "decode",
-        "--decode gpu: the bicubic resizes (pil-bicubic, pil-bicubic-u8, torch-bicubic-aa, center-crop-pil-bicubic-u8) "
-        "run on the host only");
+        "--decode gpu: the device resizes tf-legacy and bilinear alone; every other resize mode (the bicubic and "
+        "cropping ones) runs on the host only");
   if (!nvjpeg)
     throw ConfigError("decode",
                       "--decode gpu: this vecbench was built without nvJPEG (build against a CUDA LibTorch with "
