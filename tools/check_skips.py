@@ -60,6 +60,8 @@ ALLOWED = [
     (r"^OneDnn\.", r"not an x86-64 build", lambda: not X86, "the CPUID mask (tools/cpuid_mask.c) is x86-64 only"),
     (r"^OneDnn\.", r"cannot fault CPUID", lambda: "cpuid_fault" not in FLAGS,
      "the AVX2-only run needs CPUID faulting (arch_prctl ARCH_SET_CPUID), which this CPU or VM lacks"),
+    (r"^py\.vit_onednn\.small$", r"cannot fault CPUID", lambda: "cpuid_fault" not in FLAGS,
+     "the AVX2-only run needs CPUID faulting (arch_prctl ARCH_SET_CPUID), which this CPU or VM lacks"),
     (r"^Int8\.", r"no VNNI on this CPU", lambda: not FLAGS & {"avx512_vnni", "avx_vnni"},
      "int8 runs on VNNI only (Int8.RefusedWithTheReason checks the refusal)"),
     (r"^py\.tf_fidelity$", r"the CPU has no AVX-512 BF16", lambda: "avx512_bf16" not in FLAGS,

@@ -150,7 +150,8 @@ void add_vectorize_run_options(CLI::App* vec, VectorizeArgs& va) {
       vec, "--engine", va.engine, [](const std::string& s) { return parse_engine(s); },
       "torchscript (LibTorch runs the module) | onednn (CPU: the module's weights as vecbench's own oneDNN "
       "network: one blocked layout, fused conv+BN+ReLU, zero-copy concat, Winograd 3x3, 5x5, 1x7, 7x1, 1x3, 3x1; "
-      "fastest on CPU; same features within 1e-4) | none (no network, zero features: the input pipeline's own ceiling) "
+      "fastest on CPU; same features within 1e-4; DINOv2 and CLIP: fused matmuls, one image at a time, within 1e-5) "
+      "| none (no network, zero features: the input pipeline's own ceiling) "
       "(default: the route)");
   vec->add_flag_callback(
       "--no-winograd", [&va] { va.model.winograd = false; },

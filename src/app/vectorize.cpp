@@ -82,6 +82,10 @@ bool onednn_runs_here() {
 #endif
 }
 
+bool onednn_runs_model(const ModelInfo& m, Precision p) {
+  return m.is_export() && (inception_arch(m.arch) || (vit_arch(m.arch) && p == Precision::fp32));
+}
+
 /// Fills the route fields the flags left open (engine, strategy, devices, batch, threads, decode
 /// threads) from this machine's profile, else from the defaults; returns where they came from.
 std::string resolve_route(VectorizeArgs& a, const ModelInfo& model, int cores, int cuda) {
@@ -91,7 +95,7 @@ std::string resolve_route(VectorizeArgs& a, const ModelInfo& model, int cores, i
   facts.cores = cores;
   facts.cuda_devices = cuda;
   facts.onednn_available = onednn_runs_here();
-  facts.model_is_export = model.is_export() && inception_arch(model.arch);  // what the onednn engine runs
+  facts.model_is_export = onednn_runs_model(model, a.model.precision);
   facts.precision = a.model.precision;
   std::optional<RouteChoice> profile;
   std::string file;

@@ -118,13 +118,13 @@ std::vector<EncoderRun> encoder_runs(const VectorizeArgs& a) {
   return runs;
 }
 
-/// Each encoder's engine: --engine when given (`flag`), else oneDNN for an Inception export where
-/// it runs on a CPU-only route (`devices`), else LibTorch.
-EngineKind engine_for(const std::optional<EngineKind>& flag, const std::string& devices, const ModelInfo& m) {
+/// Each encoder's engine: --engine when given (`flag`), else oneDNN for an export it runs
+/// (onednn_runs_model) on a CPU-only route (`devices`), else LibTorch.
+EngineKind engine_for(const std::optional<EngineKind>& flag, const std::string& devices, const ModelInfo& m,
+                      Precision p) {
   if (flag) return *flag;
   const bool cpu_only = !DevicesSpec::parse(devices).any_cuda();
-  return cpu_only && onednn_runs_here() && m.is_export() && inception_arch(m.arch) ? EngineKind::onednn
-                                                                                   : EngineKind::torchscript;
+  return cpu_only && onednn_runs_here() && onednn_runs_model(m, p) ? EngineKind::onednn : EngineKind::torchscript;
 }
 
 /// The first lines: one per encoder (its model, resize, what its store has left, fingerprint), then the route.
@@ -214,7 +214,7 @@ int cmd_vectorize_encoders(const VectorizeArgs& args, const CommandHooks& hooks)
     r.args = base;
     r.args.out = (fs::path(base.out) / r.encoder).string();
     r.args.model.path = r.choice.path;
-    r.args.model.engine = engine_for(args.engine, base.devices, r.info);
+    r.args.model.engine = engine_for(args.engine, base.devices, r.info, base.model.precision);
     r.in = in;
     r.in.layout = {};
     r.in.resize = in.layout.parts[k].mode;

@@ -17,6 +17,9 @@ namespace vectorize_detail {
 
 /// Whether the oneDNN engine runs on this CPU (built with it, and oneDNN has AVX2 code or better).
 bool onednn_runs_here();
+/// Whether the oneDNN engine runs the export `m` in precision `p`: Inception-v3, and DINOv2's and
+/// CLIP's transformers in fp32 (engine/onednn_vit.hpp).
+bool onednn_runs_model(const ModelInfo& m, Precision p);
 /// Fills the route fields the flags left open from this machine's profile, else from the
 /// defaults; returns where they came from.
 std::string resolve_route(VectorizeArgs& a, const ModelInfo& model, int cores, int cuda);

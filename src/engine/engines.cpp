@@ -20,6 +20,7 @@
 
 #ifdef VECBENCH_WITH_ONEDNN
 #include "vecbench/engine/onednn_inception.hpp"
+#include "vecbench/engine/onednn_vit.hpp"
 #include "vecbench/engine/weights_file.hpp"
 #endif
 
@@ -91,6 +92,29 @@ ModelFactory onednn_factory(const ModelSettings& opt) {
     o.int8_ranges = ranges;
     o.observe = opt.observe;
     return make_onednn_inception(std::move(w), dev, o);  // sets this thread's OpenMP thread count
+  };
+}
+
+/// Replicas of the oneDNN engine's transformer route: the export's tensors read once (through
+/// LibTorch), by the first replica to start; every replica's matmuls read that one copy.
+ModelFactory onednn_vit_factory(const ModelSettings& opt) {
+  struct Shared {
+    std::mutex mu;
+    std::shared_ptr<const VitWeights> weights;
+  };
+  auto shared = std::make_shared<Shared>();
+  return [opt, shared](const VirtualDevice& dev) -> std::unique_ptr<Model> {
+    std::shared_ptr<const VitWeights> w;
+    {
+      std::lock_guard<std::mutex> lk(shared->mu);
+      if (!shared->weights) {
+        auto v = std::make_shared<VitWeights>();
+        torch_plugin().read_vit_weights(opt.path, *v);
+        shared->weights = std::move(v);
+      }
+      w = shared->weights;
+    }
+    return make_onednn_vit(std::move(w), dev);  // sets this thread's OpenMP thread count
   };
 }
 #endif
@@ -165,10 +189,15 @@ ModelFactory model_factory(const ModelSettings& opt) {
   }
   if (opt.engine == EngineKind::onednn) {
     const ModelInfo info = read_model_info(opt.path);
-    if (info.is_export() && !inception_arch(info.arch))  // checked before the engine reads any weight
-      throw ConfigError(
-          "--engine", "onednn runs Inception-v3 only; " + opt.path + " is " + info.arch + ": use --engine torchscript");
+    const bool vit = info.is_export() && vit_arch(info.arch);
+    if (info.is_export() && !inception_arch(info.arch) && !vit)  // checked before the engine reads any weight
+      throw ConfigError("--engine", "onednn runs Inception-v3, DINOv2 and CLIP's image towers; " + opt.path + " is " +
+                                        info.arch + ": use --engine torchscript");
+    if (vit && opt.precision != Precision::fp32)
+      throw ConfigError("--precision", std::string("the onednn engine runs ") + info.arch + " in fp32 only, not " +
+                                           to_string(opt.precision));
 #ifdef VECBENCH_WITH_ONEDNN
+    if (vit) return onednn_vit_factory(opt);
     return onednn_factory(opt);
 #else
     throw ConfigError("--engine", "this vecbench was built without oneDNN (install libdnnl-dev and rebuild)");

@@ -19,15 +19,16 @@ class ActivationArena {
   memory add(const memory::desc& md, const dnnl::engine& eng) {
     memory m(md, eng, DNNL_MEMORY_NONE);
     ids_[m.get()] = bufs_.size();
-    bufs_.push_back(Buf{md.get_size(), {m}});
+    bufs_.push_back(Buf{md.get_size(), {{m, 0}}});
     return m;
   }
-  /// A view of registered buffer `parent` (e.g. a slice of a concatenation: `md` holds its offset).
-  memory view(const memory& parent, const memory::desc& md, const dnnl::engine& eng) {
+  /// A view of registered buffer `parent` (e.g. a slice of a concatenation: `md` holds its offset),
+  /// starting `bytes` into it (a strided view of some of its columns).
+  memory view(const memory& parent, const memory::desc& md, const dnnl::engine& eng, std::size_t bytes = 0) {
     memory m(md, eng, DNNL_MEMORY_NONE);
     const std::size_t id = ids_.at(parent.get());
     ids_[m.get()] = id;
-    bufs_[id].views.push_back(m);
+    bufs_[id].views.push_back({m, bytes});
     return m;
   }
   /// Places every buffer and points its views at their bytes; returns the arena's size.
@@ -53,14 +54,14 @@ class ActivationArena {
     }
     arena_ = aligned_bytes(total);
     for (const auto& b : bufs_)
-      for (auto m : b.views) m.set_data_handle(static_cast<char*>(arena_.get()) + b.offset);
+      for (auto [m, bytes] : b.views) m.set_data_handle(static_cast<char*>(arena_.get()) + b.offset + bytes);
     return total;
   }
 
  private:
   struct Buf {
     std::size_t bytes = 0;
-    std::vector<memory> views;  ///< the buffer's memory and its slices
+    std::vector<std::pair<memory, std::size_t>> views;  ///< the buffer's memory and its slices, bytes into it
     int first = INT_MAX, last = -1;
     std::size_t offset = 0;
   };

@@ -78,6 +78,14 @@ inline bool has_isa(dnnl::cpu_isa isa) {
   return (have & static_cast<unsigned>(isa)) == static_cast<unsigned>(isa);
 }
 
+/// The process's one CPU engine: every replica's primitives and memories belong to it (the
+/// packed weights' memories are shared between replicas, PackedWeightCache::Entry::mem). Never
+/// destroyed: a cache's memories may outlive any replica, up to the end of the process.
+inline const dnnl::engine& cpu_engine() {
+  static const auto* const eng = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  return *eng;
+}
+
 inline bool is_reference(const char* impl) { return std::strncmp(impl, "ref", 3) == 0; }
 
 /// One activation: its memory and its logical shape (N is the graph's batch).

@@ -28,14 +28,6 @@ using namespace onednn_detail;  // NOLINT: the engine's private pieces (src/engi
 
 namespace {
 
-/// The process's one CPU engine: every replica's primitives and memories belong to it (the
-/// packed weights' memories are shared between replicas, PackedWeightCache::Entry::mem). Never
-/// destroyed: a cache's memories may outlive any replica, up to the end of the process.
-const dnnl::engine& cpu_engine() {
-  static const auto* const eng = new dnnl::engine(dnnl::engine::kind::cpu, 0);
-  return *eng;
-}
-
 class OneDnnInception : public Model {
  public:
   OneDnnInception(std::shared_ptr<const InceptionWeights> w, const VirtualDevice& dev, const OneDnnOptions& opt)

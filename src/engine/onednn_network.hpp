@@ -70,6 +70,10 @@ class NetworkBuilder {
   Act new_act(int c, int h, int w) { return Act{arena_.add(act_desc(c, h, w), eng_), c, h, w}; }
   /// A fresh buffer of layout `md`, in the arena.
   memory buffer(const memory::desc& md) { return arena_.add(md, eng_); }
+  /// A view of layout `md` of arena buffer `parent`, `bytes` into it.
+  memory view(const memory& parent, const memory::desc& md, std::size_t bytes = 0) {
+    return arena_.view(parent, md, eng_, bytes);
+  }
   /// The next `c` channels of `cat`, as a view of its buffer.
   memory slice(Concat& cat, int c);
 

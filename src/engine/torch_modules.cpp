@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "vecbench/core/base/error.hpp"
+#include "vecbench/engine/encoder.hpp"
 #include "vecbench/engine/engines.hpp"
 
 namespace vecbench::torch_detail {
@@ -125,6 +126,58 @@ void read_inception_weights(const std::string& path, InceptionWeights& out) {
     f.bias = floats_of(bias);
     w->convs.emplace(layer, std::move(f));
   }
+}
+
+void read_vit_weights(const std::string& path, VitWeights& w) {
+  std::string meta_text;
+  auto m = load_module(path, torch::Device("cpu"), &meta_text);
+  const ModelInfo info = model_info_from(path, parse_meta(meta_text));
+  if (!info.is_export() || !vit_arch(info.arch))
+    throw ReplicaError(path + ": not a vision transformer from tools/export_encoder.py (arch '" + info.arch + "')");
+  w.source = path;
+  w.encoder = info.arch;
+  w.family = info.arch.rfind("clip-", 0) == 0 ? VitFamily::clip : VitFamily::dinov2;
+  w.input_size = info.input_size;
+  w.feature_dim = info.feature_dim;
+  auto keep = [&](const std::string& name, const torch::Tensor& t) {
+    VitTensor v;
+    v.shape.assign(t.sizes().begin(), t.sizes().end());
+    v.data = floats_of(t);
+    w.tensors[name] = std::move(v);
+  };
+  for (const auto& p : m.named_parameters(true)) keep(p.name, p.value);
+  for (const auto& b : m.named_buffers(true)) keep(b.name, b.value);
+  auto need = [&](const std::string& k) -> const VitTensor& {
+    auto it = w.tensors.find(k);
+    if (it == w.tensors.end()) throw ReplicaError(path + ": tensor " + k + " is missing (onednn engine)");
+    return it->second;
+  };
+  const auto &div = need("input_div").data, &mean = need("input_mean").data, &sd = need("input_std").data;
+  if (div.size() != 1 || mean.size() != 3 || sd.size() != 3)
+    throw ReplicaError(path + ": input normalization buffers have unexpected shapes");
+  w.input_div = div[0];
+  for (int c = 0; c < 3; ++c) w.input_mean[c] = mean[c], w.input_std[c] = sd[c];
+  const bool clip = w.family == VitFamily::clip;
+  const VitTensor& patch = need(clip ? "conv1.weight" : "patch_embed.proj.weight");
+  if (patch.shape.size() != 4) throw ReplicaError(path + ": the patch embedding is not a convolution's weight");
+  w.dim = static_cast<int>(patch.shape[0]);
+  w.patch = static_cast<int>(patch.shape[2]);
+  const std::string blocks = clip ? "transformer.resblocks." : "blocks.";
+  while (w.tensors.count(blocks + std::to_string(w.depth) + (clip ? ".ln_1.weight" : ".norm1.weight"))) ++w.depth;
+  w.swiglu = w.tensors.count("blocks.0.mlp.w12.weight") > 0;
+  std::map<std::string, torch::jit::Module> mods;
+  for (const auto& sm : m.named_modules()) mods.emplace(sm.name, sm.value);
+  auto attr = [&](const std::string& mod, const std::string& name) -> c10::IValue {
+    const auto it = mods.find(mod);
+    if (it == mods.end()) throw ReplicaError(path + ": module " + mod + " is missing (onednn engine)");
+    const auto type = it->second.type();
+    if (type->hasConstant(name)) return type->getConstant(name);
+    if (it->second.hasattr(name)) return it->second.attr(name);
+    throw ReplicaError(path + ": module " + mod + " has no " + name + " (onednn engine)");
+  };
+  w.heads = static_cast<int>(attr(blocks + "0.attn", clip ? "num_heads" : "heads").toInt());
+  w.ln_eps = static_cast<float>(attr(clip ? "ln_post" : "norm", "eps").toDouble());
+  w.l2_normalize = clip && m.hasattr("l2_normalize") && m.attr("l2_normalize").toBool();
 }
 
 nlohmann::json load_model_meta(const std::string& path) {

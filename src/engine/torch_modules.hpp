@@ -9,6 +9,7 @@
 #include <string>
 
 #include "vecbench/engine/onednn_inception.hpp"
+#include "vecbench/engine/onednn_vit.hpp"
 
 namespace vecbench::torch_detail {
 
@@ -25,6 +26,10 @@ torch::jit::Module shared_cpu_module(const std::string& path, std::string* meta)
 /// (a --fuse prepacked file holds them folded already), into `out` (made by the caller: the
 /// struct's packed-weight cache belongs to the oneDNN engine, which this library does not link).
 void read_inception_weights(const std::string& path, InceptionWeights& out);
+/// The parameters and buffers of a vision transformer from tools/export_encoder.py (DINOv2, CLIP)
+/// and its shape (width, patch, depth, heads, layer norm's epsilon, SwiGLU, CLIP's normalization),
+/// into `out`; ReplicaError naming the file when it is not one or a tensor is missing.
+void read_vit_weights(const std::string& path, VitWeights& out);
 /// The metadata of the export at `path`.
 nlohmann::json load_model_meta(const std::string& path);
 /// How many module files this process loaded.

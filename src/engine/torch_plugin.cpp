@@ -478,6 +478,7 @@ TorchPluginApi make_api() {
   api.device_decode_factory = &device_decode_factory;
   api.load_model_meta = &load_model_meta;
   api.read_inception_weights = &read_inception_weights;
+  api.read_vit_weights = &read_vit_weights;
   api.module_loads = &module_loads;
   api.cuda_device_count = &plugin_cuda_device_count;
   api.backend_info = &plugin_backend_info;

@@ -5,12 +5,15 @@ the CPU has AVX-512 BF16, else it says why and exits 3).
 usage: openvino_bench.py MODEL.onnx BATCH THREADS [f32|bf16] [SECONDS] [HINT] [STREAMS] [QUEUE]
 HINT: LATENCY (default: one request, run synchronously) or THROUGHPUT (issue #50: OpenVINO's own
 advice for throughput: STREAMS parallel streams, default its choice, fed by an AsyncInferQueue of
-QUEUE requests, default the plugin's optimal number)."""
+QUEUE requests, default the plugin's optimal number).
+$VECBENCH_PEER_SIZE: the input side (default 299, Inception-v3; 224 or 336 for the ViTs)."""
+import os
 import sys
 import time
 
 import numpy as np
 
+SIZE = int(os.environ.get("VECBENCH_PEER_SIZE", "299"))  # the input side (299: Inception-v3)
 model, batch, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 precision = sys.argv[4] if len(sys.argv) > 4 else "f32"
 secs = float(sys.argv[5]) if len(sys.argv) > 5 else 8.0
@@ -25,13 +28,13 @@ import openvino as ov  # noqa: E402
 core = ov.Core()
 cpu = core.get_property("CPU", "FULL_DEVICE_NAME")
 m = core.read_model(model)
-m.reshape([batch, 3, 299, 299])
+m.reshape([batch, 3, SIZE, SIZE])
 print(f"openvino {ov.__version__}: compile_model on {cpu} ...", flush=True)
 config = {"INFERENCE_NUM_THREADS": threads, "INFERENCE_PRECISION_HINT": precision, "PERFORMANCE_HINT": hint}
 if hint == "THROUGHPUT" and streams != "auto":
     config["NUM_STREAMS"] = int(streams)
 compiled = core.compile_model(m, "CPU", config)
-x = np.random.default_rng(0).uniform(-1, 1, (batch, 3, 299, 299)).astype(np.float32)
+x = np.random.default_rng(0).uniform(-1, 1, (batch, 3, SIZE, SIZE)).astype(np.float32)
 if hint == "LATENCY":
     req = compiled.create_infer_request()
     for _ in range(3):

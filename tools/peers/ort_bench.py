@@ -3,12 +3,16 @@
 usage: ort_bench.py MODEL.onnx BATCH THREADS [SECONDS] [PROCESSES]
 PROCESSES > 1 (issue #50: ONNX Runtime's own advice for throughput on few cores is one session
 per core): that many processes, each with its own session of THREADS intra-op threads, started
-together after their warm-up; img_per_s is the sum of their rates over the same window."""
+together after their warm-up; img_per_s is the sum of their rates over the same window.
+$VECBENCH_PEER_SIZE: the input side (default 299, Inception-v3; 224 or 336 for the ViTs)."""
+import os
 import sys
 
 import numpy as np
 
 from peer_procs import timed_rate, total_rate
+
+SIZE = int(os.environ.get("VECBENCH_PEER_SIZE", "299"))  # the input side (299: Inception-v3)
 
 
 def rate(model, batch, threads, secs, start):
@@ -19,7 +23,7 @@ def rate(model, batch, threads, secs, start):
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     sess = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
     name = sess.get_inputs()[0].name
-    x = np.random.default_rng(0).uniform(-1, 1, (batch, 3, 299, 299)).astype(np.float32)
+    x = np.random.default_rng(0).uniform(-1, 1, (batch, 3, SIZE, SIZE)).astype(np.float32)
     return timed_rate(lambda: sess.run(None, {name: x}), batch, secs, start)
 
 

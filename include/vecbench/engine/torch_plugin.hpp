@@ -25,12 +25,13 @@ namespace vecbench {
 
 struct ModelSettings;
 struct InceptionWeights;
+struct VitWeights;
 
 /// Bumped whenever TorchPluginApi or a type crossing it changes (VirtualDevice, ModelSettings,
 /// InceptionWeights, Model); a library of another version is refused. 3: VirtualDevice::kind is a
 /// DeviceKind (a binary and a library either side of that change corrupted each other's devices).
 /// 4: the model settings are ModelSettings (engine/model_settings.hpp). 5: pinned_host_memory.
-constexpr int kTorchPluginAbi = 7;  // 6: ModelSettings::share_weights; 7: ::per_image
+constexpr int kTorchPluginAbi = 8;  // 6: ModelSettings::share_weights; 7: ::per_image; 8: read_vit_weights
 
 /// The functions of libvecbench_torch.so. Both sides are built from the same tree by the same
 /// compiler (C++ types cross the boundary); `abi` and `size` catch a stale library.
@@ -48,6 +49,9 @@ struct TorchPluginApi {
   /// The export's layers with batch norm folded into each convolution, into `out` (built by the
   /// caller); throws ReplicaError naming the file when a tensor is missing. Null without oneDNN.
   void (*read_inception_weights)(const std::string& path, InceptionWeights& out) = nullptr;
+  /// A vision transformer export's tensors and shape (torch_modules.hpp read_vit_weights), into
+  /// `out`; throws ReplicaError naming the file. Null without oneDNN.
+  void (*read_vit_weights)(const std::string& path, VitWeights& out) = nullptr;
   /// TorchScript modules loaded by the library so far.
   std::size_t (*module_loads)() = nullptr;
   /// CUDA devices LibTorch sees (0 in a CPU build).
