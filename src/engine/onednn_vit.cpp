@@ -64,6 +64,58 @@ memory::desc plain(const dims& d) {
   return memory::desc(d, dt::f32, d.size() == 1 ? tag::a : d.size() == 2 ? tag::ab : tag::abc);
 }
 
+/// Whether `pd` (a matmul over `images` images' rows, one after another) gives an image's rows the same bits in every
+/// slot of the group: run twice on 64-byte aligned buffers (as the arena's) with the images' rows (and, for a sum,
+/// dst's rows) rotated by one slot. oneDNN's AVX2 gemm does for most shapes, not for all (DINOv2 ViT-S/14's 512 x 588 x
+/// 384 patch embedding rounds slot 0's rows apart from slot 1's); the verdict is kept per shape and post-ops for the
+/// process.
+bool slot_free(const dnnl::matmul::primitive_desc& pd, const dnnl::engine& eng, int images, const memory& wei,
+               const memory& bias, const std::vector<memory>& post, bool sum) {
+  const memory::dims sd = pd.src_desc().dims(), dd = pd.dst_desc().dims();
+  std::string key = std::to_string(images) + " " + std::to_string(sd[0]) + "x" + std::to_string(sd[1]) + "x" +
+                    std::to_string(dd[1]) + (bias ? " bias" : "") + (sum ? " sum" : "") + " " + pd.impl_info_str();
+  for (const auto& m : post) key += m ? " post" : " -";
+  static std::mutex mu;
+  static std::map<std::string, bool> verdicts;
+  std::lock_guard<std::mutex> lk(mu);
+  if (const auto it = verdicts.find(key); it != verdicts.end()) return it->second;
+  const std::size_t rows = static_cast<std::size_t>(sd[0]), r = rows / static_cast<std::size_t>(images);
+  const std::size_t k = static_cast<std::size_t>(sd[1]), c = static_cast<std::size_t>(dd[1]);
+  auto fill = [&](float* p, std::size_t width, int shift) {  // slot n holds pattern (n + shift) % N
+    for (std::size_t i = 0; i < rows * width; ++i) {
+      const std::size_t slot = i / (r * width), pattern = (slot + static_cast<std::size_t>(shift)) % images;
+      const std::uint32_t h = static_cast<std::uint32_t>((i % (r * width)) * 2654435761u + pattern * 40503u);
+      p[i] = static_cast<float>(h >> 8) / 8388608.0f - 1.0f;
+    }
+  };
+  std::vector<std::shared_ptr<void>> keep;
+  auto buffer = [&](std::size_t floats) {
+    keep.push_back(aligned_bytes(floats * sizeof(float)));
+    return static_cast<float*>(keep.back().get());
+  };
+  float *a = buffer(rows * k), *out[2] = {buffer(rows * c), buffer(rows * c)};
+  dnnl::stream st(eng);
+  const dnnl::matmul prim(pd);
+  for (int shift = 0; shift < 2; ++shift) {
+    fill(a, k, shift);
+    if (sum) fill(out[shift], c, shift);
+    Args args{{DNNL_ARG_SRC, memory(pd.src_desc(), eng, a)},
+              {DNNL_ARG_WEIGHTS, wei},
+              {DNNL_ARG_DST, memory(pd.dst_desc(), eng, out[shift])}};
+    if (bias) args[DNNL_ARG_BIAS] = bias;
+    for (std::size_t i = 0; i < post.size(); ++i)
+      if (post[i]) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1] = post[i];
+    prim.execute(st, args);
+    st.wait();
+  }
+  bool same = true;  // pattern p sits in slot p first, in slot p - 1 (mod N) then
+  for (std::size_t slot = 0; slot < static_cast<std::size_t>(images) && same; ++slot) {
+    const std::size_t moved = (slot + images - 1) % images;
+    same = std::memcmp(out[0] + slot * r * c, out[1] + moved * r * c, r * c * sizeof(float)) == 0;
+  }
+  return verdicts[key] = same;
+}
+
 /// A group of `images` images through the transformer: their tokens are the rows of every matmul
 /// (attention stays within each image). The group's size is fixed for the engine (kGroup): a
 /// matmul's rounding depends on its row count, never on a row's place among them.
@@ -211,68 +263,15 @@ class VitNetwork {
   void rows_matmul(const memory& src, const memory& wei, const memory& bias, const memory& dst,
                    const dnnl::primitive_attr& attr, const std::vector<memory>& post = {}, bool sum = false) {
     const memory::desc bias_md = bias ? bias.get_desc() : memory::desc();
-    if (N_ == 1 ||
-        slot_free(dnnl::matmul::primitive_desc(
-                      dnnl::matmul::desc(src.get_desc(), wei.get_desc(), bias_md, dst.get_desc()), attr, net_.engine()),
-                  wei, bias, post, sum))
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src.get_desc(), wei.get_desc(), bias_md, dst.get_desc()),
+                                          attr, net_.engine());
+    if (N_ == 1 || slot_free(pd, net_.engine(), N_, wei, bias, post, sum))
       return matmul(src, wei, bias, dst, attr, post);
     const memory::dims sd = src.get_desc().dims(), dd = dst.get_desc().dims();
     const memory::dim r = sd[0] / N_;
     for (int n = 0; n < N_; ++n)
       matmul(net_.view(src, plain({r, sd[1]}), sizeof(float) * static_cast<std::size_t>(n * r * sd[1])), wei, bias,
              net_.view(dst, plain({r, dd[1]}), sizeof(float) * static_cast<std::size_t>(n * r * dd[1])), attr, post);
-  }
-
-  /// Whether `pd` gives an image's rows the same bits in every slot of the group: run twice on
-  /// 64-byte aligned buffers (as the arena's) with the images' rows (and, for a sum, dst's rows)
-  /// rotated by one slot. oneDNN's AVX2 gemm does for most shapes, not for all (DINOv2 ViT-S/14's
-  /// 512 x 588 x 384 patch embedding rounds slot 0's rows apart from slot 1's); the verdict is kept
-  /// per shape and post-ops for the process.
-  bool slot_free(const dnnl::matmul::primitive_desc& pd, const memory& wei, const memory& bias,
-                 const std::vector<memory>& post, bool sum) {
-    const memory::dims sd = pd.src_desc().dims(), dd = pd.dst_desc().dims();
-    std::string key = std::to_string(N_) + " " + std::to_string(sd[0]) + "x" + std::to_string(sd[1]) + "x" +
-                      std::to_string(dd[1]) + (bias ? " bias" : "") + (sum ? " sum" : "") + " " + pd.impl_info_str();
-    for (const auto& m : post) key += m ? " post" : " -";
-    static std::mutex mu;
-    static std::map<std::string, bool> verdicts;
-    std::lock_guard<std::mutex> lk(mu);
-    if (const auto it = verdicts.find(key); it != verdicts.end()) return it->second;
-    const std::size_t rows = static_cast<std::size_t>(sd[0]), r = rows / static_cast<std::size_t>(N_);
-    const std::size_t k = static_cast<std::size_t>(sd[1]), c = static_cast<std::size_t>(dd[1]);
-    auto fill = [&](float* p, std::size_t width, int shift) {  // slot n holds pattern (n + shift) % N
-      for (std::size_t i = 0; i < rows * width; ++i) {
-        const std::size_t slot = i / (r * width), pattern = (slot + static_cast<std::size_t>(shift)) % N_;
-        const std::uint32_t h = static_cast<std::uint32_t>((i % (r * width)) * 2654435761u + pattern * 40503u);
-        p[i] = static_cast<float>(h >> 8) / 8388608.0f - 1.0f;
-      }
-    };
-    std::vector<std::shared_ptr<void>> keep;
-    auto buffer = [&](std::size_t floats) {
-      keep.push_back(aligned_bytes(floats * sizeof(float)));
-      return static_cast<float*>(keep.back().get());
-    };
-    float *a = buffer(rows * k), *out[2] = {buffer(rows * c), buffer(rows * c)};
-    dnnl::stream st(net_.engine());
-    const dnnl::matmul prim(pd);
-    for (int shift = 0; shift < 2; ++shift) {
-      fill(a, k, shift);
-      if (sum) fill(out[shift], c, shift);
-      Args args{{DNNL_ARG_SRC, memory(pd.src_desc(), net_.engine(), a)},
-                {DNNL_ARG_WEIGHTS, wei},
-                {DNNL_ARG_DST, memory(pd.dst_desc(), net_.engine(), out[shift])}};
-      if (bias) args[DNNL_ARG_BIAS] = bias;
-      for (std::size_t i = 0; i < post.size(); ++i)
-        if (post[i]) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1] = post[i];
-      prim.execute(st, args);
-      st.wait();
-    }
-    bool same = true;  // pattern p sits in slot p first, in slot p - 1 (mod N) then
-    for (std::size_t slot = 0; slot < static_cast<std::size_t>(N_) && same; ++slot) {
-      const std::size_t moved = (slot + N_ - 1) % N_;
-      same = std::memcmp(out[0] + slot * r * c, out[1] + moved * r * c, r * c * sizeof(float)) == 0;
-    }
-    return verdicts[key] = same;
   }
 
   /// x + layer scale (DINOv2) x (src x wei + bias), into x. Without layer scale the residual is the
