@@ -147,6 +147,8 @@ def main():
     ap.add_argument("--vecbench", default=os.path.join(HERE, "..", "build", "vecbench"))
     ap.add_argument("--torch-venv", default=os.path.join(VENVS, "torch"))
     ap.add_argument("--compile-mode", default="default", help="torch.compile's mode (default, max-autotune, ...)")
+    ap.add_argument("--peers", default="torch113,torch,compile,ort,ov",
+                    help="which peers run: torch113 (Debian's eager), torch (the venv's eager), compile, ort, ov")
     ap.add_argument("--peak-gmacs", type=float, help="the CPU's peak fp32 GMAC/s (else estimated from lscpu)")
     ap.add_argument("--work", default=None)
     ap.add_argument("--out", help="the JSON file to write (required unless --resummarize)")
@@ -191,20 +193,22 @@ def main():
     peers_dir = os.path.join(HERE, "peers")
     cores = str(os.cpu_count())
     secs = str(a.seconds)
-    runners = {
-        "eager (torch 1.13)": lambda: torch_peer(a, "/usr/bin/python3", "eager"),
-    }
+    want = set(a.peers.split(","))
+    runners = {}
+    if "torch113" in want:
+        runners["eager (torch 1.13)"] = lambda: torch_peer(a, "/usr/bin/python3", "eager")
     pyenv = os.path.join(a.torch_venv, "bin", "python")
-    if os.path.exists(pyenv):
+    if os.path.exists(pyenv) and "torch" in want:
         runners["eager (PyPI torch)"] = lambda: torch_peer(a, pyenv, "eager")
+    if os.path.exists(pyenv) and "compile" in want:
         runners[f"torch.compile ({a.compile_mode}, freezing)"] = lambda: torch_peer(a, pyenv, a.compile_mode)
-    if os.path.exists(ort):
+    if os.path.exists(ort) and "ort" in want:
         runners["onnxruntime"] = lambda: best_of({
             f"batch 1, {cores} threads": lambda: printed_rate(
                 [ort, os.path.join(peers_dir, "ort_bench.py"), onnx, "1", cores, secs, "1"], peer_env, "ort"),
             f"batch 1, {cores} processes x 1 thread": lambda: printed_rate(
                 [ort, os.path.join(peers_dir, "ort_bench.py"), onnx, "1", "1", secs, cores], peer_env, "ort")})
-    if os.path.exists(ov):
+    if os.path.exists(ov) and "ov" in want:
         runners["openvino"] = lambda: best_of({
             hint: lambda hint=hint: printed_rate(
                 [ov, os.path.join(peers_dir, "openvino_bench.py"), onnx, "1", cores, "f32", secs, hint], peer_env, "ov")
