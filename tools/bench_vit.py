@@ -287,8 +287,8 @@ def resummarize(path):
 
 
 def gmac_per_image(encoder):
-    """The matmuls' and attention's multiply-accumulates of one image (what the engine counts:
-    VitWeights::macs_per_image), in GMAC."""
+    """The matmuls' and attention's multiply-accumulates of one image (the patch embedding, each
+    block's qkv, attention, projection and feed-forward, CLIP's projection), in GMAC."""
     from vecbench_export import clip, dinov2
     if family(encoder) == "clip":
         _, size, d, depth, patch, embed = clip.CLIP[encoder]

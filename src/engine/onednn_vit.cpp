@@ -42,18 +42,6 @@ const VitTensor& VitWeights::at(const std::string& key, const std::vector<int64_
   return it->second;
 }
 
-double VitWeights::macs_per_image() const {
-  const double T = tokens(), D = dim, P = T - 1, pp = static_cast<double>(patch) * patch;
-  const double hidden = swiglu ? static_cast<double>(tensors.count("blocks.0.mlp.w3.weight")
-                                                         ? tensors.at("blocks.0.mlp.w3.weight").shape.at(1)
-                                                         : 0)
-                               : 4 * D;
-  const double ffn = swiglu ? T * D * 2 * hidden + T * hidden * D : 2 * T * D * hidden;
-  const double block = T * D * 3 * D + 2 * T * T * D + T * D * D + ffn;
-  const double head = family == VitFamily::clip ? D * feature_dim : 0.0;
-  return P * 3 * pp * D + depth * block + head;
-}
-
 using namespace onednn_detail;  // NOLINT: the engine's private pieces (src/engine/onednn_*.hpp)
 
 namespace {
@@ -62,6 +50,24 @@ using dims = memory::dims;
 
 memory::desc plain(const dims& d) {
   return memory::desc(d, dt::f32, d.size() == 1 ? tag::a : d.size() == 2 ? tag::ab : tag::abc);
+}
+
+/// A matmul's arguments: `post` are its post-ops' extra inputs in order (null: none for that one).
+Args matmul_args(const memory& src, const memory& wei, const memory& bias, const memory& dst,
+                 const std::vector<memory>& post) {
+  Args a{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
+  if (bias) a[DNNL_ARG_BIAS] = bias;
+  for (std::size_t i = 0; i < post.size(); ++i)
+    if (post[i]) a[DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1] = post[i];
+  return a;
+}
+
+/// The primitive descriptor of dst = src x wei (+ bias) with `attr`'s post-ops.
+dnnl::matmul::primitive_desc matmul_pd(const memory& src, const memory& wei, const memory& bias, const memory& dst,
+                                       const dnnl::primitive_attr& attr, const dnnl::engine& eng) {
+  const memory::desc bias_md = bias ? bias.get_desc() : memory::desc();
+  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src.get_desc(), wei.get_desc(), bias_md, dst.get_desc()), attr,
+                                      eng);
 }
 
 /// Whether `pd` (a matmul over `images` images' rows, one after another) gives an image's rows the same bits in every
@@ -99,13 +105,8 @@ bool slot_free(const dnnl::matmul::primitive_desc& pd, const dnnl::engine& eng, 
   for (int shift = 0; shift < 2; ++shift) {
     fill(a, k, shift);
     if (sum) fill(out[shift], c, shift);
-    Args args{{DNNL_ARG_SRC, memory(pd.src_desc(), eng, a)},
-              {DNNL_ARG_WEIGHTS, wei},
-              {DNNL_ARG_DST, memory(pd.dst_desc(), eng, out[shift])}};
-    if (bias) args[DNNL_ARG_BIAS] = bias;
-    for (std::size_t i = 0; i < post.size(); ++i)
-      if (post[i]) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1] = post[i];
-    prim.execute(st, args);
+    prim.execute(st,
+                 matmul_args(memory(pd.src_desc(), eng, a), wei, bias, memory(pd.dst_desc(), eng, out[shift]), post));
     st.wait();
   }
   bool same = true;  // pattern p sits in slot p first, in slot p - 1 (mod N) then
@@ -122,8 +123,7 @@ bool slot_free(const dnnl::matmul::primitive_desc& pd, const dnnl::engine& eng, 
 class VitNetwork {
  public:
   VitNetwork(const VitWeights& w, const dnnl::engine& eng, int images)
-      : w_(w), net_(eng, images, 1, ActType{dt::f32, tag::nchw}) {
-    N_ = images;
+      : w_(w), net_(eng, images, 1, ActType{dt::f32, tag::nchw}), N_(net_.batch()) {
     T_ = w.tokens();
     D_ = w.dim;
     H_ = w.heads;
@@ -157,8 +157,7 @@ class VitNetwork {
                  Args{{DNNL_ARG_SRC, z}, {DNNL_ARG_DST, out}});
     net_.finish();
   }
-  int images() const { return N_; }
-  /// images() images of 3 x S x S floats at `in`, their vectors at `out`.
+  /// The group's images of 3 x S x S floats at `in`, their vectors at `out`.
   void run(dnnl::stream& s, const float* in, float* out) { net_.run(s, in, out); }
 
  private:
@@ -246,14 +245,7 @@ class VitNetwork {
   /// dst = src x wei (+ bias) with `attr`'s post-ops; `post` are their extra inputs in order.
   void matmul(const memory& src, const memory& wei, const memory& bias, const memory& dst,
               const dnnl::primitive_attr& attr, const std::vector<memory>& post = {}) {
-    const memory::desc bias_md = bias ? bias.get_desc() : memory::desc();
-    dnnl::matmul::desc d(src.get_desc(), wei.get_desc(), bias_md, dst.get_desc());
-    dnnl::matmul::primitive_desc pd(d, attr, net_.engine());
-    Args a{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
-    if (bias) a[DNNL_ARG_BIAS] = bias;
-    for (std::size_t i = 0; i < post.size(); ++i)
-      if (post[i]) a[DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1] = post[i];
-    net_.add(pd, std::move(a));
+    net_.add(matmul_pd(src, wei, bias, dst, attr, net_.engine()), matmul_args(src, wei, bias, dst, post));
   }
 
   /// dst = src x wei (+ bias, post-ops) where src and dst hold the group's images' rows one after
@@ -262,11 +254,9 @@ class VitNetwork {
   /// add to what dst holds.
   void rows_matmul(const memory& src, const memory& wei, const memory& bias, const memory& dst,
                    const dnnl::primitive_attr& attr, const std::vector<memory>& post = {}, bool sum = false) {
-    const memory::desc bias_md = bias ? bias.get_desc() : memory::desc();
-    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src.get_desc(), wei.get_desc(), bias_md, dst.get_desc()),
-                                          attr, net_.engine());
+    const dnnl::matmul::primitive_desc pd = matmul_pd(src, wei, bias, dst, attr, net_.engine());
     if (N_ == 1 || slot_free(pd, net_.engine(), N_, wei, bias, post, sum))
-      return matmul(src, wei, bias, dst, attr, post);
+      return net_.add(pd, matmul_args(src, wei, bias, dst, post));  // the probe's descriptor, not made again
     const memory::dims sd = src.get_desc().dims(), dd = dst.get_desc().dims();
     const memory::dim r = sd[0] / N_;
     for (int n = 0; n < N_; ++n)
@@ -392,7 +382,8 @@ class VitNetwork {
 
   const VitWeights& w_;
   NetworkBuilder net_;
-  int N_ = 1, T_ = 0, D_ = 0, H_ = 0, hd_ = 0;
+  const int N_;  ///< images per group: the network builder's batch
+  int T_ = 0, D_ = 0, H_ = 0, hd_ = 0;
 };
 
 /// Images per network: the matmuls' row count, fixed so that a vector's bits never depend on the

@@ -61,13 +61,6 @@ inline const EncoderSpec& find_encoder(const std::string& name) {
   throw ConfigError("--encoder", "unknown encoder '" + name + "' (use one of: " + encoder_names() + ")");
 }
 
-/// The encoder named `name`, or null.
-inline const EncoderSpec* find_encoder_if(const std::string& name) {
-  for (const auto& e : encoder_registry())
-    if (name == e.name) return &e;
-  return nullptr;
-}
-
 /// The encoder of a model file whose export metadata says `arch` (Inception's architectures,
 /// tf2015 and torchvision, are inception-v3); null when it names none (not an export).
 inline const EncoderSpec* encoder_of_arch(const std::string& arch) {
@@ -83,7 +76,7 @@ inline bool inception_arch(const std::string& arch) { return arch == "tf2015" ||
 /// Whether `arch` is one of the registry's vision transformers (DINOv2's, CLIP's image towers):
 /// what the oneDNN engine's transformer route runs (engine/onednn_vit.hpp).
 inline bool vit_arch(const std::string& arch) {
-  return find_encoder_if(arch) && (arch.rfind("dinov2-vit-", 0) == 0 || arch.rfind("clip-vit-", 0) == 0);
+  return encoder_of_arch(arch) && (arch.rfind("dinov2-vit-", 0) == 0 || arch.rfind("clip-vit-", 0) == 0);
 }
 
 }  // namespace vecbench

@@ -65,8 +65,6 @@ struct VitWeights {
   int tokens() const { return (input_size / patch) * (input_size / patch) + 1; }
   /// The tensor `key` of exactly `shape`; ReplicaError naming the file, the key and both shapes otherwise.
   const VitTensor& at(const std::string& key, const std::vector<int64_t>& shape) const;
-  /// Multiply-accumulates of one image's forward (the matmuls and attention; documented per encoder).
-  double macs_per_image() const;
 };
 
 /// One replica on a CPU device; sets the calling thread's OpenMP thread count to dev.threads.
